@@ -1,0 +1,32 @@
+use super::{AllocAction, AllocObs, CoreAllocator, ParkMode, ParkRule};
+use crate::time::Nanos;
+
+/// Every core allocated and spinning for the whole run: the baseline of every paper.
+#[derive(Debug, Clone)]
+pub struct StaticAllocator {
+    max_cores: u32,
+}
+
+impl StaticAllocator {
+    pub fn new(max_cores: u32) -> Self {
+        Self { max_cores }
+    }
+    pub fn max_cores(&self) -> u32 {
+        self.max_cores
+    }
+}
+
+impl CoreAllocator for StaticAllocator {
+    fn interval(&self) -> Option<Nanos> {
+        None
+    }
+    fn tick(&mut self, _obs: &AllocObs) -> AllocAction {
+        AllocAction::Nothing
+    }
+    fn park_rule(&self) -> ParkRule {
+        ParkRule { mode: ParkMode::Never, min_poll_ns: 0, min_passes: 0 }
+    }
+    fn name(&self) -> &'static str {
+        "static"
+    }
+}

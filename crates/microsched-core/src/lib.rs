@@ -1,0 +1,21 @@
+//! microsched-core: everything the simulator and the real runtime share.
+//!
+//! * [`scenario`]: the scenario schema (one place, serde, unknown fields rejected) and its validation.
+//! * [`alloc`]: core-allocation policies, pure state machines behind [`alloc::CoreAllocator`].
+//! * [`overload`]: overload (credit) controllers behind [`overload::CreditController`].
+//! * [`metrics`] and [`summary`]: the one result schema both drivers produce.
+//!
+//! Nothing in this crate reads a clock, sleeps, spawns or does I/O (except reading an
+//! empirical CSV named by a scenario, which happens once, at load time).
+
+pub mod alloc;
+pub mod dist;
+pub mod error;
+pub mod metrics;
+pub mod overload;
+pub mod scenario;
+pub mod summary;
+pub mod time;
+
+pub use error::ScenarioError;
+pub use time::Nanos;

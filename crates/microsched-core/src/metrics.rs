@@ -1,0 +1,146 @@
+//! Latency bookkeeping shared by both drivers: HDR histograms per request type, exact sums for
+//! means, and the window counters that become a [`Summary`](crate::summary::Summary).
+
+use hdrhistogram::Histogram;
+
+use crate::summary::{Percentiles, Slowdown, TypeSummary};
+use crate::time::Nanos;
+
+/// Slowdown is stored in thousandths so that an integer histogram keeps three decimals.
+const SLOWDOWN_SCALE: f64 = 1000.0;
+
+#[derive(Debug, Clone)]
+struct TypeRecord {
+    name: String,
+    latency: Histogram<u64>,
+    qdelay: Histogram<u64>,
+    slowdown: Histogram<u64>,
+    latency_sum: u128,
+    qdelay_sum: u128,
+    completed: u64,
+    good: u64,
+    dropped: u64,
+    generated: u64,
+}
+
+fn histogram() -> Histogram<u64> {
+    // 3 significant digits, auto-resizing: any latency is representable.
+    Histogram::new(3).expect("valid sigfig")
+}
+
+/// Per-type latency recorder over one measured window.
+#[derive(Debug, Clone)]
+pub struct LatencyRecorder {
+    types: Vec<TypeRecord>,
+    slo_ns: Nanos,
+}
+
+impl LatencyRecorder {
+    pub fn new(type_names: &[String], slo_ns: Nanos) -> Self {
+        let types = type_names
+            .iter()
+            .map(|name| TypeRecord {
+                name: name.clone(),
+                latency: histogram(),
+                qdelay: histogram(),
+                slowdown: histogram(),
+                latency_sum: 0,
+                qdelay_sum: 0,
+                completed: 0,
+                good: 0,
+                dropped: 0,
+                generated: 0,
+            })
+            .collect();
+        Self { types, slo_ns }
+    }
+
+    #[inline]
+    pub fn generated(&mut self, rtype: usize) {
+        self.types[rtype].generated += 1;
+    }
+
+    #[inline]
+    pub fn dropped(&mut self, rtype: usize) {
+        self.types[rtype].dropped += 1;
+    }
+
+    /// A response arrived: `latency` end to end at the client, `qdelay` waiting at the server,
+    /// `service` the request's CPU time.
+    #[inline]
+    pub fn completed(&mut self, rtype: usize, latency: Nanos, qdelay: Nanos, service: Nanos) {
+        let t = &mut self.types[rtype];
+        t.latency.saturating_record(latency.max(1));
+        t.qdelay.saturating_record(qdelay);
+        t.slowdown
+            .saturating_record((latency as f64 / service.max(1) as f64 * SLOWDOWN_SCALE).round() as u64);
+        t.latency_sum += latency as u128;
+        t.qdelay_sum += qdelay as u128;
+        t.completed += 1;
+        if latency <= self.slo_ns {
+            t.good += 1;
+        }
+    }
+
+    pub fn completed_count(&self) -> u64 {
+        self.types.iter().map(|t| t.completed).sum()
+    }
+
+    /// Per-type summaries and the overall one, for a window of `window_s` seconds.
+    pub fn finish(&self, window_s: f64) -> (TypeSummary, Vec<TypeSummary>) {
+        let per: Vec<TypeSummary> = self.types.iter().map(|t| summarize(t, window_s)).collect();
+        let mut all = TypeRecord {
+            name: "all".into(),
+            latency: histogram(),
+            qdelay: histogram(),
+            slowdown: histogram(),
+            latency_sum: 0,
+            qdelay_sum: 0,
+            completed: 0,
+            good: 0,
+            dropped: 0,
+            generated: 0,
+        };
+        for t in &self.types {
+            all.latency.add(&t.latency).expect("auto-resizing histogram");
+            all.qdelay.add(&t.qdelay).expect("auto-resizing histogram");
+            all.slowdown.add(&t.slowdown).expect("auto-resizing histogram");
+            all.latency_sum += t.latency_sum;
+            all.qdelay_sum += t.qdelay_sum;
+            all.completed += t.completed;
+            all.good += t.good;
+            all.dropped += t.dropped;
+            all.generated += t.generated;
+        }
+        (summarize(&all, window_s), per)
+    }
+}
+
+fn us_percentiles(h: &Histogram<u64>, sum: u128, n: u64) -> Percentiles {
+    if n == 0 {
+        return Percentiles::default();
+    }
+    let q = |p: f64| h.value_at_quantile(p) as f64 / 1e3;
+    Percentiles { mean: sum as f64 / n as f64 / 1e3, p50: q(0.5), p99: q(0.99), p999: q(0.999) }
+}
+
+fn summarize(t: &TypeRecord, window_s: f64) -> TypeSummary {
+    let sd = |p: f64| {
+        if t.completed == 0 {
+            0.0
+        } else {
+            t.slowdown.value_at_quantile(p) as f64 / SLOWDOWN_SCALE
+        }
+    };
+    let ended = t.completed + t.dropped;
+    TypeSummary {
+        name: t.name.clone(),
+        throughput_rps: t.completed as f64 / window_s,
+        goodput_rps: t.good as f64 / window_s,
+        drop_rate: if ended == 0 { 0.0 } else { t.dropped as f64 / ended as f64 },
+        latency_us: us_percentiles(&t.latency, t.latency_sum, t.completed),
+        queueing_delay_us: us_percentiles(&t.qdelay, t.qdelay_sum, t.completed),
+        slowdown: Slowdown { p50: sd(0.5), p99: sd(0.99), p999: sd(0.999) },
+        completed: t.completed,
+    }
+}

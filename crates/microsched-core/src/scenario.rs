@@ -1,0 +1,631 @@
+//! The scenario schema: the one place that says what a scenario may contain.
+//!
+//! Scenarios are data: a TOML file, or the same structure as a Python dict. Durations are written
+//! in human units (`_us`, `_ms`, `_ns` suffixes, fractional allowed) and converted to integer
+//! nanoseconds by the drivers. Unknown fields are rejected everywhere, and every error names the
+//! dotted path of the field at fault.
+
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ScenarioError;
+
+// ---------------------------------------------------------------------------------------------
+// Top level
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Free-form name, copied into results.
+    #[serde(default)]
+    pub name: String,
+    /// Seed of every random stream of the run (overridden by `--seed`).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Length of the measured window, after the warm-up.
+    pub duration_ms: f64,
+    /// Simulated time before the measured window; excluded from every statistic.
+    #[serde(default)]
+    pub warmup_ms: f64,
+    /// Latency objective for goodput. Default: 10 × (mean service time + RTT), as in Breakwater's
+    /// evaluation.
+    #[serde(default)]
+    pub slo_us: Option<f64>,
+    pub server: Server,
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub clients: Clients,
+    pub load: Load,
+    pub workload: Workload,
+    #[serde(default)]
+    pub policy: Policy,
+    #[serde(default)]
+    pub metrics: MetricsCfg,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueMode {
+    /// One central FIFO queue served by every allocated core (c-FCFS).
+    Central,
+    /// One queue per core, sessions hashed to cores as RSS does, optional work stealing.
+    PerCore,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// Cores the latency-critical application may use.
+    pub max_cores: u32,
+    #[serde(default = "default_queue")]
+    pub queue: QueueMode,
+    /// Idle cores steal half of a victim's queue (per_core mode only).
+    #[serde(default = "default_true")]
+    pub steal: bool,
+    /// Time an idle core spends on one successful steal before the stolen work can run.
+    #[serde(default = "default_steal_cost_ns")]
+    pub steal_cost_ns: f64,
+    /// Time from the decision to grant a core until the core can run work.
+    #[serde(default = "default_alloc_delay_us")]
+    pub allocation_delay_us: f64,
+    /// CPU time to receive and dispatch one request packet, charged before its service time.
+    #[serde(default)]
+    pub packet_cost_ns: f64,
+}
+
+fn default_queue() -> QueueMode {
+    QueueMode::PerCore
+}
+fn default_true() -> bool {
+    true
+}
+fn default_steal_cost_ns() -> f64 {
+    100.0
+}
+fn default_alloc_delay_us() -> f64 {
+    5.0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Network and clients
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Round-trip time; each one-way trip takes RTT/2.
+    #[serde(default = "default_rtt_us")]
+    pub rtt_us: f64,
+    /// Each one-way trip gets an extra delay drawn uniformly from [0, jitter_us].
+    #[serde(default)]
+    pub jitter_us: f64,
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Self { rtt_us: default_rtt_us(), jitter_us: 0.0 }
+    }
+}
+
+fn default_rtt_us() -> f64 {
+    10.0
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Clients {
+    /// Client sessions; the open-loop arrivals are spread uniformly over them.
+    #[serde(default = "default_sessions")]
+    pub sessions: u32,
+    /// Requests a session may hold while waiting for credits; a full queue drops its oldest
+    /// entry (Breakwater's CRPC_QLEN). Used only with a credit-based overload controller.
+    #[serde(default = "default_client_queue")]
+    pub queue_capacity: u32,
+    /// A request that waited longer than this for a credit is dropped at the client
+    /// (Breakwater's CBW_MAX_CLIENT_DELAY_US). Used only with a credit-based controller.
+    #[serde(default = "default_client_timeout_us")]
+    pub timeout_us: f64,
+}
+
+impl Default for Clients {
+    fn default() -> Self {
+        Self {
+            sessions: default_sessions(),
+            queue_capacity: default_client_queue(),
+            timeout_us: default_client_timeout_us(),
+        }
+    }
+}
+
+fn default_sessions() -> u32 {
+    100
+}
+fn default_client_queue() -> u32 {
+    16
+}
+fn default_client_timeout_us() -> f64 {
+    10.0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+/// Offered load: exactly one of `fraction` (of capacity: 1.0 = max_cores / mean service time)
+/// and `rps`. `schedule` changes it over time (piecewise constant, times from the start of the
+/// simulation, warm-up included).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    #[serde(default)]
+    pub fraction: Option<f64>,
+    #[serde(default)]
+    pub rps: Option<f64>,
+    #[serde(default)]
+    pub schedule: Vec<LoadStep>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadStep {
+    pub at_ms: f64,
+    #[serde(default)]
+    pub fraction: Option<f64>,
+    #[serde(default)]
+    pub rps: Option<f64>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workload
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    pub types: Vec<RequestType>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestType {
+    pub name: String,
+    /// Relative weight in the mix (normalised over all types).
+    #[serde(default = "default_ratio")]
+    pub ratio: f64,
+    pub service: Dist,
+}
+
+fn default_ratio() -> f64 {
+    1.0
+}
+
+/// A service-time distribution.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Dist {
+    Constant { value_us: f64 },
+    Exponential { mean_us: f64 },
+    /// Two point masses; their probabilities must sum to 1.
+    Bimodal { modes: Vec<Mode> },
+    /// Log-normal with the given mean and sigma of the underlying normal.
+    Lognormal { mean_us: f64, sigma: f64 },
+    /// Samples (µs) read from a CSV file, path relative to the scenario file. The first column,
+    /// or `column` by header name; a header row is detected and skipped.
+    Empirical {
+        csv: String,
+        #[serde(default)]
+        column: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mode {
+    pub value_us: f64,
+    pub prob: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policies
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    #[serde(default)]
+    pub allocator: AllocatorCfg,
+    #[serde(default)]
+    pub overload: OverloadCfg,
+}
+
+/// Core allocation policy. Defaults follow the CoreSync evaluation (§IV-A).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AllocatorCfg {
+    /// All cores allocated and spinning, never parked.
+    #[default]
+    Static,
+    /// Shenango: add a core when an item stays queued across two checks; park after at least
+    /// `min_passes` fruitless work-search passes and `poll_us`.
+    Shenango {
+        #[serde(default = "d_interval5")]
+        interval_us: f64,
+        #[serde(default = "d_poll2")]
+        poll_us: f64,
+        #[serde(default = "d_passes4")]
+        min_passes: u32,
+    },
+    /// Caladan: add a core when the max queueing delay reaches `delay_threshold_us` (or a parked
+    /// core has work); park after polling and stealing for `poll_us`.
+    Caladan {
+        #[serde(default = "d_interval5")]
+        interval_us: f64,
+        #[serde(default = "d_threshold5")]
+        delay_threshold_us: f64,
+        #[serde(default = "d_poll2")]
+        poll_us: f64,
+    },
+    /// McClure et al.'s Utilization Range: keep busy/(busy+search) within [lower, upper].
+    UtilizationRange {
+        #[serde(default = "d_interval5")]
+        interval_us: f64,
+        #[serde(default = "d_util_lower")]
+        lower: f64,
+        #[serde(default = "d_util_upper")]
+        upper: f64,
+    },
+    /// McClure et al.'s Delay Range: keep the average queueing delay within [lower_us, upper_us].
+    DelayRange {
+        #[serde(default = "d_interval5")]
+        interval_us: f64,
+        #[serde(default = "d_delay_lower")]
+        lower_us: f64,
+        #[serde(default = "d_delay_upper")]
+        upper_us: f64,
+    },
+}
+
+fn d_interval5() -> f64 {
+    5.0
+}
+fn d_poll2() -> f64 {
+    2.0
+}
+fn d_passes4() -> u32 {
+    4
+}
+fn d_threshold5() -> f64 {
+    5.0
+}
+fn d_util_lower() -> f64 {
+    0.75
+}
+fn d_util_upper() -> f64 {
+    0.95
+}
+fn d_delay_lower() -> f64 {
+    0.5
+}
+fn d_delay_upper() -> f64 {
+    1.0
+}
+
+/// Overload (admission) control.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OverloadCfg {
+    /// Everything is admitted; clients send as soon as a request is created.
+    #[default]
+    None,
+    /// Breakwater: credit pool with delay-based AIMD, per-session credits, AQM drops.
+    Breakwater(BreakwaterCfg),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AlphaMode {
+    /// C_total += α · N_sessions per RTT, with fractional carry (Breakwater's code, CoreSync).
+    PerSession,
+    /// C_total += α per RTT (the simulation study's α = 1).
+    Absolute,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolTrigger {
+    /// Every `rtt_us` (Breakwater v1; what the papers describe).
+    Periodic,
+    /// On completions, at most once per `rtt_us`, plus an immediate decrease on an AQM drop (v2).
+    Completion,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BreakwaterCfg {
+    /// Queueing-delay target d_t.
+    #[serde(default = "d_bw_target")]
+    pub target_us: f64,
+    /// AQM threshold; default 2 × target.
+    #[serde(default)]
+    pub drop_us: Option<f64>,
+    #[serde(default = "d_bw_alpha")]
+    pub alpha: f64,
+    #[serde(default = "d_alpha_mode")]
+    pub alpha_mode: AlphaMode,
+    #[serde(default = "d_bw_beta")]
+    pub beta: f64,
+    /// Control-loop period; default: the network RTT.
+    #[serde(default)]
+    pub rtt_us: Option<f64>,
+    #[serde(default = "d_trigger")]
+    pub trigger: PoolTrigger,
+    /// Credits one session may hold (Breakwater clamps to 63).
+    #[serde(default = "d_max_window")]
+    pub max_window: u32,
+    /// Pool ceiling per session (Breakwater: 64).
+    #[serde(default = "d_pool_per_session")]
+    pub max_pool_per_session: u32,
+    /// Pool floor; default: max_cores.
+    #[serde(default)]
+    pub min_pool: Option<u32>,
+    /// The simulation study's fix: grow the pool in proportion to newly allocated cores, and a
+    /// minimum pool that depends on max cores and the RTT.
+    #[serde(default)]
+    pub core_fix: bool,
+}
+
+impl Default for BreakwaterCfg {
+    fn default() -> Self {
+        Self {
+            target_us: d_bw_target(),
+            drop_us: None,
+            alpha: d_bw_alpha(),
+            alpha_mode: d_alpha_mode(),
+            beta: d_bw_beta(),
+            rtt_us: None,
+            trigger: d_trigger(),
+            max_window: d_max_window(),
+            max_pool_per_session: d_pool_per_session(),
+            min_pool: None,
+            core_fix: false,
+        }
+    }
+}
+
+fn d_bw_target() -> f64 {
+    80.0
+}
+fn d_bw_alpha() -> f64 {
+    0.001
+}
+fn d_alpha_mode() -> AlphaMode {
+    AlphaMode::PerSession
+}
+fn d_bw_beta() -> f64 {
+    0.02
+}
+fn d_trigger() -> PoolTrigger {
+    PoolTrigger::Periodic
+}
+fn d_max_window() -> u32 {
+    63
+}
+fn d_pool_per_session() -> u32 {
+    64
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsCfg {
+    /// Interval of the time series.
+    #[serde(default = "default_sample_us")]
+    pub sample_interval_us: f64,
+    /// Keep one record per request (id, session, type, times) in the result.
+    #[serde(default)]
+    pub record_requests: bool,
+}
+
+impl Default for MetricsCfg {
+    fn default() -> Self {
+        Self { sample_interval_us: default_sample_us(), record_requests: false }
+    }
+}
+
+fn default_sample_us() -> f64 {
+    100.0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading, overrides, validation
+
+/// How a scenario's text is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Json,
+}
+
+/// A validated scenario plus the directory its relative paths are resolved against.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub scenario: Scenario,
+    pub base_dir: PathBuf,
+}
+
+impl Scenario {
+    /// Parses `text`, applies `--set`-style overrides (`dotted.key=value`, the value parsed as a
+    /// TOML literal, else taken as a string), deserialises and validates.
+    pub fn load(
+        text: &str,
+        format: Format,
+        base_dir: &Path,
+        overrides: &[String],
+    ) -> Result<Loaded, ScenarioError> {
+        let mut tree: serde_json::Value = match format {
+            Format::Toml => {
+                let v: toml::Value = toml::from_str(text)
+                    .map_err(|e| ScenarioError::new("scenario", format!("invalid TOML: {}", e.message())))?;
+                serde_json::to_value(v).map_err(|e| ScenarioError::new("scenario", e.to_string()))?
+            }
+            Format::Json => serde_json::from_str(text)
+                .map_err(|e| ScenarioError::new("scenario", format!("invalid JSON: {e}")))?,
+        };
+        for o in overrides {
+            apply_override(&mut tree, o)?;
+        }
+        let scenario: Scenario = serde_path_to_error::deserialize(tree).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." || path.is_empty() { "scenario".to_string() } else { path };
+            ScenarioError::new(field, e.into_inner().to_string())
+        })?;
+        scenario.validate(base_dir)?;
+        Ok(Loaded { scenario, base_dir: base_dir.to_path_buf() })
+    }
+
+    /// Mean service time over the mix, in µs.
+    pub fn mean_service_us(&self, base_dir: &Path) -> Result<f64, ScenarioError> {
+        let total: f64 = self.workload.types.iter().map(|t| t.ratio).sum();
+        let mut mean = 0.0;
+        for (i, t) in self.workload.types.iter().enumerate() {
+            let field = format!("workload.types[{i}].service");
+            mean += t.ratio / total * crate::dist::Sampler::build(&t.service, base_dir, &field)?.mean_us();
+        }
+        Ok(mean)
+    }
+
+    /// Requests per second that load 1.0 stands for: max_cores / mean service time.
+    pub fn capacity_rps(&self, base_dir: &Path) -> Result<f64, ScenarioError> {
+        Ok(self.server.max_cores as f64 / (self.mean_service_us(base_dir)? * 1e-6))
+    }
+
+    /// The goodput SLO in µs (explicit, or 10 × (mean service + RTT)).
+    pub fn slo_us(&self, base_dir: &Path) -> Result<f64, ScenarioError> {
+        match self.slo_us {
+            Some(v) => Ok(v),
+            None => Ok(10.0 * (self.mean_service_us(base_dir)? + self.network.rtt_us)),
+        }
+    }
+
+    fn validate(&self, base_dir: &Path) -> Result<(), ScenarioError> {
+        positive("duration_ms", self.duration_ms)?;
+        non_negative("warmup_ms", self.warmup_ms)?;
+        if let Some(v) = self.slo_us {
+            positive("slo_us", v)?;
+        }
+        let s = &self.server;
+        if s.max_cores == 0 || s.max_cores > 1024 {
+            return Err(ScenarioError::new("server.max_cores", format!("{} is not allowed: use 1..=1024", s.max_cores)));
+        }
+        non_negative("server.steal_cost_ns", s.steal_cost_ns)?;
+        non_negative("server.allocation_delay_us", s.allocation_delay_us)?;
+        non_negative("server.packet_cost_ns", s.packet_cost_ns)?;
+        non_negative("network.rtt_us", self.network.rtt_us)?;
+        non_negative("network.jitter_us", self.network.jitter_us)?;
+        let c = &self.clients;
+        if c.sessions == 0 {
+            return Err(ScenarioError::new("clients.sessions", "must be at least 1"));
+        }
+        if c.queue_capacity == 0 {
+            return Err(ScenarioError::new("clients.queue_capacity", "must be at least 1"));
+        }
+        positive("clients.timeout_us", c.timeout_us)?;
+        self.validate_load()?;
+        if self.workload.types.is_empty() {
+            return Err(ScenarioError::new("workload.types", "needs at least one request type"));
+        }
+        if self.workload.types.len() > u16::MAX as usize {
+            return Err(ScenarioError::new("workload.types", "at most 65535 request types"));
+        }
+        for (i, t) in self.workload.types.iter().enumerate() {
+            positive(&format!("workload.types[{i}].ratio"), t.ratio)?;
+            crate::dist::Sampler::build(&t.service, base_dir, &format!("workload.types[{i}].service"))?;
+        }
+        positive("metrics.sample_interval_us", self.metrics.sample_interval_us)?;
+        crate::alloc::validate(&self.policy.allocator, "policy.allocator")?;
+        crate::overload::validate(&self.policy.overload, "policy.overload")?;
+        Ok(())
+    }
+
+    fn validate_load(&self) -> Result<(), ScenarioError> {
+        one_rate("load", self.load.fraction, self.load.rps)?;
+        let mut last = -1.0;
+        for (i, step) in self.load.schedule.iter().enumerate() {
+            let f = format!("load.schedule[{i}]");
+            non_negative(&format!("{f}.at_ms"), step.at_ms)?;
+            if step.at_ms <= last {
+                return Err(ScenarioError::new(format!("{f}.at_ms"), "steps must be in strictly increasing time order"));
+            }
+            last = step.at_ms;
+            one_rate(&f, step.fraction, step.rps)?;
+        }
+        Ok(())
+    }
+}
+
+fn one_rate(field: &str, fraction: Option<f64>, rps: Option<f64>) -> Result<(), ScenarioError> {
+    match (fraction, rps) {
+        (Some(f), None) => non_negative(&format!("{field}.fraction"), f),
+        (None, Some(r)) => non_negative(&format!("{field}.rps"), r),
+        _ => Err(ScenarioError::new(field, "give exactly one of `fraction` (of capacity) and `rps`")),
+    }
+}
+
+pub(crate) fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(field, format!("{v} is not allowed: must be a finite number > 0")))
+    }
+}
+
+pub(crate) fn non_negative(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(field, format!("{v} is not allowed: must be a finite number >= 0")))
+    }
+}
+
+/// Applies one `dotted.key=value` override to the value tree, creating tables as needed.
+fn apply_override(tree: &mut serde_json::Value, spec: &str) -> Result<(), ScenarioError> {
+    let (key, raw) = spec
+        .split_once('=')
+        .ok_or_else(|| ScenarioError::new("--set", format!("`{spec}` is not of the form dotted.key=value")))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
+        return Err(ScenarioError::new("--set", format!("`{key}` is not a dotted key")));
+    }
+    let raw = raw.trim();
+    let value: serde_json::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => serde_json::to_value(t.remove("v").expect("parsed key"))
+            .map_err(|e| ScenarioError::new(key, e.to_string()))?,
+        Err(_) => serde_json::Value::String(raw.to_string()),
+    };
+    let mut node = tree;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let obj = node
+            .as_object_mut()
+            .ok_or_else(|| ScenarioError::new(parts[..i].join("."), "is not a table, cannot set a key inside it"))?;
+        if i + 1 == parts.len() {
+            obj.insert(part.to_string(), value);
+            return Ok(());
+        }
+        node = obj.entry(part.to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
+    }
+    unreachable!("a dotted key has at least one part")
+}
+
+/// The JSON Schema of a scenario.
+pub fn json_schema() -> String {
+    serde_json::to_string_pretty(&schemars::schema_for!(Scenario)).expect("schema serialises")
+}

@@ -1,0 +1,92 @@
+//! The one result schema: what `microsched run` prints with `--json`, what the real runtime
+//! writes, what plots and reports read.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Percentiles {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Slowdown {
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Cores {
+    pub max: u32,
+    pub allocated_mean: f64,
+    pub busy_mean: f64,
+}
+
+/// Conservation counters over the whole run (warm-up included): generated = completed + dropped
+/// + in_flight, exactly.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Requests {
+    pub generated: u64,
+    pub completed: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+}
+
+/// Core time over the whole run, in ns: busy + searching + parked + transition = cores × time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CoreTime {
+    pub busy_ns: u64,
+    pub search_ns: u64,
+    pub parked_ns: u64,
+    pub transition_ns: u64,
+    pub total_ns: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TypeSummary {
+    pub name: String,
+    pub throughput_rps: f64,
+    pub goodput_rps: f64,
+    pub drop_rate: f64,
+    pub latency_us: Percentiles,
+    pub queueing_delay_us: Percentiles,
+    pub slowdown: Slowdown,
+    pub completed: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SimStats {
+    pub events: u64,
+    pub wall_s: f64,
+    pub requests_per_wall_s: f64,
+}
+
+/// Statistics cover the measured window (after warm-up) unless a field says otherwise.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub scenario: String,
+    pub seed: u64,
+    pub allocator: String,
+    pub overload: String,
+    pub duration_s: f64,
+    pub slo_us: f64,
+    pub offered_rps: f64,
+    pub throughput_rps: f64,
+    pub goodput_rps: f64,
+    pub drop_rate: f64,
+    pub latency_us: Percentiles,
+    pub queueing_delay_us: Percentiles,
+    pub slowdown: Slowdown,
+    pub cores: Cores,
+    /// LC allocated cores / max cores: the share of the machine the LC application holds.
+    pub cpu_utilization: f64,
+    /// Mean cores given to the best-effort co-tenant (parked cores).
+    pub be_cores_mean: f64,
+    pub requests: Requests,
+    pub core_time: CoreTime,
+    pub by_type: Vec<TypeSummary>,
+    pub sim: SimStats,
+}
