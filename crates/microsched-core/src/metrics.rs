@@ -9,6 +9,9 @@ use crate::time::Nanos;
 /// Slowdown is stored in thousandths so that an integer histogram keeps three decimals.
 const SLOWDOWN_SCALE: f64 = 1000.0;
 
+/// Auto-resizing histograms only refuse values above 2^63 ns (292 years).
+const AUTO: &str = "auto-resizing histogram records any value below 2^63";
+
 #[derive(Debug, Clone)]
 struct TypeRecord {
     name: String,
@@ -70,10 +73,10 @@ impl LatencyRecorder {
     #[inline]
     pub fn completed(&mut self, rtype: usize, latency: Nanos, qdelay: Nanos, service: Nanos) {
         let t = &mut self.types[rtype];
-        t.latency.saturating_record(latency.max(1));
-        t.qdelay.saturating_record(qdelay);
-        t.slowdown
-            .saturating_record((latency as f64 / service.max(1) as f64 * SLOWDOWN_SCALE).round() as u64);
+        t.latency.record(latency.max(1)).expect(AUTO);
+        t.qdelay.record(qdelay).expect(AUTO);
+        let slowdown = (latency as f64 / service.max(1) as f64 * SLOWDOWN_SCALE).round() as u64;
+        t.slowdown.record(slowdown).expect(AUTO);
         t.latency_sum += latency as u128;
         t.qdelay_sum += qdelay as u128;
         t.completed += 1;
@@ -142,5 +145,31 @@ fn summarize(t: &TypeRecord, window_s: f64) -> TypeSummary {
         queueing_delay_us: us_percentiles(&t.qdelay, t.qdelay_sum, t.completed),
         slowdown: Slowdown { p50: sd(0.5), p99: sd(0.99), p999: sd(0.999) },
         completed: t.completed,
+    }
+}
+
+impl LatencyRecorder {
+    /// The end-to-end latency CDF over all types: (latency in µs, fraction of requests at or
+    /// below it), one point per occupied histogram bucket.
+    pub fn latency_cdf(&self) -> (Vec<f64>, Vec<f64>) {
+        let mut all = histogram();
+        for t in &self.types {
+            all.add(&t.latency).expect("auto-resizing histogram");
+        }
+        let total = all.len();
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        if total == 0 {
+            return (xs, ys);
+        }
+        for v in all.iter_recorded() {
+            xs.push(all.highest_equivalent(v.value_iterated_to()) as f64 / 1e3);
+            ys.push(v.count_since_last_iteration() as f64);
+        }
+        let mut acc = 0.0;
+        for y in ys.iter_mut() {
+            acc += *y;
+            *y = acc / total as f64;
+        }
+        (xs, ys)
     }
 }

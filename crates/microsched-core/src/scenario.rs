@@ -81,6 +81,10 @@ pub struct Server {
     /// CPU time to receive and dispatch one request packet, charged before its service time.
     #[serde(default)]
     pub packet_cost_ns: f64,
+    /// Time of one fruitless work-search pass (own queue, steal attempts) of an idle core; park
+    /// rules that count passes (Shenango: 4) wait at least this many times it.
+    #[serde(default = "default_search_pass_ns")]
+    pub search_pass_ns: f64,
 }
 
 fn default_queue() -> QueueMode {
@@ -94,6 +98,9 @@ fn default_steal_cost_ns() -> f64 {
 }
 fn default_alloc_delay_us() -> f64 {
     5.0
+}
+fn default_search_pass_ns() -> f64 {
+    250.0
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -528,6 +535,7 @@ impl Scenario {
         non_negative("server.steal_cost_ns", s.steal_cost_ns)?;
         non_negative("server.allocation_delay_us", s.allocation_delay_us)?;
         non_negative("server.packet_cost_ns", s.packet_cost_ns)?;
+        positive("server.search_pass_ns", s.search_pass_ns)?;
         non_negative("network.rtt_us", self.network.rtt_us)?;
         non_negative("network.jitter_us", self.network.jitter_us)?;
         let c = &self.clients;

@@ -1,0 +1,87 @@
+//! The event queue: a binary heap ordered by (time, insertion sequence), so that events at the
+//! same nanosecond run in the order they were scheduled — the tie-break that makes runs
+//! bit-for-bit reproducible.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use microsched_core::Nanos;
+
+/// Indices are into the simulator's request slab; `epoch` lets stale timers be ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The client-side arrival process produces its next request.
+    Generate,
+    /// A request packet reaches the server.
+    ServerArrive { req: u32 },
+    /// A core finishes the request it runs.
+    CoreDone { core: u16 },
+    /// A core finishes a steal and can run what it took.
+    StealDone { core: u16 },
+    /// A granted core becomes usable.
+    WakeDone { core: u16 },
+    /// An idle core has polled long enough to consider parking.
+    ParkCheck { core: u16, epoch: u32 },
+    /// A response (or drop notice) reaches its client.
+    ResponseArrive { req: u32 },
+    /// An explicit credit message reaches a client.
+    CreditArrive { session: u32, credits: u32 },
+    /// A request waiting for credits at a client times out.
+    ClientTimeout { session: u32, epoch: u32 },
+    AllocTick,
+    CreditTimer,
+    Sample,
+    /// The start of the measured window.
+    WarmupEnd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    time: Nanos,
+    seq: u64,
+    event: Event,
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: reverse to pop the earliest (time, seq) first.
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Entry>,
+    seq: u64,
+}
+
+impl EventQueue {
+    pub fn with_capacity(n: usize) -> Self {
+        Self { heap: BinaryHeap::with_capacity(n), seq: 0 }
+    }
+
+    #[inline]
+    pub fn push(&mut self, time: Nanos, event: Event) {
+        self.seq += 1;
+        self.heap.push(Entry { time, seq: self.seq, event });
+    }
+
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Nanos, Event)> {
+        self.heap.pop().map(|e| (e.time, e.event))
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}

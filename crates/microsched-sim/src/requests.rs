@@ -1,0 +1,68 @@
+//! Live requests, in a slab indexed by u32 so that events and queues carry 4-byte handles.
+
+use std::ops::{Index, IndexMut};
+
+use microsched_core::Nanos;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Req {
+    /// Sequence number in creation order (the same across policies on one seed).
+    pub id: u64,
+    /// Creation at the client: latency is measured from here.
+    pub created: Nanos,
+    pub service: Nanos,
+    /// Arrival at the server: queueing delay is measured from here.
+    pub arrive: Nanos,
+    pub start: Nanos,
+    pub done: Nanos,
+    pub session: u32,
+    pub rtype: u16,
+    pub dropped: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct Slab {
+    reqs: Vec<Req>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    pub fn insert(&mut self, r: Req) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.reqs[i as usize] = r;
+                i
+            }
+            None => {
+                self.reqs.push(r);
+                (self.reqs.len() - 1) as u32
+            }
+        }
+    }
+
+    pub fn remove(&mut self, i: u32) -> Req {
+        self.free.push(i);
+        self.reqs[i as usize]
+    }
+
+    /// Requests currently alive (counted from the slab itself, not from the counters it is
+    /// checked against).
+    pub fn live(&self) -> usize {
+        self.reqs.len() - self.free.len()
+    }
+}
+
+impl Index<u32> for Slab {
+    type Output = Req;
+    #[inline]
+    fn index(&self, i: u32) -> &Req {
+        &self.reqs[i as usize]
+    }
+}
+
+impl IndexMut<u32> for Slab {
+    #[inline]
+    fn index_mut(&mut self, i: u32) -> &mut Req {
+        &mut self.reqs[i as usize]
+    }
+}

@@ -1,0 +1,424 @@
+//! The event loop: clients and network around the server, policies driven at their intervals,
+//! metrics over the measured window.
+
+use std::time::Instant;
+
+use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs, ParkMode, ParkVerdict};
+use microsched_core::dist::Sampler;
+use microsched_core::metrics::LatencyRecorder;
+use microsched_core::scenario::{Loaded, Scenario};
+use microsched_core::summary::{CoreTime, Cores, Requests, SimStats, Summary};
+use microsched_core::time::{ms, us};
+use microsched_core::{Nanos, ScenarioError};
+use rand::Rng;
+
+use crate::arrivals::{pick, Arrivals};
+use crate::events::{Event, EventQueue};
+use crate::requests::{Req, Slab};
+use crate::result::{RequestLog, SimResult, TimeSeries};
+use crate::rng::{stream, Stream};
+use crate::server::{Idle, Server, ServerCfg};
+
+struct Network {
+    one_way: Nanos,
+    jitter: Nanos,
+    rng: Stream,
+}
+
+impl Network {
+    #[inline]
+    fn delay(&mut self) -> Nanos {
+        if self.jitter == 0 {
+            self.one_way
+        } else {
+            self.one_way + self.rng.gen_range(0..=self.jitter)
+        }
+    }
+}
+
+/// The request mix: type by weight, service time from the type's own stream.
+struct Workload {
+    cumulative: Vec<f64>,
+    samplers: Vec<Sampler>,
+    service_rngs: Vec<Stream>,
+    type_rng: Stream,
+}
+
+impl Workload {
+    #[inline]
+    fn draw(&mut self) -> (u16, Nanos) {
+        let t = if self.cumulative.len() == 1 {
+            0
+        } else {
+            let u: f64 = self.type_rng.gen();
+            self.cumulative.iter().position(|&c| u < c).unwrap_or(self.cumulative.len() - 1)
+        };
+        (t as u16, self.samplers[t].sample(&mut self.service_rngs[t]))
+    }
+}
+
+/// Counters of one time-series interval.
+#[derive(Default, Clone, Copy)]
+struct Interval {
+    arrivals: u64,
+    completions: u64,
+    drops: u64,
+}
+
+pub struct Sim {
+    scenario: Scenario,
+    now: Nanos,
+    end: Nanos,
+    warmup: Nanos,
+    measuring: bool,
+    evq: EventQueue,
+    slab: Slab,
+    server: Server,
+    net: Network,
+    workload: Workload,
+    arrivals: Arrivals,
+    session_rng: Stream,
+    sessions: u32,
+    allocator: Box<dyn CoreAllocator>,
+    obs: Vec<CoreObs>,
+    search_pass: Nanos,
+    sample_every: Nanos,
+    recorder: LatencyRecorder,
+    slo_us: f64,
+    // Whole-run conservation counters.
+    generated: u64,
+    completed: u64,
+    dropped: u64,
+    // Measured-window counters and core-time snapshot at its start.
+    window_generated: u64,
+    window_start_times: [Nanos; 4],
+    interval: Interval,
+    last_sample_times: [Nanos; 4],
+    last_sample_at: Nanos,
+    series: TimeSeries,
+    log: Option<RequestLog>,
+    events: u64,
+}
+
+impl Sim {
+    pub fn new(loaded: &Loaded, seed: u64) -> Result<Self, ScenarioError> {
+        let sc = loaded.scenario.clone();
+        let base = &loaded.base_dir;
+        let max_cores = sc.server.max_cores as usize;
+        let allocator = alloc::build(&sc.policy.allocator, sc.server.max_cores);
+
+        let total_ratio: f64 = sc.workload.types.iter().map(|t| t.ratio).sum();
+        let mut acc = 0.0;
+        let mut cumulative = Vec::new();
+        let mut samplers = Vec::new();
+        let mut service_rngs = Vec::new();
+        for (i, t) in sc.workload.types.iter().enumerate() {
+            acc += t.ratio / total_ratio;
+            cumulative.push(acc);
+            samplers.push(Sampler::build(&t.service, base, &format!("workload.types[{i}].service"))?);
+            service_rngs.push(stream(seed, &format!("service.{i}")));
+        }
+        let capacity = sc.capacity_rps(base)?;
+        let rate = |fraction: Option<f64>, rps: Option<f64>| rps.unwrap_or_else(|| fraction.unwrap_or(0.0) * capacity) / 1e9;
+        let mut steps = vec![(0.0, rate(sc.load.fraction, sc.load.rps))];
+        for s in &sc.load.schedule {
+            let t = ms(s.at_ms) as f64;
+            if t == 0.0 {
+                steps[0].1 = rate(s.fraction, s.rps);
+            } else {
+                steps.push((t, rate(s.fraction, s.rps)));
+            }
+        }
+        let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
+        let slo_us = sc.slo_us(base)?;
+        let warmup = ms(sc.warmup_ms);
+        let end = warmup + ms(sc.duration_ms);
+        let server = Server::new(
+            ServerCfg {
+                max_cores,
+                mode: sc.server.queue,
+                steal: sc.server.steal,
+                steal_cost: sc.server.steal_cost_ns.round() as Nanos,
+                packet_cost: sc.server.packet_cost_ns.round() as Nanos,
+                alloc_delay: us(sc.server.allocation_delay_us),
+            },
+            max_cores,
+            stream(seed, "steal"),
+        );
+        let log = sc.metrics.record_requests.then(RequestLog::default);
+        Ok(Self {
+            now: 0,
+            end,
+            warmup,
+            measuring: warmup == 0,
+            evq: EventQueue::with_capacity(1024),
+            slab: Slab::default(),
+            server,
+            net: Network { one_way: us(sc.network.rtt_us) / 2, jitter: us(sc.network.jitter_us), rng: stream(seed, "network") },
+            workload: Workload { cumulative, samplers, service_rngs, type_rng: stream(seed, "types") },
+            arrivals: Arrivals::new(steps, stream(seed, "arrivals")),
+            session_rng: stream(seed, "sessions"),
+            sessions: sc.clients.sessions,
+            allocator,
+            obs: Vec::with_capacity(max_cores),
+            search_pass: (sc.server.search_pass_ns.round() as Nanos).max(1),
+            sample_every: us(sc.metrics.sample_interval_us).max(1),
+            recorder: LatencyRecorder::new(&names, us(slo_us)),
+            slo_us,
+            generated: 0,
+            completed: 0,
+            dropped: 0,
+            window_generated: 0,
+            window_start_times: [0; 4],
+            interval: Interval::default(),
+            last_sample_times: [0; 4],
+            last_sample_at: 0,
+            series: TimeSeries::default(),
+            log,
+            events: 0,
+            scenario: sc,
+        })
+    }
+
+    /// Runs to the end of the measured window and returns the results.
+    pub fn run(mut self) -> SimResult {
+        let wall = Instant::now();
+        if let Some(t) = self.arrivals.next() {
+            self.evq.push(t, Event::Generate);
+        }
+        if self.warmup > 0 {
+            self.evq.push(self.warmup, Event::WarmupEnd);
+        }
+        self.evq.push(self.sample_every, Event::Sample);
+        if let Some(iv) = self.allocator.interval() {
+            self.evq.push(iv, Event::AllocTick);
+        }
+        while let Some((t, ev)) = self.evq.pop() {
+            if t >= self.end {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            self.handle(ev);
+        }
+        self.now = self.end;
+        let wall_s = wall.elapsed().as_secs_f64();
+        self.finish(wall_s)
+    }
+
+    fn handle(&mut self, ev: Event) {
+        let now = self.now;
+        match ev {
+            Event::Generate => self.generate(),
+            Event::ServerArrive { req } => self.server.arrive(req, now, &mut self.slab, &mut self.evq),
+            Event::CoreDone { core } => {
+                let req = self.server.finish(core);
+                self.slab[req].done = now;
+                let at = now + self.net.delay();
+                self.evq.push(at, Event::ResponseArrive { req });
+                let idle = self.server.find_work(core, now, &mut self.slab, &mut self.evq);
+                self.after_idle(core, idle);
+            }
+            Event::StealDone { core } => {
+                let idle = self.server.steal_done(core, now, &mut self.slab, &mut self.evq);
+                self.after_idle(core, idle);
+            }
+            Event::WakeDone { core } => {
+                let idle = self.server.wake_done(core, now, &mut self.slab, &mut self.evq);
+                self.after_idle(core, idle);
+            }
+            Event::ParkCheck { core, epoch } => self.park_check(core, epoch),
+            Event::ResponseArrive { req } => self.response(req),
+            Event::AllocTick => self.alloc_tick(),
+            Event::Sample => self.sample(),
+            Event::WarmupEnd => {
+                self.measuring = true;
+                self.window_start_times = self.server.core_times(now);
+            }
+            Event::CreditArrive { .. } | Event::ClientTimeout { .. } | Event::CreditTimer => {
+                unreachable!("credit events are only scheduled by a credit controller")
+            }
+        }
+    }
+
+    fn generate(&mut self) {
+        let now = self.now;
+        let session = pick(&mut self.session_rng, self.sessions);
+        let (rtype, service) = self.workload.draw();
+        let req = Req { id: self.generated, created: now, service, session, rtype, ..Req::default() };
+        self.generated += 1;
+        self.interval.arrivals += 1;
+        if self.measuring {
+            self.window_generated += 1;
+            self.recorder.generated(rtype as usize);
+        }
+        let slot = self.slab.insert(req);
+        let at = now + self.net.delay();
+        self.evq.push(at, Event::ServerArrive { req: slot });
+        if let Some(next) = self.arrivals.next() {
+            if next < self.end {
+                self.evq.push(next, Event::Generate);
+            }
+        }
+    }
+
+    fn response(&mut self, slot: u32) {
+        let now = self.now;
+        let r = self.slab.remove(slot);
+        self.completed += 1;
+        self.interval.completions += 1;
+        if self.measuring {
+            self.recorder.completed(r.rtype as usize, now - r.created, r.start - r.arrive, r.service);
+        }
+        if let Some(log) = &mut self.log {
+            log.push(&r, now);
+        }
+    }
+
+    /// Schedules the park check of a core that just went idle, as its allocator's rule says.
+    fn after_idle(&mut self, core: u16, idle: Idle) {
+        match idle {
+            Idle::Working => {}
+            Idle::Yielded => self.after_park(),
+            Idle::Spinning => {
+                let rule = self.allocator.park_rule();
+                let wait = match rule.mode {
+                    ParkMode::Never => return,
+                    ParkMode::AfterPoll => rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass),
+                    ParkMode::OnlyLastCore if self.server.active_count() == 1 => self.search_pass,
+                    ParkMode::OnlyLastCore => return,
+                };
+                let epoch = self.server.cores[core as usize].epoch;
+                self.evq.push(self.now + wait, Event::ParkCheck { core, epoch });
+            }
+        }
+    }
+
+    fn park_check(&mut self, core: u16, epoch: u32) {
+        if self.server.cores[core as usize].epoch != epoch || !self.server.is_spinning(core) {
+            return; // found work since, or already parked
+        }
+        let active = self.server.active_count();
+        if active == 1 && self.allocator.park_rule().mode == ParkMode::Never {
+            return;
+        }
+        match self.allocator.on_park_attempt(self.now, core, active, None) {
+            ParkVerdict::Park => {
+                self.server.park(core, self.now);
+                self.after_park();
+            }
+            ParkVerdict::KeepPolling => {
+                self.evq.push(self.now + self.search_pass, Event::ParkCheck { core, epoch });
+            }
+        }
+    }
+
+    /// After any park: a lone remaining idle core under an only-the-last-core-parks rule gets
+    /// its own park check.
+    fn after_park(&mut self) {
+        if self.allocator.park_rule().mode == ParkMode::OnlyLastCore && self.server.active_count() == 1 {
+            if let Some(c) = (0..self.server.cores.len() as u16).find(|&c| self.server.is_spinning(c)) {
+                self.after_idle(c, Idle::Spinning);
+            }
+        }
+    }
+
+    fn alloc_tick(&mut self) {
+        let now = self.now;
+        self.server.observe(now, &self.slab, &mut self.obs);
+        let action = self.allocator.tick(&AllocObs { now, cores: &self.obs });
+        match action {
+            AllocAction::Nothing => {}
+            AllocAction::Grant => {
+                self.server.grant(now, &mut self.evq);
+            }
+            AllocAction::Yield(core) => {
+                self.server.request_yield(core, now);
+                if !self.server.cores[core as usize].is_active() {
+                    self.after_park();
+                }
+            }
+        }
+        if let Some(iv) = self.allocator.interval() {
+            self.evq.push(now + iv, Event::AllocTick);
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let times = self.server.core_times(now);
+        let dt = (now - self.last_sample_at) as f64;
+        let d = |i: usize| (times[i] - self.last_sample_times[i]) as f64 / dt;
+        let s = &mut self.series;
+        s.t_ms.push(now as f64 / 1e6);
+        s.cores_allocated.push(d(0) + d(1));
+        s.cores_busy.push(d(0));
+        s.cores_parked.push(d(2));
+        s.queue_len.push(self.server.queued as f64);
+        s.oldest_delay_us.push(self.server.max_delay(now, &self.slab) as f64 / 1e3);
+        s.arrivals.push(self.interval.arrivals as f64);
+        s.completions.push(self.interval.completions as f64);
+        s.drops.push(self.interval.drops as f64);
+        s.throughput_rps.push(self.interval.completions as f64 / dt * 1e9);
+        s.offered_rps.push(self.arrivals.rate_at(now as f64));
+        s.in_system.push(self.slab.live() as f64);
+        self.interval = Interval::default();
+        self.last_sample_times = times;
+        self.last_sample_at = now;
+        self.evq.push(now + self.sample_every, Event::Sample);
+    }
+
+    fn finish(self, wall_s: f64) -> SimResult {
+        let sc = &self.scenario;
+        let window_ns = self.end - self.warmup;
+        let window_s = window_ns as f64 / 1e9;
+        let times = self.server.core_times(self.end);
+        let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
+        let (all, by_type) = self.recorder.finish(window_s);
+        let max_cores = sc.server.max_cores;
+        let allocated_mean = w(0) + w(1);
+        let summary = Summary {
+            scenario: sc.name.clone(),
+            seed: 0,
+            allocator: self.allocator.name().to_string(),
+            overload: "none".to_string(),
+            duration_s: window_s,
+            slo_us: self.slo_us,
+            offered_rps: self.window_generated as f64 / window_s,
+            throughput_rps: all.throughput_rps,
+            goodput_rps: all.goodput_rps,
+            drop_rate: all.drop_rate,
+            latency_us: all.latency_us.clone(),
+            queueing_delay_us: all.queueing_delay_us.clone(),
+            slowdown: all.slowdown.clone(),
+            cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0) },
+            cpu_utilization: allocated_mean / max_cores as f64,
+            be_cores_mean: w(2),
+            requests: Requests {
+                generated: self.generated,
+                completed: self.completed,
+                dropped: self.dropped,
+                in_flight: self.slab.live() as u64,
+            },
+            core_time: CoreTime {
+                busy_ns: times[0],
+                search_ns: times[1],
+                parked_ns: times[2],
+                transition_ns: times[3],
+                total_ns: times.iter().sum(),
+            },
+            by_type,
+            sim: SimStats {
+                events: self.events,
+                wall_s,
+                requests_per_wall_s: if wall_s > 0.0 { self.generated as f64 / wall_s } else { 0.0 },
+            },
+        };
+        SimResult {
+            summary,
+            timeseries: self.series,
+            latency_cdf: self.recorder.latency_cdf(),
+            requests: self.log,
+        }
+    }
+}
