@@ -10,14 +10,23 @@
 //!    for at least [`ParkRule::min_poll_ns`] and [`ParkRule::min_passes`] passes, asks
 //!    [`CoreAllocator::on_park_attempt`] whether it may park, and parks it if so.
 
+mod caladan;
+mod common;
+mod delay_range;
+mod shenango;
 mod static_alloc;
+mod utilization_range;
 
+pub use caladan::CaladanAllocator;
+pub use delay_range::DelayRangeAllocator;
+pub use shenango::ShenangoAllocator;
 pub use static_alloc::StaticAllocator;
+pub use utilization_range::UtilizationRangeAllocator;
 
 use crate::error::ScenarioError;
 use crate::overload::CreditLink;
 use crate::scenario::AllocatorCfg;
-use crate::time::Nanos;
+use crate::time::{us, Nanos};
 
 pub type CoreId = u16;
 
@@ -140,25 +149,137 @@ pub trait CoreAllocator: Send {
     /// (CoreSync returns the credits it withheld).
     fn on_park_abort(&mut self, _now: Nanos, _core: CoreId, _credits: Option<&mut dyn CreditLink>) {}
 
+    /// The signal the policy decided on at its last tick, for the time series: each policy
+    /// documents its unit (delays in nanoseconds, utilization as a fraction in [0, 1]). `None`
+    /// before the first tick, and for policies without a signal.
+    fn signal(&self) -> Option<f64> {
+        None
+    }
+
     /// Name for results.
     fn name(&self) -> &'static str;
 }
 
 /// Checks an allocator configuration; `field` is its dotted path.
 pub fn validate(cfg: &AllocatorCfg, field: &str) -> Result<(), ScenarioError> {
-    match cfg {
+    use common::{check_non_negative_us as non_negative, check_positive_us as positive, check_range};
+    let f = |key: &str| format!("{field}.{key}");
+    match *cfg {
         AllocatorCfg::Static => Ok(()),
-        _ => Err(ScenarioError::new(
-            format!("{field}.kind"),
-            "this allocator is not implemented yet; allowed: static",
-        )),
+        AllocatorCfg::Shenango { interval_us, poll_us, min_passes: _ } => {
+            positive(f("interval_us"), interval_us)?;
+            non_negative(f("poll_us"), poll_us)
+        }
+        AllocatorCfg::Caladan { interval_us, delay_threshold_us, poll_us } => {
+            positive(f("interval_us"), interval_us)?;
+            // Zero would mean "always congested" here; in Caladan it selects Shenango's signal,
+            // which is `kind = "shenango"`.
+            positive(f("delay_threshold_us"), delay_threshold_us).map_err(|mut e| {
+                e.message.push_str("; for Shenango's standing-queue signal use kind = \"shenango\"");
+                e
+            })?;
+            non_negative(f("poll_us"), poll_us)
+        }
+        AllocatorCfg::UtilizationRange { interval_us, lower, upper } => {
+            positive(f("interval_us"), interval_us)?;
+            for (key, v) in [("lower", lower), ("upper", upper)] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(ScenarioError::new(
+                        f(key),
+                        format!("{v} is not allowed: must be a utilization fraction in [0, 1] (0.75 means 75 %)"),
+                    ));
+                }
+            }
+            check_range(field, "lower", lower, "upper", upper)
+        }
+        AllocatorCfg::DelayRange { interval_us, lower_us, upper_us } => {
+            positive(f("interval_us"), interval_us)?;
+            non_negative(f("lower_us"), lower_us)?;
+            non_negative(f("upper_us"), upper_us)?;
+            check_range(field, "lower_us", lower_us, "upper_us", upper_us)
+        }
     }
 }
 
-/// Builds the policy a configuration names.
+/// Builds the policy a configuration names; `cfg` must have passed [`validate`].
 pub fn build(cfg: &AllocatorCfg, max_cores: u32) -> Box<dyn CoreAllocator> {
-    match cfg {
+    match *cfg {
         AllocatorCfg::Static => Box::new(StaticAllocator::new(max_cores)),
-        other => unreachable!("validate() rejects {other:?}"),
+        AllocatorCfg::Shenango { interval_us, poll_us, min_passes } => {
+            Box::new(ShenangoAllocator::new(us(interval_us), us(poll_us), min_passes, max_cores))
+        }
+        AllocatorCfg::Caladan { interval_us, delay_threshold_us, poll_us } => {
+            Box::new(CaladanAllocator::new(us(interval_us), us(delay_threshold_us), us(poll_us)))
+        }
+        AllocatorCfg::UtilizationRange { interval_us, lower, upper } => {
+            Box::new(UtilizationRangeAllocator::new(us(interval_us), lower, upper, max_cores))
+        }
+        AllocatorCfg::DelayRange { interval_us, lower_us, upper_us } => {
+            Box::new(DelayRangeAllocator::new(us(interval_us), lower_us * 1e3, upper_us * 1e3, max_cores))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(cfg: AllocatorCfg) -> ScenarioError {
+        validate(&cfg, "policy.allocator").unwrap_err()
+    }
+
+    fn defaults() -> [AllocatorCfg; 5] {
+        // The serde defaults, as a scenario with only `kind` set gets them.
+        ["static", "shenango", "caladan", "utilization_range", "delay_range"]
+            .map(|k| serde_json::from_value(serde_json::json!({ "kind": k })).unwrap())
+    }
+
+    #[test]
+    fn defaults_validate_and_build() {
+        for cfg in defaults() {
+            validate(&cfg, "policy.allocator").unwrap();
+            let a = build(&cfg, 16);
+            assert_eq!(a.signal(), None, "{}", a.name());
+            if a.name() != "static" {
+                assert_eq!(a.interval(), Some(5_000), "{}", a.name());
+            }
+        }
+        let a = build(&AllocatorCfg::Caladan { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 2.0 }, 16);
+        assert_eq!(a.park_rule().min_poll_ns, 2_000);
+    }
+
+    #[test]
+    fn bad_parameters_name_their_field() {
+        use AllocatorCfg::*;
+        let cases = [
+            (Shenango { interval_us: 0.0, poll_us: 2.0, min_passes: 4 }, "policy.allocator.interval_us"),
+            (Shenango { interval_us: -5.0, poll_us: 2.0, min_passes: 4 }, "policy.allocator.interval_us"),
+            (Shenango { interval_us: 5.0, poll_us: 2e6, min_passes: 4 }, "policy.allocator.poll_us"),
+            (Shenango { interval_us: 5.0, poll_us: -1.0, min_passes: 4 }, "policy.allocator.poll_us"),
+            (Caladan { interval_us: f64::NAN, delay_threshold_us: 5.0, poll_us: 2.0 }, "policy.allocator.interval_us"),
+            (
+                Caladan { interval_us: 5.0, delay_threshold_us: 0.0, poll_us: 2.0 },
+                "policy.allocator.delay_threshold_us",
+            ),
+            (Caladan { interval_us: 5.0, delay_threshold_us: 5.0, poll_us: 1_000_001.0 }, "policy.allocator.poll_us"),
+            (UtilizationRange { interval_us: 5.0, lower: 0.95, upper: 0.75 }, "policy.allocator.lower"),
+            (UtilizationRange { interval_us: 5.0, lower: 0.8, upper: 0.8 }, "policy.allocator.lower"),
+            (UtilizationRange { interval_us: 5.0, lower: -0.1, upper: 0.9 }, "policy.allocator.lower"),
+            (UtilizationRange { interval_us: 5.0, lower: 0.75, upper: 95.0 }, "policy.allocator.upper"),
+            (UtilizationRange { interval_us: 0.0, lower: 0.75, upper: 0.95 }, "policy.allocator.interval_us"),
+            (DelayRange { interval_us: 5.0, lower_us: 4.0, upper_us: 1.0 }, "policy.allocator.lower_us"),
+            (DelayRange { interval_us: 5.0, lower_us: 1.0, upper_us: 1.0 }, "policy.allocator.lower_us"),
+            (DelayRange { interval_us: 5.0, lower_us: -1.0, upper_us: 1.0 }, "policy.allocator.lower_us"),
+            (DelayRange { interval_us: 5.0, lower_us: 1.0, upper_us: f64::INFINITY }, "policy.allocator.upper_us"),
+        ];
+        for (cfg, field) in cases {
+            let e = err(cfg.clone());
+            assert_eq!(e.field, field, "{cfg:?}: {e}");
+            assert!(e.message.contains("not allowed"), "{e}");
+        }
+        // Zero bounds are meaningful: revoke only at zero utilization / delay; poll 0 parks at once.
+        validate(&UtilizationRange { interval_us: 5.0, lower: 0.0, upper: 1.0 }, "a").unwrap();
+        validate(&DelayRange { interval_us: 5.0, lower_us: 0.0, upper_us: 4.0 }, "a").unwrap();
+        validate(&Caladan { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 0.0 }, "a").unwrap();
     }
 }

@@ -1,0 +1,131 @@
+//! Caladan (OSDI'20): reactive allocation on the queueing-delay signal.
+//!
+//! Every interval the IOKernel measures the maximum queueing delay over the application's cores;
+//! at or above the threshold (or when a parked core holds work) it adds one core. Cores give
+//! themselves back after polling and stealing for the poll period without finding work.
+
+use super::common::any_parked;
+use super::{AllocAction, AllocObs, CoreAllocator, ParkMode, ParkRule};
+use crate::time::Nanos;
+
+#[derive(Debug, Clone)]
+pub struct CaladanAllocator {
+    interval: Nanos,
+    threshold: Nanos,
+    poll: Nanos,
+    /// A core was granted at the previous tick: Caladan's `waking` flag. The new core has not had
+    /// an interval to drain the queues yet, so the delay it is meant to fix is still visible.
+    granted_last: bool,
+    /// Max queueing delay at the last tick; see [`CoreAllocator::signal`].
+    max_delay: Option<Nanos>,
+}
+
+impl CaladanAllocator {
+    pub fn new(interval: Nanos, threshold: Nanos, poll: Nanos) -> Self {
+        Self { interval, threshold, poll, granted_last: false, max_delay: None }
+    }
+}
+
+impl CoreAllocator for CaladanAllocator {
+    fn interval(&self) -> Option<Nanos> {
+        Some(self.interval)
+    }
+
+    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
+        let delay = obs.max_delay();
+        self.max_delay = Some(delay);
+        // `simple` policy ordering: the skip comes before the congestion test and is spent even
+        // when there is no congestion (`ias` tests first and keeps the flag until congested).
+        if std::mem::take(&mut self.granted_last) {
+            return AllocAction::Nothing;
+        }
+        let congested = delay >= self.threshold || obs.parked_with_work();
+        // Caladan would mark the process congested when no core is free, to get the next idle
+        // one; here every free core is parked, so there is nothing to wait for.
+        if congested && any_parked(obs) {
+            self.granted_last = true;
+            AllocAction::Grant
+        } else {
+            AllocAction::Nothing
+        }
+    }
+
+    fn park_rule(&self) -> ParkRule {
+        // RUNTIME_SCHED_POLL_ITERS is 0 in Caladan: only the poll time counts.
+        ParkRule { mode: ParkMode::AfterPoll, min_poll_ns: self.poll, min_passes: 0 }
+    }
+
+    /// Max over cores of the oldest waiting request's age at the last tick, in nanoseconds.
+    /// `None` before the first tick.
+    fn signal(&self) -> Option<f64> {
+        self.max_delay.map(|d| d as f64)
+    }
+
+    fn name(&self) -> &'static str {
+        "caladan"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::test_util::*;
+    use super::super::CoreObs;
+    use super::*;
+
+    fn tick(a: &mut CaladanAllocator, now: Nanos, cores: &[CoreObs]) -> AllocAction {
+        a.tick(&AllocObs { now, cores })
+    }
+
+    fn alloc() -> CaladanAllocator {
+        CaladanAllocator::new(5_000, 5_000, 2_000)
+    }
+
+    #[test]
+    fn adds_a_core_at_the_threshold_not_below() {
+        let mut a = alloc();
+        assert_eq!(a.signal(), None);
+        // 4.999 µs: below.
+        assert_eq!(tick(&mut a, 10_000, &[queued(active(), 2, 5_001), parked()]), AllocAction::Nothing);
+        assert_eq!(a.signal(), Some(4_999.0));
+        // Exactly 5 µs: congested (>=).
+        assert_eq!(tick(&mut a, 15_000, &[queued(active(), 2, 10_000), parked()]), AllocAction::Grant);
+        assert_eq!(a.signal(), Some(5_000.0));
+    }
+
+    #[test]
+    fn skips_the_interval_after_a_grant() {
+        let mut a = alloc();
+        let congested = |now: Nanos| [queued(active(), 9, now - 20_000), parked(), parked()];
+        assert_eq!(tick(&mut a, 20_000, &congested(20_000)), AllocAction::Grant);
+        assert_eq!(tick(&mut a, 25_000, &congested(25_000)), AllocAction::Nothing);
+        // The signal is still measured during the skip.
+        assert_eq!(a.signal(), Some(20_000.0));
+        assert_eq!(tick(&mut a, 30_000, &congested(30_000)), AllocAction::Grant);
+        // The skip is spent even on an uncongested interval (simple ordering).
+        let mut a = alloc();
+        assert_eq!(tick(&mut a, 20_000, &congested(20_000)), AllocAction::Grant);
+        assert_eq!(tick(&mut a, 25_000, &[active(), active(), parked()]), AllocAction::Nothing);
+        assert_eq!(tick(&mut a, 30_000, &congested(30_000)), AllocAction::Grant);
+    }
+
+    #[test]
+    fn parked_core_with_work_is_congestion() {
+        let mut a = alloc();
+        assert_eq!(tick(&mut a, 5_000, &[active(), queued(parked(), 1, 4_900)]), AllocAction::Grant);
+    }
+
+    #[test]
+    fn never_grants_without_a_parked_core() {
+        let mut a = alloc();
+        let cores = [queued(active(), 9, 0), active()];
+        assert_eq!(tick(&mut a, 50_000, &cores), AllocAction::Nothing);
+        // And since nothing was granted, there is no skip to spend afterwards.
+        assert_eq!(tick(&mut a, 55_000, &[queued(active(), 9, 0), parked()]), AllocAction::Grant);
+    }
+
+    #[test]
+    fn park_rule_is_poll_time_only() {
+        let r = alloc().park_rule();
+        assert_eq!(r, ParkRule { mode: ParkMode::AfterPoll, min_poll_ns: 2_000, min_passes: 0 });
+    }
+}

@@ -1,0 +1,150 @@
+//! Delay Range (McClure et al., NSDI'22): proactive allocation that keeps the average queueing
+//! delay inside `[lower, upper]`.
+//!
+//! Every interval: average delay = Σ over *all* cores (parked ones included: their stranded work
+//! is delay too) of the oldest waiting request's age, divided by the active cores (or the plain Σ
+//! when none is active), as in Caladan's `avg_delay_ns`. At or above `upper` (or when a parked
+//! core holds work): add a core; at or below `lower` with more than one core active: revoke the
+//! one with the least delay. Cores do not park by themselves, except the last.
+
+use super::common::{core_delay, IntervalWindow, RangeRule, RangeSignal, RANGE_PARK_RULE};
+use super::{AllocAction, AllocObs, CoreAllocator, ParkRule};
+use crate::time::Nanos;
+
+#[derive(Debug, Clone)]
+pub struct DelayRangeAllocator {
+    interval: Nanos,
+    /// Band in nanoseconds, kept fractional so that sub-nanosecond settings are not rounded.
+    lower_ns: f64,
+    upper_ns: f64,
+    /// Only for the revoke tie-break (least busy core); the signal itself is instantaneous.
+    window: IntervalWindow,
+    rule: RangeRule,
+    /// Average delay at the last tick; see [`CoreAllocator::signal`].
+    avg_delay: Option<f64>,
+}
+
+impl DelayRangeAllocator {
+    /// `lower_ns < upper_ns`, both in nanoseconds.
+    pub fn new(interval: Nanos, lower_ns: f64, upper_ns: f64, max_cores: u32) -> Self {
+        Self {
+            interval,
+            lower_ns,
+            upper_ns,
+            window: IntervalWindow::with_capacity(max_cores as usize),
+            rule: RangeRule::new(interval),
+            avg_delay: None,
+        }
+    }
+}
+
+impl CoreAllocator for DelayRangeAllocator {
+    fn interval(&self) -> Option<Nanos> {
+        Some(self.interval)
+    }
+
+    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
+        self.window.advance(obs.cores);
+        let sum: Nanos = obs.cores.iter().map(|c| core_delay(obs.now, c)).sum();
+        let avg = sum as f64 / obs.active().max(1) as f64;
+        self.avg_delay = Some(avg);
+        let s = RangeSignal { above: avg >= self.upper_ns, below: avg <= self.lower_ns, zero: sum == 0 };
+        self.rule.decide(obs, s, &self.window)
+    }
+
+    fn park_rule(&self) -> ParkRule {
+        RANGE_PARK_RULE
+    }
+
+    /// Average queueing delay at the last tick (Σ over all cores / active cores), in nanoseconds.
+    /// `None` before the first tick.
+    fn signal(&self) -> Option<f64> {
+        self.avg_delay
+    }
+
+    fn name(&self) -> &'static str {
+        "delay_range"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::test_util::*;
+    use super::super::ParkMode;
+    use super::*;
+
+    fn alloc() -> DelayRangeAllocator {
+        // The CoreSync setting: 0.5–1 µs.
+        DelayRangeAllocator::new(5_000, 500.0, 1_000.0, 4)
+    }
+
+    fn tick(a: &mut DelayRangeAllocator, now: Nanos, cores: &[super::super::CoreObs]) -> AllocAction {
+        a.tick(&AllocObs { now, cores })
+    }
+
+    #[test]
+    fn adds_at_the_upper_bound_on_the_average_over_active_cores() {
+        let mut a = alloc();
+        assert_eq!(a.signal(), None);
+        // Delays 1500 + 400 over 2 active = 950 ns: inside the band.
+        let c = [queued(active(), 2, 8_500), queued(active(), 1, 9_600), parked()];
+        assert_eq!(tick(&mut a, 10_000, &c), AllocAction::Nothing);
+        assert_eq!(a.signal(), Some(950.0));
+        // 1600 + 400 = 1000 ns average: congested (>=).
+        let c = [queued(active(), 2, 13_400), queued(active(), 1, 14_600), parked()];
+        assert_eq!(tick(&mut a, 15_000, &c), AllocAction::Grant);
+        assert_eq!(a.signal(), Some(1_000.0));
+        // Next interval skipped after the grant even if still high.
+        let c = [queued(active(), 2, 15_000), active(), parked()];
+        assert_eq!(tick(&mut a, 20_000, &c), AllocAction::Nothing);
+    }
+
+    #[test]
+    fn parked_cores_count_in_the_numerator_and_their_work_is_congestion() {
+        let mut a = alloc();
+        // 300 ns on a parked core over 2 active cores: 150 ns, below the band, but it holds work.
+        let c = [active(), active(), queued(parked(), 1, 9_700)];
+        assert_eq!(tick(&mut a, 10_000, &c), AllocAction::Grant);
+        assert_eq!(a.signal(), Some(150.0));
+    }
+
+    #[test]
+    fn revokes_the_least_delayed_core_at_most_every_other_interval() {
+        let mut a = alloc();
+        // Average (600 + 200 + 0) / 3 = 266.7 ns <= 500: revoke core 2 (zero delay).
+        let low = |now: Nanos| [queued(active(), 1, now - 600), queued(active(), 1, now - 200), active(), parked()];
+        assert_eq!(tick(&mut a, 5_000, &low(5_000)), AllocAction::Yield(2));
+        assert_eq!(tick(&mut a, 10_000, &low(10_000)), AllocAction::Nothing);
+        assert_eq!(tick(&mut a, 15_000, &low(15_000)), AllocAction::Yield(2));
+        // Exactly at the lower bound counts (<=): (700 + 300) / 2 = 500.
+        let mut a = alloc();
+        let c = [queued(active(), 1, 9_300), queued(active(), 1, 9_700)];
+        assert_eq!(tick(&mut a, 10_000, &c), AllocAction::Yield(1));
+    }
+
+    #[test]
+    fn keeps_the_last_core_unless_there_is_no_delay_at_all() {
+        let mut a = alloc();
+        let c = [queued(active(), 1, 9_900), parked()];
+        assert_eq!(tick(&mut a, 10_000, &c), AllocAction::Nothing);
+        let c = [active(), parked()];
+        assert_eq!(tick(&mut a, 15_000, &c), AllocAction::Yield(0));
+        assert_eq!(a.signal(), Some(0.0));
+        // With every core parked the average is the plain sum; nothing to revoke.
+        let mut a = alloc();
+        assert_eq!(tick(&mut a, 5_000, &[parked(), parked()]), AllocAction::Nothing);
+    }
+
+    #[test]
+    fn long_interval_has_no_waking_skip() {
+        let mut a = DelayRangeAllocator::new(10_000, 500.0, 1_000.0, 3);
+        let c = |now: Nanos| [queued(active(), 3, now - 5_000), parked(), parked()];
+        assert_eq!(tick(&mut a, 10_000, &c(10_000)), AllocAction::Grant);
+        assert_eq!(tick(&mut a, 20_000, &c(20_000)), AllocAction::Grant);
+    }
+
+    #[test]
+    fn only_the_last_core_parks_by_itself() {
+        assert_eq!(alloc().park_rule().mode, ParkMode::OnlyLastCore);
+    }
+}

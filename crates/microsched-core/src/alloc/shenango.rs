@@ -1,0 +1,172 @@
+//! Shenango (NSDI'19): reactive allocation on a "standing queue" signal.
+//!
+//! Every interval the IOKernel checks each active core: if an item that was already queued at the
+//! previous check has still not been dequeued, the application is congested and gets one more
+//! core (`cores_is_proc_congested` in shenango `iokernel/cores.c`). Cores give themselves back:
+//! a core parks after at least `min_passes` fruitless work-search passes *and* `poll` time.
+
+use super::common::any_parked;
+use super::{AllocAction, AllocObs, CoreAllocator, CoreState, ParkMode, ParkRule};
+use crate::time::Nanos;
+
+/// What the previous check saw of one core.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mark {
+    /// `enqueued_total` at the previous check: any item enqueued before it is older than one
+    /// interval, so `dequeued_total` below it means such an item is still waiting.
+    enqueued_at_check: u64,
+    /// Whether the core was active at the previous check. A core is judged only on a window it
+    /// was active for at both ends: this is Shenango's "waking" pass, which gives a just-woken
+    /// core one check to start draining the queue it was handed.
+    was_active: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ShenangoAllocator {
+    interval: Nanos,
+    poll: Nanos,
+    min_passes: u32,
+    marks: Vec<Mark>,
+    /// Congested cores at the last tick; see [`CoreAllocator::signal`].
+    congested_cores: Option<u32>,
+}
+
+impl ShenangoAllocator {
+    /// `interval`: check period; `poll`/`min_passes`: the park rule. Shenango's IOKernel runs the
+    /// check when more than 5 µs (integer microseconds) have passed, so about every 6 µs; we
+    /// take the interval as given rather than copying that off-by-one.
+    pub fn new(interval: Nanos, poll: Nanos, min_passes: u32, max_cores: u32) -> Self {
+        Self { interval, poll, min_passes, marks: Vec::with_capacity(max_cores as usize), congested_cores: None }
+    }
+}
+
+impl CoreAllocator for ShenangoAllocator {
+    fn interval(&self) -> Option<Nanos> {
+        Some(self.interval)
+    }
+
+    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
+        if self.marks.len() != obs.cores.len() {
+            // First tick (or the driver changed the core count): no previous check to compare to.
+            self.marks.clear();
+            self.marks.resize(obs.cores.len(), Mark::default());
+        }
+        let mut congested = 0u32;
+        for (c, m) in obs.cores.iter().zip(self.marks.iter_mut()) {
+            let active = c.state == CoreState::Active;
+            // dequeued < enqueued-at-last-check implies something was queued at that check and
+            // is still there (queues are FIFO; steals count as dequeues).
+            if active && m.was_active && c.dequeued_total < m.enqueued_at_check {
+                congested += 1;
+            }
+            // A parked core holding work is congestion too (Caladan's `parked_thread_busy`;
+            // Shenango's fast path rewakes such a core).
+            if c.state == CoreState::Parked && c.queued > 0 {
+                congested += 1;
+            }
+            *m = Mark { enqueued_at_check: c.enqueued_total, was_active: active };
+        }
+        self.congested_cores = Some(congested);
+        if congested > 0 && any_parked(obs) {
+            AllocAction::Grant
+        } else {
+            AllocAction::Nothing
+        }
+    }
+
+    fn park_rule(&self) -> ParkRule {
+        ParkRule { mode: ParkMode::AfterPoll, min_poll_ns: self.poll, min_passes: self.min_passes }
+    }
+
+    /// Number of cores found congested at the last tick (active cores with a standing queue plus
+    /// parked cores with queued work); unit: cores. `None` before the first tick.
+    fn signal(&self) -> Option<f64> {
+        self.congested_cores.map(f64::from)
+    }
+
+    fn name(&self) -> &'static str {
+        "shenango"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::test_util::*;
+    use super::super::CoreObs;
+    use super::*;
+
+    fn counts(mut c: CoreObs, enq: u64, deq: u64) -> CoreObs {
+        c.enqueued_total = enq;
+        c.dequeued_total = deq;
+        c.queued = (enq - deq) as u32;
+        c
+    }
+
+    fn tick(a: &mut ShenangoAllocator, now: Nanos, cores: &[CoreObs]) -> AllocAction {
+        a.tick(&AllocObs { now, cores })
+    }
+
+    fn alloc() -> ShenangoAllocator {
+        ShenangoAllocator::new(5_000, 2_000, 4, 3)
+    }
+
+    #[test]
+    fn standing_queue_adds_a_core() {
+        let mut a = alloc();
+        assert_eq!(a.signal(), None);
+        // First check: items queued, but nothing to compare with yet.
+        assert_eq!(tick(&mut a, 5_000, &[counts(active(), 3, 1), parked()]), AllocAction::Nothing);
+        assert_eq!(a.signal(), Some(0.0));
+        // 2 dequeued of the 3 that were there: one of them is still waiting -> congested.
+        assert_eq!(tick(&mut a, 10_000, &[counts(active(), 5, 2), parked()]), AllocAction::Grant);
+        assert_eq!(a.signal(), Some(1.0));
+    }
+
+    #[test]
+    fn queue_that_turns_over_is_not_standing() {
+        let mut a = alloc();
+        tick(&mut a, 5_000, &[counts(active(), 3, 1), parked()]);
+        // The queue is never empty, but everything seen at the last check has been dequeued.
+        assert_eq!(tick(&mut a, 10_000, &[counts(active(), 6, 3), parked()]), AllocAction::Nothing);
+        assert_eq!(tick(&mut a, 15_000, &[counts(active(), 9, 6), parked()]), AllocAction::Nothing);
+        assert_eq!(a.signal(), Some(0.0));
+    }
+
+    #[test]
+    fn just_woken_core_gets_one_pass() {
+        let mut a = alloc();
+        // Core 1 is waking, then parked -> active: its first active check is skipped.
+        tick(&mut a, 5_000, &[active(), counts(core(CoreState::Waking), 4, 0), parked()]);
+        assert_eq!(tick(&mut a, 10_000, &[active(), counts(active(), 4, 0), parked()]), AllocAction::Nothing);
+        // Next check: the items it had at the pass are still there -> congested.
+        assert_eq!(tick(&mut a, 15_000, &[active(), counts(active(), 4, 1), parked()]), AllocAction::Grant);
+        // A core that was parked at the last check and is active now gets the pass too.
+        let mut a = alloc();
+        tick(&mut a, 5_000, &[active(), parked(), parked()]);
+        assert_eq!(tick(&mut a, 10_000, &[active(), counts(active(), 2, 0), parked()]), AllocAction::Nothing);
+        assert_eq!(a.signal(), Some(0.0));
+        assert_eq!(tick(&mut a, 15_000, &[active(), counts(active(), 2, 0), parked()]), AllocAction::Grant);
+    }
+
+    #[test]
+    fn parked_core_with_work_is_congestion() {
+        let mut a = alloc();
+        assert_eq!(tick(&mut a, 5_000, &[active(), queued(parked(), 1, 4_000)]), AllocAction::Grant);
+        assert_eq!(a.signal(), Some(1.0));
+    }
+
+    #[test]
+    fn never_grants_without_a_parked_core() {
+        let mut a = alloc();
+        tick(&mut a, 5_000, &[counts(active(), 3, 0), active()]);
+        assert_eq!(tick(&mut a, 10_000, &[counts(active(), 3, 0), active()]), AllocAction::Nothing);
+        assert_eq!(a.signal(), Some(1.0));
+    }
+
+    #[test]
+    fn park_rule_needs_passes_and_poll_time() {
+        let r = alloc().park_rule();
+        assert_eq!(r, ParkRule { mode: ParkMode::AfterPoll, min_poll_ns: 2_000, min_passes: 4 });
+        assert_eq!(alloc().interval(), Some(5_000));
+    }
+}

@@ -1,0 +1,36 @@
+#![allow(dead_code)]
+use std::path::Path;
+
+use microsched_sim::{Format, Loaded, Scenario, SimResult};
+
+pub fn load(toml: &str, overrides: &[&str]) -> Loaded {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    Scenario::load(toml, Format::Toml, Path::new("."), &o).expect("valid scenario")
+}
+
+pub fn run(toml: &str, overrides: &[&str], seed: u64) -> SimResult {
+    microsched_sim::run(&load(toml, overrides), Some(seed)).expect("runs")
+}
+
+/// Batch means: splits `xs` (in time order) into `k` consecutive batches and returns the grand
+/// mean and the standard error of the mean estimated from the spread of the batch means. Batches
+/// long compared with the queue's correlation time make the batch means nearly independent, so
+/// the standard error accounts for autocorrelation that a naive one would ignore.
+pub fn batch_means(xs: &[f64], k: usize) -> (f64, f64) {
+    let n = xs.len() / k;
+    let means: Vec<f64> = (0..k).map(|b| xs[b * n..(b + 1) * n].iter().sum::<f64>() / n as f64).collect();
+    let m = means.iter().sum::<f64>() / k as f64;
+    let var = means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1) as f64;
+    (m, (var / k as f64).sqrt())
+}
+
+/// Queueing delays (ns) of requests created in the measured window, in creation order.
+pub fn window_qdelays(r: &SimResult, warmup_ns: u64) -> Vec<f64> {
+    let log = r.requests.as_ref().expect("record_requests = true");
+    let mut rows: Vec<(u64, f64)> = (0..log.id.len())
+        .filter(|&i| log.created_ns[i] >= warmup_ns && log.dropped[i] == 0)
+        .map(|i| (log.id[i], (log.start_ns[i] - log.server_arrival_ns[i]) as f64))
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    rows.into_iter().map(|r| r.1).collect()
+}
