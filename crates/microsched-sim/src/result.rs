@@ -23,6 +23,9 @@ pub struct TimeSeries {
     pub offered_rps: Vec<f64>,
     /// Requests generated and not yet answered: at clients, in the network or at the server.
     pub in_system: Vec<f64>,
+    /// The core allocator's own signal at its last tick (delay in ns, utilization fraction, …;
+    /// NaN for policies without one).
+    pub alloc_signal: Vec<f64>,
 }
 
 impl TimeSeries {
@@ -40,6 +43,7 @@ impl TimeSeries {
             ("throughput_rps", &self.throughput_rps),
             ("offered_rps", &self.offered_rps),
             ("in_system", &self.in_system),
+            ("alloc_signal", &self.alloc_signal),
         ]
     }
 }

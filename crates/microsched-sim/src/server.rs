@@ -43,6 +43,8 @@ pub struct Core {
     pub epoch: u32,
     /// A proactive policy asked this core to park at its next idle point.
     pub yield_requested: bool,
+    /// Mid-steal: what it took is in its queue but already claimed, so no one steals it back.
+    stealing: bool,
 }
 
 impl Core {
@@ -60,6 +62,7 @@ impl Core {
             current: NONE,
             epoch: 0,
             yield_requested: false,
+            stealing: false,
         }
     }
 
@@ -282,7 +285,9 @@ impl Server {
         t.enqueued_total += take as u64;
         t.epoch = t.epoch.wrapping_add(1);
         t.set_mode(CoreMode::Search, now);
+        t.stealing = true;
         if self.cfg.steal_cost == 0 {
+            t.stealing = false;
             self.run_own(thief, now, slab, evq);
         } else {
             evq.push(now + self.cfg.steal_cost, Event::StealDone { core: thief });
@@ -344,12 +349,12 @@ impl Server {
         let start = self.steal_rng.gen_range(0..n);
         (0..n)
             .map(|i| ((start + i) % n) as u16)
-            .find(|&v| v != thief && !self.cores[v as usize].queue.is_empty())
+            .find(|&v| v != thief && !self.cores[v as usize].stealing && !self.cores[v as usize].queue.is_empty())
     }
 
-    /// A steal finished: run what was taken (a thief's queue can only have been emptied by a
-    /// steal from it in the meantime, in which case it searches again).
+    /// A steal finished: run what was taken.
     pub fn steal_done(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
+        self.cores[core as usize].stealing = false;
         if self.run_own(core, now, slab, evq) {
             Idle::Working
         } else {
@@ -395,6 +400,12 @@ impl Server {
             self.park(core, now);
         } else if self.cores[core as usize].is_active() {
             self.cores[core as usize].yield_requested = true;
+        }
+    }
+
+    pub fn withdraw_yield_requests(&mut self) {
+        for c in &mut self.cores {
+            c.yield_requested = false;
         }
     }
 
@@ -449,7 +460,4 @@ impl Server {
         acc
     }
 
-    pub fn busy_cores(&self) -> usize {
-        self.cores.iter().filter(|c| c.mode == CoreMode::Busy).count()
-    }
 }

@@ -142,7 +142,8 @@ impl Sim {
                 packet_cost: sc.server.packet_cost_ns.round() as Nanos,
                 alloc_delay: us(sc.server.allocation_delay_us),
             },
-            max_cores,
+            // Dynamic policies start from one core and grow as load demands.
+            if allocator.park_rule().mode == ParkMode::Never { max_cores } else { 1 },
             stream(seed, "steal"),
         );
         let log = sc.metrics.record_requests.then(RequestLog::default);
@@ -202,6 +203,9 @@ impl Sim {
             self.handle(ev);
         }
         self.now = self.end;
+        if self.last_sample_at < self.end {
+            self.sample(); // the last, possibly partial, interval
+        }
         let wall_s = wall.elapsed().as_secs_f64();
         self.finish(wall_s)
     }
@@ -326,6 +330,9 @@ impl Sim {
     fn alloc_tick(&mut self) {
         let now = self.now;
         self.server.observe(now, &self.slab, &mut self.obs);
+        // A yield request not served within one interval is withdrawn, as Caladan's IOKernel
+        // does: the signal that motivated it is stale by now.
+        self.server.withdraw_yield_requests();
         let action = self.allocator.tick(&AllocObs { now, cores: &self.obs });
         match action {
             AllocAction::Nothing => {}
@@ -362,6 +369,7 @@ impl Sim {
         s.throughput_rps.push(self.interval.completions as f64 / dt * 1e9);
         s.offered_rps.push(self.arrivals.rate_at(now as f64));
         s.in_system.push(self.slab.live() as f64);
+        s.alloc_signal.push(self.allocator.signal().unwrap_or(f64::NAN));
         self.interval = Interval::default();
         self.last_sample_times = times;
         self.last_sample_at = now;

@@ -9,7 +9,19 @@
 //! returned by [`CreditController::take_wakeups`]. The delay passed in is the driver's congestion
 //! signal (max over cores of the oldest queued item's age), as stale as the driver measures it.
 //!
-//! The "none" controller is no object at all: drivers skip credits entirely for it.
+//! With [`crate::scenario::PoolTrigger::Completion`] (Breakwater v2) pool updates ride on
+//! `on_response` (and an AQM drop in `on_request`), so the driver calls `take_wakeups` after those
+//! too; calling it after every call into the controller is always correct.
+//!
+//! Sessions `0..N` are connected from the start and hold no credits until they ask for some with
+//! [`CreditController::on_credit_request`].
+//!
+//! The "none" controller is no object at all: drivers skip credits entirely for it ([`build`]
+//! returns `None`).
+
+mod breakwater;
+
+pub use breakwater::Breakwater;
 
 use crate::error::ScenarioError;
 use crate::scenario::OverloadCfg;
@@ -53,7 +65,9 @@ pub trait CreditController: CreditLink + Send {
     fn on_timer(&mut self, now: Nanos, delay_ns: Nanos);
 
     /// A request of `session` reaches the server, with the client's reported demand (requests
-    /// still queued at the client).
+    /// still queued at the client after this one was sent). The request counts as pending at the
+    /// server until its `on_response`, whether admitted or dropped; a dropped one still gets a
+    /// response (a failure reply, with credits).
     fn on_request(&mut self, now: Nanos, session: SessionId, demand: u32, delay_ns: Nanos) -> Admission;
 
     /// A response (completion, or drop notice when `dropped`) for `session` leaves the server;
@@ -61,14 +75,19 @@ pub trait CreditController: CreditLink + Send {
     fn on_response(&mut self, now: Nanos, session: SessionId, dropped: bool, delay_ns: Nanos) -> u32;
 
     /// A session with no credits asks for some, reporting its demand (Breakwater's first
-    /// request / WINUPDATE). Returns credits to send in an explicit credit message, if any.
+    /// request / WINUPDATE). Returns credits to send in an explicit credit message, if any. `None`
+    /// means the session must wait: it is then on a drained list, and a later pool update wakes
+    /// it through [`CreditController::take_wakeups`]. A demand of 0 tells the server the client's
+    /// queue emptied (e.g. by client-side timeouts) and releases unused credits.
     fn on_credit_request(&mut self, now: Nanos, session: SessionId, demand: u32) -> Option<u32>;
 
     /// Drained sessions woken since the last call, with the credits to send them explicitly.
     fn take_wakeups(&mut self, out: &mut Vec<(SessionId, u32)>);
 
-    /// The core allocator changed the number of active cores (the simulation study's fix grows
-    /// the pool in proportion).
+    /// The core allocator changed the number of active cores to `active` (the simulation study's
+    /// fix grows the pool in proportion to the cores added). Called on every change; controllers
+    /// assume `max_cores` active until told otherwise, so a driver whose allocator does not start
+    /// with every core reports the initial count at time 0.
     fn on_cores_changed(&mut self, _now: Nanos, _active: u32) {}
 
     fn stats(&self) -> CreditStats;
@@ -80,9 +99,124 @@ pub trait CreditController: CreditLink + Send {
 pub fn validate(cfg: &OverloadCfg, field: &str) -> Result<(), ScenarioError> {
     match cfg {
         OverloadCfg::None => Ok(()),
-        OverloadCfg::Breakwater(_) => Err(ScenarioError::new(
-            format!("{field}.kind"),
-            "this controller is not implemented yet; allowed: none",
-        )),
+        OverloadCfg::Breakwater(b) => {
+            positive(&format!("{field}.target_us"), b.target_us)?;
+            if let Some(d) = b.drop_us {
+                positive(&format!("{field}.drop_us"), d)?;
+                if d < b.target_us {
+                    return Err(ScenarioError::new(
+                        format!("{field}.drop_us"),
+                        format!(
+                            "{d} is not allowed: the AQM drop threshold must be >= target_us ({}); default 2 × target_us",
+                            b.target_us
+                        ),
+                    ));
+                }
+            }
+            if !(b.alpha.is_finite() && b.alpha >= 0.0) {
+                return Err(ScenarioError::new(
+                    format!("{field}.alpha"),
+                    format!("{} is not allowed: the additive increase must be a finite number >= 0", b.alpha),
+                ));
+            }
+            if !(b.beta.is_finite() && b.beta > 0.0 && b.beta < 1.0) {
+                return Err(ScenarioError::new(
+                    format!("{field}.beta"),
+                    format!("{} is not allowed: the multiplicative-decrease gain must be in (0, 1)", b.beta),
+                ));
+            }
+            if let Some(r) = b.rtt_us {
+                positive(&format!("{field}.rtt_us"), r)?;
+            }
+            if b.max_window == 0 {
+                return Err(ScenarioError::new(format!("{field}.max_window"), "0 is not allowed: must be at least 1"));
+            }
+            if b.max_pool_per_session == 0 {
+                return Err(ScenarioError::new(
+                    format!("{field}.max_pool_per_session"),
+                    "0 is not allowed: must be at least 1",
+                ));
+            }
+            if b.min_pool == Some(0) {
+                return Err(ScenarioError::new(
+                    format!("{field}.min_pool"),
+                    "0 is not allowed: must be at least 1 (default: server.max_cores)",
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(field, format!("{v} is not allowed: must be a finite number > 0")))
+    }
+}
+
+/// Builds the controller a scenario names, `None` for the "none" controller (no credits at all).
+/// `rtt_ns` is the network RTT: the default control period, and the RTT of the core fix's
+/// minimum pool. `cfg` is assumed to have passed [`validate`].
+pub fn build(cfg: &OverloadCfg, sessions: u32, max_cores: u32, rtt_ns: Nanos) -> Option<Box<dyn CreditController>> {
+    match cfg {
+        OverloadCfg::None => None,
+        OverloadCfg::Breakwater(b) => Some(Box::new(Breakwater::new(b, sessions, max_cores, rtt_ns))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::BreakwaterCfg;
+
+    fn bw_err(f: impl FnOnce(&mut BreakwaterCfg)) -> ScenarioError {
+        let mut c = BreakwaterCfg::default();
+        f(&mut c);
+        validate(&OverloadCfg::Breakwater(c), "policy.overload").unwrap_err()
+    }
+
+    #[test]
+    fn defaults_validate_and_build() {
+        assert!(validate(&OverloadCfg::None, "policy.overload").is_ok());
+        let c = OverloadCfg::Breakwater(BreakwaterCfg::default());
+        assert!(validate(&c, "policy.overload").is_ok());
+        assert!(build(&OverloadCfg::None, 10, 4, 10_000).is_none());
+        let b = build(&c, 10, 4, 10_000).expect("breakwater builds");
+        assert_eq!(b.name(), "breakwater");
+        assert_eq!(b.pool(), 4);
+        assert_eq!(b.sessions(), 10);
+        assert_eq!(b.timer_interval(), Some(10_000));
+    }
+
+    #[test]
+    fn bad_parameters_name_their_field() {
+        assert_eq!(bw_err(|c| c.alpha = -0.1).field, "policy.overload.alpha");
+        assert_eq!(bw_err(|c| c.alpha = f64::NAN).field, "policy.overload.alpha");
+        assert_eq!(bw_err(|c| c.beta = 1.0).field, "policy.overload.beta");
+        assert_eq!(bw_err(|c| c.beta = 1.5).field, "policy.overload.beta");
+        assert_eq!(bw_err(|c| c.beta = 0.0).field, "policy.overload.beta");
+        assert_eq!(bw_err(|c| c.beta = -0.02).field, "policy.overload.beta");
+        assert_eq!(bw_err(|c| c.target_us = 0.0).field, "policy.overload.target_us");
+        assert_eq!(bw_err(|c| c.target_us = -5.0).field, "policy.overload.target_us");
+        assert_eq!(bw_err(|c| c.target_us = f64::INFINITY).field, "policy.overload.target_us");
+        let e = bw_err(|c| c.drop_us = Some(79.0));
+        assert_eq!(e.field, "policy.overload.drop_us");
+        assert!(e.message.contains("79") && e.message.contains("target_us"), "{e}");
+        assert_eq!(bw_err(|c| c.drop_us = Some(-1.0)).field, "policy.overload.drop_us");
+        assert_eq!(bw_err(|c| c.rtt_us = Some(0.0)).field, "policy.overload.rtt_us");
+        assert_eq!(bw_err(|c| c.max_window = 0).field, "policy.overload.max_window");
+        assert_eq!(bw_err(|c| c.max_pool_per_session = 0).field, "policy.overload.max_pool_per_session");
+        assert_eq!(bw_err(|c| c.min_pool = Some(0)).field, "policy.overload.min_pool");
+        // Edge values that are allowed.
+        let ok = |f: fn(&mut BreakwaterCfg)| {
+            let mut c = BreakwaterCfg::default();
+            f(&mut c);
+            validate(&OverloadCfg::Breakwater(c), "p").is_ok()
+        };
+        assert!(ok(|c| c.drop_us = Some(80.0)), "drop threshold equal to the target");
+        assert!(ok(|c| c.alpha = 0.0));
+        assert!(ok(|c| c.beta = 0.999));
     }
 }
