@@ -3,7 +3,7 @@
 //! bit-for-bit reproducible.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use microsched_core::Nanos;
 
@@ -55,15 +55,26 @@ impl PartialOrd for Entry {
     }
 }
 
+/// Events in a heap, plus a FIFO lane for events scheduled at nondecreasing times (network
+/// trips of constant delay: most events of a run), which then cost O(1) instead of O(log n).
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
+    lane: VecDeque<Entry>,
     seq: u64,
 }
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        Self { heap: BinaryHeap::with_capacity(n), seq: 0 }
+        Self { heap: BinaryHeap::with_capacity(n), lane: VecDeque::with_capacity(n), seq: 0 }
+    }
+
+    /// Schedules an event no earlier than every event pushed to the lane before it.
+    #[inline]
+    pub fn push_in_order(&mut self, time: Nanos, event: Event) {
+        debug_assert!(self.lane.back().map_or(true, |e| e.time <= time));
+        self.seq += 1;
+        self.lane.push_back(Entry { time, seq: self.seq, event });
     }
 
     #[inline]
@@ -74,14 +85,12 @@ impl EventQueue {
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
-        self.heap.pop().map(|e| (e.time, e.event))
-    }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        let from_lane = match (self.lane.front(), self.heap.peek()) {
+            (Some(l), Some(h)) => (l.time, l.seq) < (h.time, h.seq),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let e = if from_lane { self.lane.pop_front() } else { self.heap.pop() };
+        e.map(|e| (e.time, e.event))
     }
 }

@@ -164,6 +164,8 @@ pub struct Server {
     spinners: CoreSet,
     /// Active cores (busy or searching), for steering packets away from parked cores.
     active: CoreSet,
+    /// Cores a thief may steal from: a non-empty queue and not mid-steal themselves.
+    victims: CoreSet,
     /// Requests waiting in any queue.
     pub queued: u64,
     steal_rng: Stream,
@@ -195,7 +197,8 @@ impl Server {
                 cores.push(Core::new(CoreMode::Parked));
             }
         }
-        Self { cfg, cores, central: VecDeque::new(), spinners, active, queued: 0, steal_rng }
+        let victims = CoreSet::new(n);
+        Self { cfg, cores, central: VecDeque::new(), spinners, active, victims, queued: 0, steal_rng }
     }
 
     pub fn active_count(&self) -> usize {
@@ -240,6 +243,9 @@ impl Server {
                 let core = &mut self.cores[home as usize];
                 core.queue.push_back(req);
                 core.enqueued_total += 1;
+                if !core.stealing {
+                    self.victims.insert(home);
+                }
                 self.queued += 1;
                 // A spinning core notices the queued work on its next steal pass; the pass is
                 // modelled as instantaneous, the steal itself costs `steal_cost`.
@@ -281,13 +287,17 @@ impl Server {
             self.cores[thief as usize].queue.push_back(r);
         }
         self.cores[victim as usize].dequeued_total += take as u64;
+        if self.cores[victim as usize].queue.is_empty() {
+            self.victims.remove(victim);
+        }
         let t = &mut self.cores[thief as usize];
         t.enqueued_total += take as u64;
         t.epoch = t.epoch.wrapping_add(1);
         t.set_mode(CoreMode::Search, now);
         t.stealing = true;
+        self.victims.remove(thief);
         if self.cfg.steal_cost == 0 {
-            t.stealing = false;
+            self.end_steal(thief);
             self.run_own(thief, now, slab, evq);
         } else {
             evq.push(now + self.cfg.steal_cost, Event::StealDone { core: thief });
@@ -300,6 +310,9 @@ impl Server {
         match c.queue.pop_front() {
             Some(r) => {
                 c.dequeued_total += 1;
+                if c.queue.is_empty() {
+                    self.victims.remove(core);
+                }
                 self.queued -= 1;
                 self.start(core, r, now, slab, evq);
                 true
@@ -343,18 +356,29 @@ impl Server {
         Idle::Spinning
     }
 
-    /// Scans the other cores from a random start, as Caladan's steal loop does.
+    /// A random core with stealable work, as Caladan's steal loop (which scans from a random
+    /// start) finds one. The thief's own queue is empty, so it is never its own victim.
     fn pick_victim(&mut self, thief: u16) -> Option<u16> {
-        let n = self.cfg.max_cores;
-        let start = self.steal_rng.gen_range(0..n);
-        (0..n)
-            .map(|i| ((start + i) % n) as u16)
-            .find(|&v| v != thief && !self.cores[v as usize].stealing && !self.cores[v as usize].queue.is_empty())
+        let n = self.victims.len();
+        if n == 0 {
+            return None;
+        }
+        let v = self.victims.items[self.steal_rng.gen_range(0..n)];
+        debug_assert!(v != thief);
+        Some(v)
+    }
+
+    fn end_steal(&mut self, core: u16) {
+        let c = &mut self.cores[core as usize];
+        c.stealing = false;
+        if !c.queue.is_empty() {
+            self.victims.insert(core);
+        }
     }
 
     /// A steal finished: run what was taken.
     pub fn steal_done(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
-        self.cores[core as usize].stealing = false;
+        self.end_steal(core);
         if self.run_own(core, now, slab, evq) {
             Idle::Working
         } else {

@@ -26,12 +26,14 @@ struct Network {
 }
 
 impl Network {
+    /// Schedules `ev` one network trip from `now`.
     #[inline]
-    fn delay(&mut self) -> Nanos {
+    fn send(&mut self, now: Nanos, ev: Event, evq: &mut EventQueue) {
         if self.jitter == 0 {
-            self.one_way
+            // Constant delay: trips arrive in the order they were sent.
+            evq.push_in_order(now + self.one_way, ev);
         } else {
-            self.one_way + self.rng.gen_range(0..=self.jitter)
+            evq.push(now + self.one_way + self.rng.gen_range(0..=self.jitter), ev);
         }
     }
 }
@@ -218,8 +220,7 @@ impl Sim {
             Event::CoreDone { core } => {
                 let req = self.server.finish(core);
                 self.slab[req].done = now;
-                let at = now + self.net.delay();
-                self.evq.push(at, Event::ResponseArrive { req });
+                self.net.send(now, Event::ResponseArrive { req }, &mut self.evq);
                 let idle = self.server.find_work(core, now, &mut self.slab, &mut self.evq);
                 self.after_idle(core, idle);
             }
@@ -257,8 +258,7 @@ impl Sim {
             self.recorder.generated(rtype as usize);
         }
         let slot = self.slab.insert(req);
-        let at = now + self.net.delay();
-        self.evq.push(at, Event::ServerArrive { req: slot });
+        self.net.send(now, Event::ServerArrive { req: slot }, &mut self.evq);
         if let Some(next) = self.arrivals.next() {
             if next < self.end {
                 self.evq.push(next, Event::Generate);

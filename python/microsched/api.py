@@ -1,0 +1,158 @@
+"""Run a scenario and get its results: :func:`run` and :class:`RunResult`."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from ._native_loader import native
+from .scenario import Scenario, _format_of
+
+ScenarioLike = str | os.PathLike | Mapping[str, Any] | Scenario
+
+# Files RunResult.save writes (requests.parquet only when per-request records were kept).
+SUMMARY_FILE = "summary.json"
+SCENARIO_FILE = "scenario.json"
+TIMESERIES_FILE = "timeseries.parquet"
+REQUESTS_FILE = "requests.parquet"
+CDF_DATA_FILE = "latency_cdf.parquet"
+CDF_PLOT_FILE = "latency_cdf.png"
+
+
+@dataclass
+class RunResult:
+    """The result of one simulation run.
+
+    Attributes:
+        summary: the summary metrics (the JSON that ``microsched run --json`` prints):
+            ``offered_rps``, ``throughput_rps``, ``goodput_rps``, ``drop_rate``, ``latency_us``,
+            ``queueing_delay_us``, ``slowdown``, ``cores``, ``cpu_utilization``,
+            ``be_cores_mean``, ``requests``, ``core_time``, ``by_type``, ``sim``, ...
+        timeseries: one row per sampling interval (``t_ms``, ``cores_allocated``,
+            ``cores_busy``, ``queue_len``, ``oldest_delay_us``, ``arrivals``, ``completions``,
+            ``drops``, ...).
+        requests: one row per request (``metrics.record_requests = true``), else ``None``.
+        scenario: the resolved scenario (every default filled in) that was run.
+        latency_cdf: the end-to-end latency CDF of the measured window from the HDR histogram,
+            columns ``latency_us`` and ``fraction``.
+    """
+
+    summary: dict
+    timeseries: pd.DataFrame
+    requests: pd.DataFrame | None
+    scenario: dict
+    latency_cdf: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"latency_us": [], "fraction": []}))
+
+    @classmethod
+    def from_native(cls, raw: Mapping[str, Any]) -> "RunResult":
+        """Builds a result from the dict that ``microsched._native.run`` returns."""
+        summary = raw["summary"]
+        summary = json.loads(summary) if isinstance(summary, str) else dict(summary)
+        scen = raw.get("scenario") or {}
+        scen = json.loads(scen) if isinstance(scen, str) else dict(scen)
+        ts = pd.DataFrame(dict(raw.get("timeseries") or {}))
+        req = raw.get("requests")
+        req_df = pd.DataFrame(dict(req)) if req is not None else None
+        cdf = raw.get("latency_cdf") or {}
+        cdf_df = pd.DataFrame(
+            {"latency_us": list(cdf.get("latency_us", [])), "fraction": list(cdf.get("fraction", []))},
+            dtype="float64",
+        )
+        return cls(summary=summary, timeseries=ts, requests=req_df, scenario=scen, latency_cdf=cdf_df)
+
+    def save(self, out_dir: str | os.PathLike) -> Path:
+        """Writes the result to ``out_dir`` (created if needed) and returns its path:
+        ``summary.json``, ``scenario.json`` (resolved), ``timeseries.parquet``,
+        ``latency_cdf.parquet``, ``latency_cdf.png`` and, if per-request records were kept,
+        ``requests.parquet``."""
+        from .plot import plot_latency_cdf
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / SUMMARY_FILE).write_text(json.dumps(self.summary, indent=2) + "\n", encoding="utf-8")
+        (out / SCENARIO_FILE).write_text(json.dumps(self.scenario, indent=2) + "\n", encoding="utf-8")
+        self.timeseries.to_parquet(out / TIMESERIES_FILE, index=False)
+        self.latency_cdf.to_parquet(out / CDF_DATA_FILE, index=False)
+        if self.requests is not None:
+            self.requests.to_parquet(out / REQUESTS_FILE, index=False)
+        plot_latency_cdf(self, out / CDF_PLOT_FILE)
+        return out
+
+
+def _check_seed(seed: Any) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed: {seed!r} is not allowed: use an integer in 0..2^64-1")
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed: {seed} is not allowed: use an integer in 0..2^64-1")
+    return seed
+
+
+def _check_overrides(overrides: Iterable[str]) -> list[str]:
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    out = []
+    for o in overrides:
+        if not isinstance(o, str):
+            raise ValueError(f"--set: {o!r} is not a string of the form dotted.key=value")
+        out.append(o)
+    return out
+
+
+def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
+    """(text, format, base_dir) for the native loader."""
+    if isinstance(scenario, Scenario):
+        return scenario.to_json(), "json", str(scenario.base_dir)
+    if isinstance(scenario, Mapping):
+        return Scenario.from_dict(scenario).to_json(), "json", "."
+    if isinstance(scenario, (str, os.PathLike)):
+        p = Path(scenario)
+        if not p.exists():
+            raise FileNotFoundError(f"scenario file not found: {p}")
+        if p.is_dir():
+            raise IsADirectoryError(f"scenario path is a directory, not a file: {p}")
+        text = p.read_text(encoding="utf-8")
+        return text, _format_of(p), str(p.parent)
+    raise TypeError(f"scenario must be a path, a dict or a Scenario, not {type(scenario).__name__}")
+
+
+def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = ()) -> RunResult:
+    """Simulates a scenario and returns its :class:`RunResult`.
+
+    Args:
+        scenario: a path to a ``.toml`` (or ``.json``) scenario file, a scenario dict (the
+            TOML structure; relative paths resolve against the current directory), or a
+            :class:`Scenario`.
+        seed: seed of every random stream; ``None`` keeps the scenario's ``seed``. The same
+            scenario and seed give bit-identical results.
+        overrides: ``"dotted.key=value"`` strings applied before validation, as ``--set`` on
+            the command line (the value is a TOML literal, else a bare string).
+
+    Raises:
+        ValueError: the scenario is invalid; the message starts with the field at fault
+            (``"server.max_cores: 0 is not allowed: use 1..=1024"``).
+        FileNotFoundError: the scenario file does not exist.
+    """
+    seed = _check_seed(seed)
+    ovr = _check_overrides(overrides)
+    text, fmt, base_dir = _source(scenario)
+    raw = native().run(text, fmt, base_dir, ovr, seed)
+    return RunResult.from_native(raw)
+
+
+def validate(scenario: ScenarioLike, overrides: Iterable[str] = ()) -> dict:
+    """Validates a scenario (path, dict or Scenario) and returns it resolved, defaults filled
+    in. Raises ``ValueError`` naming the field at fault."""
+    text, fmt, base_dir = _source(scenario)
+    return json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides)))
+
+
+def schema() -> dict:
+    """The JSON Schema of a scenario (generated from the Rust types)."""
+    return json.loads(native().schema())

@@ -1,0 +1,439 @@
+"""The ``microsched`` command line.
+
+Every command's ``--help`` is its manual. Bad input of any kind (an invalid scenario, a
+missing file, a malformed ``--set``, an unknown flag) prints exactly one line on stderr,
+``microsched: error: <message>``, and exits with status 2; never a traceback. Set
+``MICROSCHED_DEBUG=1`` to get the traceback of an unexpected internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+PROG = "microsched"
+EXIT_USAGE = 2
+EXIT_INTERNAL = 1
+
+
+class CliError(Exception):
+    """Bad input: reported as one line on stderr, exit status 2."""
+
+
+def _one_line(msg: object) -> str:
+    return " ".join(str(msg).split()) or "unknown error"
+
+
+def _fail(msg: object, code: int = EXIT_USAGE) -> NoReturn:
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    sys.stderr.write(f"{PROG}: error: {_one_line(msg)}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors reported as one line (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        _fail(f"{message} (see `{self.prog} --help`)")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32, width=min(100, _term_width()))
+
+
+def _term_width() -> int:
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return 100
+
+
+# ---------------------------------------------------------------------------------------------
+# argument types
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: use an integer in 0..2^64-1") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: use an integer in 0..2^64-1")
+    return v
+
+
+def _override(text: str) -> str:
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip() or any(not p.strip() for p in key.split(".")):
+        raise argparse.ArgumentTypeError(f"`{text}` is not of the form dotted.key=value")
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# parser
+
+
+DESCRIPTION = """\
+microsched: a deterministic discrete-event simulator of a microsecond-scale server
+(cores, per-core or central queues, work stealing, network RTT, open-loop clients,
+core allocators and overload controllers).
+
+commands:
+  run        simulate a scenario and print its summary (optionally save results and a plot)
+  validate   check a scenario and print it with every default filled in
+  schema     print the JSON Schema of the scenario format
+  bench      measure simulator speed (simulated requests per wall-clock second)
+
+Run `microsched COMMAND --help` for the manual of a command.
+Bad input exits with status 2 and one line on stderr: `microsched: error: <message>`.
+"""
+
+RUN_DESCRIPTION = """\
+Simulate SCENARIO and print a summary: offered load, throughput, goodput (within the SLO),
+drop rate, end-to-end latency, server queueing delay and slowdown (mean, p50, p99, p99.9),
+cores allocated and busy, CPU utilization, best-effort cores, request conservation
+counters, per-type metrics and the simulator's own speed.
+
+Statistics cover the measured window (after `warmup_ms`); the request counters cover the
+whole run. Same scenario + same seed gives bit-identical results.
+
+examples:
+  microsched run experiments/validation/mmc.toml
+  microsched run mmc.toml --seed 7 --set load.fraction=0.9 --set server.queue=per_core
+  microsched run mmc.toml --set duration_ms=100 --json | jq .latency_us.p99
+  microsched run mmc.toml --out out/mmc        # summary.json, timeseries.parquet, latency_cdf.png
+"""
+
+SET_HELP = (
+    "override one scenario field before validation, e.g. --set server.max_cores=8, "
+    "--set load.fraction=0.9, --set server.queue=central (VALUE is a TOML literal, else "
+    "taken as a string; missing tables are created). Repeat for several fields"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=_Formatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                   help="print the version and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    r = sub.add_parser("run", help="simulate a scenario and print its summary", description=RUN_DESCRIPTION,
+                       formatter_class=_Formatter)
+    r.add_argument("scenario", metavar="SCENARIO", help="scenario file: TOML (or JSON if the name ends in .json)")
+    r.add_argument("--seed", type=_seed, metavar="N",
+                   help="seed of every random stream (default: the scenario's `seed`, itself 1 by default)")
+    r.add_argument("--set", dest="overrides", action="append", type=_override, default=[],
+                   metavar="KEY=VALUE", help=SET_HELP)
+    r.add_argument("--out", metavar="DIR",
+                   help="write the results to DIR (created if needed): summary.json, scenario.json (resolved), "
+                        "timeseries.parquet, latency_cdf.parquet, latency_cdf.png and, if "
+                        "metrics.record_requests is true, requests.parquet")
+    r.add_argument("--json", action="store_true",
+                   help="print the summary as JSON on stdout (and nothing else) instead of tables")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check a scenario and print it resolved",
+                       description="Validate SCENARIO against the schema and print it as JSON with every default "
+                                   "filled in (what `run` would simulate). Errors name the field at fault and "
+                                   "what is allowed.",
+                       formatter_class=_Formatter)
+    v.add_argument("scenario", metavar="SCENARIO", help="scenario file: TOML (or JSON if the name ends in .json)")
+    v.add_argument("--set", dest="overrides", action="append", type=_override, default=[],
+                   metavar="KEY=VALUE", help=SET_HELP)
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("schema", help="print the JSON Schema of the scenario format",
+                       description="Print the JSON Schema of a scenario (generated from the Rust types that "
+                                   "validate it: the one place the format is defined).",
+                       formatter_class=_Formatter)
+    s.set_defaults(func=cmd_schema)
+
+    b = sub.add_parser("bench", help="measure simulated requests per wall-clock second",
+                       description=BENCH_DESCRIPTION, formatter_class=_Formatter)
+    b.add_argument("--quick", action="store_true",
+                   help="short runs (mmc: 200 ms simulated; 32-core: 50 ms) for a smoke test; "
+                        "the default runs are long enough for stable figures")
+    b.add_argument("--seed", type=_seed, metavar="N", help="seed of both runs (default: 1)")
+    b.add_argument("--json", action="store_true",
+                   help="print the measurements as a JSON list on stdout instead of a table")
+    b.set_defaults(func=cmd_bench)
+    return p
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("microsched")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def _with_file(msg: object, path: str) -> str:
+    return f"{_one_line(msg)} (in {path})"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .api import run
+
+    try:
+        res = run(args.scenario, seed=args.seed, overrides=args.overrides)
+    except ValueError as e:
+        raise CliError(_with_file(e, args.scenario)) from None
+    if args.json:
+        sys.stdout.write(json.dumps(res.summary, indent=2) + "\n")
+    else:
+        print_summary(res.summary)
+    if args.out:
+        out = res.save(args.out)
+        if not args.json:
+            from .api import CDF_PLOT_FILE
+
+            _console().print(f"results written to [bold]{out}/[/bold]; latency plot: [bold]{out / CDF_PLOT_FILE}[/bold]")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .api import validate
+
+    try:
+        resolved = validate(args.scenario, overrides=args.overrides)
+    except ValueError as e:
+        raise CliError(_with_file(e, args.scenario)) from None
+    sys.stdout.write(json.dumps(resolved, indent=2) + "\n")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .api import schema
+
+    sys.stdout.write(json.dumps(schema(), indent=2) + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# bench
+
+BENCH_DESCRIPTION = """\
+Measure how fast the simulator runs, in simulated requests per wall-clock second (the
+simulator is single-threaded: this is the speed of one core), on two scenarios:
+
+  mmc     experiments/validation/mmc.toml: 16 cores, central FCFS queue, exponential
+          service with mean 10 us, load 0.8 (1.28 M requests/s)
+  exp32   built in code: 32 cores, per-core queues with work stealing, exponential
+          service with mean 1 us, load 0.5 (16 M requests/s)
+
+Per-request records are off (metrics.record_requests = false). Reported: simulated
+requests generated, simulated time, wall time, simulated requests per wall-clock second
+(summary sim.requests_per_wall_s) and simulator events per wall-clock second.
+"""
+
+
+def _repo_file(rel: str) -> Path:
+    """A repository file, looked up from the current directory, then from the source tree."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        p = base / rel
+        if p.is_file():
+            return p
+    raise CliError(f"{rel} not found (run `microsched bench` from the repository root)")
+
+
+def bench_scenarios(quick: bool) -> list[tuple[str, Any, list[str]]]:
+    """(name, scenario, overrides) of the benchmark runs."""
+    mmc = _repo_file("experiments/validation/mmc.toml")
+    mmc_ovr = ["metrics.record_requests=false"]
+    if quick:
+        mmc_ovr += ["duration_ms=200", "warmup_ms=20"]
+    exp32 = {
+        "name": "exp32-load0.5",
+        "duration_ms": 50.0 if quick else 500.0,
+        "warmup_ms": 5.0 if quick else 50.0,
+        "server": {"max_cores": 32, "queue": "per_core", "steal": True},
+        "network": {"rtt_us": 10.0},
+        "clients": {"sessions": 1000},
+        "load": {"fraction": 0.5},
+        "workload": {"types": [{"name": "exp1us", "service": {"dist": "exponential", "mean_us": 1.0}}]},
+        "metrics": {"record_requests": False, "sample_interval_us": 1000.0},
+    }
+    return [("mmc", mmc, mmc_ovr), ("exp32", exp32, [])]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .api import run
+
+    rows = []
+    for name, scen, ovr in bench_scenarios(args.quick):
+        try:
+            res = run(scen, seed=args.seed, overrides=ovr)
+        except ValueError as e:
+            raise CliError(f"bench scenario {name}: {_one_line(e)}") from None
+        s = res.summary
+        sim = s.get("sim", {})
+        wall = float(sim.get("wall_s", 0.0))
+        events = int(sim.get("events", 0))
+        req = s.get("requests", {})
+        warm = float(res.scenario.get("warmup_ms", 0.0) or 0.0)
+        rows.append({
+            "name": name,
+            "scenario": s.get("scenario", name),
+            "cores": s.get("cores", {}).get("max"),
+            "requests": int(req.get("generated", 0)),
+            "sim_time_s": (float(res.scenario.get("duration_ms", 0.0)) + warm) / 1e3,
+            "wall_s": wall,
+            "events": events,
+            "requests_per_wall_s": float(sim.get("requests_per_wall_s", 0.0)),
+            "events_per_wall_s": events / wall if wall > 0 else 0.0,
+        })
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    from rich.table import Table
+
+    t = Table(title="microsched bench" + (" --quick" if args.quick else ""),
+              caption="M requests/s, M events/s: simulated, per wall-clock second, on one core")
+    for col, just in [("scenario", "left"), ("cores", "right"), ("requests", "right"), ("sim s", "right"),
+                      ("wall s", "right"), ("M requests/s", "right"), ("M events/s", "right")]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(r["name"], str(r["cores"]), f"{r['requests']:,}", f"{r['sim_time_s']:.3f}", f"{r['wall_s']:.3f}",
+                  f"{r['requests_per_wall_s'] / 1e6:.2f}", f"{r['events_per_wall_s'] / 1e6:.2f}")
+    _console().print(t)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# summary rendering
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _num(v: Any, fmt: str = ",.1f") -> str:
+    if v is None:
+        return "-"
+    try:
+        return format(float(v), fmt)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None else f"{float(v) * 100:.3f} %"
+
+
+def print_summary(s: dict) -> None:
+    """Prints a summary dict as readable tables."""
+    from rich.table import Table
+
+    con = _console()
+    head = (f"[bold]{s.get('scenario') or 'scenario'}[/bold]  seed {s.get('seed', '-')}  "
+            f"allocator {s.get('allocator', '-')}  overload {s.get('overload', '-')}  "
+            f"measured {_num(s.get('duration_s'), '.3f')} s  SLO {_num(s.get('slo_us'))} µs")
+    con.print(head)
+
+    t = Table(title="rates, cores and requests", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    cores = s.get("cores", {}) or {}
+    req = s.get("requests", {}) or {}
+    for k, v in [
+        ("offered load", f"{_num(s.get('offered_rps'), ',.0f')} req/s"),
+        ("throughput", f"{_num(s.get('throughput_rps'), ',.0f')} req/s"),
+        ("goodput (latency ≤ SLO)", f"{_num(s.get('goodput_rps'), ',.0f')} req/s"),
+        ("drop rate", _pct(s.get("drop_rate"))),
+        ("cores: max / allocated / busy (mean)",
+         f"{cores.get('max', '-')} / {_num(cores.get('allocated_mean'), '.2f')} / {_num(cores.get('busy_mean'), '.2f')}"),
+        ("CPU utilization (LC share)", _pct(s.get("cpu_utilization"))),
+        ("best-effort cores (mean)", _num(s.get("be_cores_mean"), ".2f")),
+        ("requests generated", _num(req.get("generated"), ",.0f")),
+        ("  completed / dropped / in flight",
+         f"{_num(req.get('completed'), ',.0f')} / {_num(req.get('dropped'), ',.0f')} / {_num(req.get('in_flight'), ',.0f')}"),
+    ]:
+        t.add_row(k, v)
+    con.print(t)
+
+    lt = Table(title="end-to-end latency and server queueing delay (µs); slowdown = latency / service time",
+               title_justify="left")
+    lt.add_column("metric")
+    lt.add_column("type")
+    for col in ("mean", "p50", "p99", "p99.9"):
+        lt.add_column(col, justify="right")
+    lt.add_column("req/s", justify="right")
+
+    def rows(src: dict, label: str, thr: Any) -> None:
+        lat = src.get("latency_us", {}) or {}
+        q = src.get("queueing_delay_us", {}) or {}
+        sd = src.get("slowdown", {}) or {}
+        lt.add_row("latency", label, _num(lat.get("mean")), _num(lat.get("p50")), _num(lat.get("p99")),
+                   _num(lat.get("p999")), _num(thr, ",.0f"))
+        lt.add_row("queueing delay", label, _num(q.get("mean")), _num(q.get("p50")), _num(q.get("p99")),
+                   _num(q.get("p999")), "")
+        lt.add_row("slowdown (×)", label, "", _num(sd.get("p50"), ".2f"), _num(sd.get("p99"), ".2f"),
+                   _num(sd.get("p999"), ".2f"), "")
+
+    rows(s, "all", s.get("throughput_rps"))
+    by_type = s.get("by_type") or []
+    if len(by_type) > 1:
+        for bt in by_type:
+            lt.add_section()
+            rows(bt, str(bt.get("name", "?")), bt.get("throughput_rps"))
+    con.print(lt)
+
+    sim = s.get("sim", {}) or {}
+    con.print(f"simulator: {_num(sim.get('events'), ',.0f')} events, {_num(sim.get('wall_s'), '.3f')} s wall, "
+              f"{_num(sim.get('requests_per_wall_s'), ',.0f')} sim. requests / wall s")
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``microsched`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        _fail(f"a command is required: run, validate, schema or bench (see `{PROG} --help`)")
+    try:
+        return int(args.func(args) or 0)
+    except CliError as e:
+        _fail(e)
+    except (ValueError, OSError) as e:
+        if isinstance(e, BrokenPipeError):  # stdout closed early (`| head`): not an error
+            try:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            except OSError:
+                pass
+            return 0
+        msg = e.strerror + (f": {e.filename}" if e.filename else "") if isinstance(e, OSError) and e.strerror else e
+        _fail(msg)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BaseException as e:  # a panic in the native code (pyo3 PanicException) or a bug
+        if isinstance(e, (SystemExit, GeneratorExit)):
+            raise
+        if os.environ.get("MICROSCHED_DEBUG"):
+            raise
+        _fail(f"internal error ({type(e).__name__}): {e}; please report it "
+              f"(set MICROSCHED_DEBUG=1 for a traceback)", EXIT_INTERNAL)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""A typed handle on a scenario.
+
+The schema lives in exactly one place, the Rust crate ``microsched-core`` (serde, unknown
+fields rejected); this class does not duplicate it. A :class:`Scenario` is the scenario
+tree (plain dicts, lists and scalars, exactly the structure of the TOML file) plus the
+directory that relative paths in it (an empirical CSV) are resolved against. Validation,
+defaults and error messages come from Rust through :meth:`Scenario.validate`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from ._native_loader import native
+
+PathLike = str | os.PathLike
+
+
+def _format_of(path: Path) -> str:
+    return "json" if path.suffix.lower() == ".json" else "toml"
+
+
+def _parse(text: str, fmt: str) -> dict:
+    """Parses scenario text into a tree; syntax errors become ``ValueError("scenario: ...")``."""
+    try:
+        tree = json.loads(text) if fmt == "json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"scenario: invalid {fmt.upper()}: {e}") from None
+    if not isinstance(tree, dict):
+        raise ValueError("scenario: the top level must be a table")
+    return tree
+
+
+def _to_json(tree: Mapping[str, Any]) -> str:
+    """Serialises a scenario tree for the native loader. Values JSON cannot carry exactly
+    (NaN, infinities) are refused here; anything else unusual (a TOML date) is passed on as a
+    string so that the Rust schema names the field that does not accept it."""
+    try:
+        return json.dumps(tree, allow_nan=False, default=str)
+    except ValueError as e:
+        raise ValueError(f"scenario: {e} (NaN and infinite values are not allowed)") from None
+    except TypeError as e:
+        raise ValueError(f"scenario: {e}") from None
+
+
+class Scenario:
+    """A scenario: the tree of a scenario file plus the directory relative paths refer to.
+
+    Build one with :meth:`load` (a ``.toml`` or ``.json`` file) or :meth:`from_dict`; derive
+    variants with :meth:`set` (which returns a new Scenario, the original is unchanged).
+    """
+
+    __slots__ = ("_tree", "base_dir", "source")
+
+    def __init__(self, tree: Mapping[str, Any], base_dir: PathLike = ".", source: str | None = None):
+        if not isinstance(tree, Mapping):
+            raise TypeError(f"a scenario is a mapping, not {type(tree).__name__}")
+        self._tree: dict = copy.deepcopy(dict(tree))
+        self.base_dir: Path = Path(base_dir)
+        self.source: str | None = source
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: PathLike) -> "Scenario":
+        """Reads a scenario file (TOML, or JSON if the name ends in ``.json``). Relative paths
+        inside it are resolved against the file's directory. Raises ``FileNotFoundError`` or
+        ``ValueError`` (syntax)."""
+        p = Path(path)
+        text = p.read_text(encoding="utf-8")
+        return cls(_parse(text, _format_of(p)), base_dir=p.parent, source=str(p))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], base_dir: PathLike = ".") -> "Scenario":
+        """Wraps a scenario tree (the TOML structure as dicts). The dict is copied."""
+        return cls(d, base_dir=base_dir)
+
+    # -- access ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """A deep copy of the scenario tree, as written (no defaults filled in)."""
+        return copy.deepcopy(self._tree)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value at a dotted key (``"server.max_cores"``), or ``default`` if absent."""
+        node: Any = self._tree
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return copy.deepcopy(node)
+
+    def set(self, key: str, value: Any) -> "Scenario":
+        """A new Scenario with ``value`` at the dotted ``key``; missing tables are created.
+
+        ``value`` is a Python value (``4``, ``0.5``, ``"central"``, a dict or a list), not a
+        string to parse: ``s.set("server.max_cores", 4)``. Nothing is validated until the
+        scenario is run or :meth:`validate` is called.
+        """
+        parts = key.split(".") if isinstance(key, str) else []
+        if not parts or any(not p.strip() for p in parts):
+            raise ValueError(f"--set: `{key}` is not a dotted key")
+        tree = self.to_dict()
+        node = tree
+        for i, part in enumerate(parts[:-1]):
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise ValueError(f"{'.'.join(parts[: i + 1])}: is not a table, cannot set a key inside it")
+            node = nxt
+        node[parts[-1]] = copy.deepcopy(value)
+        return Scenario(tree, base_dir=self.base_dir, source=self.source)
+
+    # -- native bridge --------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """The scenario tree as JSON text (what is handed to the simulator)."""
+        return _to_json(self._tree)
+
+    def validate(self, overrides: list[str] | tuple[str, ...] = ()) -> dict:
+        """Validates with the Rust schema and returns the resolved scenario (defaults filled
+        in). Raises ``ValueError("field.path: message")`` naming the field at fault."""
+        text = native().validate(self.to_json(), "json", str(self.base_dir), list(overrides))
+        return json.loads(text)
+
+    # -- dunder ---------------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return self._tree == other._tree and self.base_dir == other.base_dir
+
+    def __repr__(self) -> str:
+        name = self._tree.get("name") or self.source or "<dict>"
+        return f"Scenario({name!r}, base_dir={str(self.base_dir)!r})"

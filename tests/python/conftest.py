@@ -1,0 +1,120 @@
+"""Shared helpers for the Python tests: small scenarios (tens of ms simulated, so the suite is
+fast), a TOML writer for variants of them, and a CLI runner that runs the real console
+entry point in a subprocess (exit status and stderr exactly as a user sees them)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A small M/M/4 with a central queue: 30 ms measured at 200 k requests/s (~6000 requests).
+SMALL: dict[str, Any] = {
+    "name": "small-mm4",
+    "seed": 1,
+    "duration_ms": 30.0,
+    "warmup_ms": 3.0,
+    "server": {"max_cores": 4, "queue": "central"},
+    "network": {"rtt_us": 10.0},
+    "clients": {"sessions": 20},
+    "load": {"fraction": 0.5},
+    "workload": {"types": [{"name": "exp", "service": {"dist": "exponential", "mean_us": 10.0}}]},
+    "metrics": {"sample_interval_us": 1000.0},
+}
+
+
+def small(**changes: Any) -> dict:
+    """A copy of SMALL with dotted-key changes: small(**{"server.max_cores": 2})."""
+    d = copy.deepcopy(SMALL)
+    for key, value in changes.items():
+        node = d
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return d
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def to_toml(d: dict) -> str:
+    """A scenario dict as TOML (tables written inline, which TOML allows)."""
+    return "".join(f"{k} = {_toml_value(v)}\n" for k, v in d.items())
+
+
+@pytest.fixture
+def write_scenario(tmp_path: Path):
+    """write_scenario(dict_or_text, name="s.toml") -> path of the file in tmp_path."""
+
+    def write(content: dict | str, name: str = "scenario.toml") -> Path:
+        p = tmp_path / name
+        p.write_text(content if isinstance(content, str) else to_toml(content), encoding="utf-8")
+        return p
+
+    return write
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str | os.PathLike, cwd: Path | None = None, subprocess_: bool = False,
+            timeout: float = 300) -> CliResult:
+    """Runs `microsched ARGS...` and captures its exit status, stdout and stderr.
+
+    In-process by default (fast: no interpreter start-up per call); with subprocess_=True, as
+    `python -m microsched.cli` in a child process, exactly as a user's shell sees it."""
+    argv = [str(a) for a in args]
+    if subprocess_:
+        env = dict(os.environ, COLUMNS="120", PYTHONWARNINGS="ignore")
+        p = subprocess.run([sys.executable, "-m", "microsched.cli", *argv], capture_output=True, text=True,
+                           cwd=cwd or REPO, env=env, timeout=timeout)
+        return CliResult(p.returncode, p.stdout, p.stderr)
+    from microsched.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd = os.getcwd()
+    try:
+        os.chdir(cwd or REPO)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        os.chdir(old_cwd)
+    return CliResult(int(code or 0), out.getvalue(), err.getvalue())
+
+
+def without_wall(summary: dict) -> dict:
+    """The summary minus the fields that measure the wall clock."""
+    s = copy.deepcopy(summary)
+    s.get("sim", {}).pop("wall_s", None)
+    s.get("sim", {}).pop("requests_per_wall_s", None)
+    return s
