@@ -85,6 +85,22 @@ pub struct Server {
     /// rules that count passes (Shenango: 4) wait at least this many times it.
     #[serde(default = "default_search_pass_ns")]
     pub search_pass_ns: f64,
+    /// How fresh the congestion signal (max over cores of the oldest queued request's age) is
+    /// when an overload controller reads it: `sampled` (default) measures it every core-allocator
+    /// interval (every 10 µs, Caladan's IOKernel poll, with a static allocation) and the
+    /// controller reads that cached, stale value; `exact` measures it at each decision.
+    #[serde(default)]
+    pub delay_signal: DelaySignal,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DelaySignal {
+    /// Measured periodically (allocator interval, or 10 µs), as stale as in Caladan.
+    #[default]
+    Sampled,
+    /// Measured at each controller decision.
+    Exact,
 }
 
 fn default_queue() -> QueueMode {

@@ -57,6 +57,33 @@ pub struct TypeSummary {
     pub completed: u64,
 }
 
+/// Credit-based overload control over the measured window (absent, `null`, with the "none"
+/// controller). Means are over the time-series samples taken in the window; counts are events
+/// in the window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Credits {
+    /// Mean credit pool C_total.
+    pub pool_mean: f64,
+    /// Mean credits issued C_issued (held by clients, in flight, or used at the server).
+    pub issued_mean: f64,
+    /// Mean number of sessions on the drained list.
+    pub drained_mean: f64,
+    /// Mean number of requests waiting for credits at clients.
+    pub client_queued_mean: f64,
+    /// Requests dropped by the server's AQM (answered with a failure reply).
+    pub aqm_drops: u64,
+    /// Requests dropped at clients: `client_timeouts + client_overflows`.
+    pub client_drops: u64,
+    /// Dropped at a client after waiting longer than `clients.timeout_us` for a credit.
+    pub client_timeouts: u64,
+    /// Dropped as the oldest entry of a full client queue.
+    pub client_overflows: u64,
+    /// Explicit credit messages sent by the server (answers to credit requests and wake-ups).
+    pub credit_messages: u64,
+    /// Explicit credit requests sent by clients.
+    pub credit_requests: u64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SimStats {
     pub events: u64,
@@ -88,5 +115,8 @@ pub struct Summary {
     pub requests: Requests,
     pub core_time: CoreTime,
     pub by_type: Vec<TypeSummary>,
+    /// Credit-based overload control; `None` with the "none" controller.
+    #[serde(default)]
+    pub credits: Option<Credits>,
     pub sim: SimStats,
 }

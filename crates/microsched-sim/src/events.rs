@@ -12,8 +12,9 @@ use microsched_core::Nanos;
 pub enum Event {
     /// The client-side arrival process produces its next request.
     Generate,
-    /// A request packet reaches the server.
-    ServerArrive { req: u32 },
+    /// A request packet reaches the server; `demand` is the sending client's queue length
+    /// (credit-based overload control only).
+    ServerArrive { req: u32, demand: u32 },
     /// A core finishes the request it runs.
     CoreDone { core: u16 },
     /// A core finishes a steal and can run what it took.
@@ -22,14 +23,21 @@ pub enum Event {
     WakeDone { core: u16 },
     /// An idle core has polled long enough to consider parking.
     ParkCheck { core: u16, epoch: u32 },
-    /// A response (or drop notice) reaches its client.
-    ResponseArrive { req: u32 },
+    /// A response (or drop notice) reaches its client, with the absolute credits it carries
+    /// (credit-based overload control only).
+    ResponseArrive { req: u32, credits: u32 },
+    /// The server's AQM failure reply for a dropped request leaves (after the packet cost).
+    DropReply { req: u32 },
+    /// An explicit credit request (Breakwater's WINUPDATE/CREDIT) reaches the server.
+    CreditRequest { session: u32, demand: u32 },
     /// An explicit credit message reaches a client.
     CreditArrive { session: u32, credits: u32 },
     /// A request waiting for credits at a client times out.
     ClientTimeout { session: u32, epoch: u32 },
     AllocTick,
     CreditTimer,
+    /// Periodic measurement of the congestion signal (static allocation, sampled signal).
+    DelayPoll,
     Sample,
     /// The start of the measured window.
     WarmupEnd,

@@ -4,6 +4,7 @@
 //! results (apart from the wall-clock fields of `summary.sim`).
 
 mod arrivals;
+mod clients;
 mod events;
 mod requests;
 mod result;

@@ -26,6 +26,14 @@ pub struct TimeSeries {
     /// The core allocator's own signal at its last tick (delay in ns, utilization fraction, …;
     /// NaN for policies without one).
     pub alloc_signal: Vec<f64>,
+    /// Credit pool C_total at `t_ms` (NaN without a credit-based overload controller).
+    pub credit_pool: Vec<f64>,
+    /// Credits issued C_issued at `t_ms` (NaN without a credit controller).
+    pub credits_issued: Vec<f64>,
+    /// Sessions on the drained list at `t_ms` (NaN without a credit controller).
+    pub drained_sessions: Vec<f64>,
+    /// Requests waiting for credits at clients at `t_ms`.
+    pub client_queued: Vec<f64>,
 }
 
 impl TimeSeries {
@@ -44,6 +52,10 @@ impl TimeSeries {
             ("offered_rps", &self.offered_rps),
             ("in_system", &self.in_system),
             ("alloc_signal", &self.alloc_signal),
+            ("credit_pool", &self.credit_pool),
+            ("credits_issued", &self.credits_issued),
+            ("drained_sessions", &self.drained_sessions),
+            ("client_queued", &self.client_queued),
         ]
     }
 }

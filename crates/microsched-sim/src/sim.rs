@@ -6,13 +6,15 @@ use std::time::Instant;
 use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs, ParkMode, ParkVerdict};
 use microsched_core::dist::Sampler;
 use microsched_core::metrics::LatencyRecorder;
-use microsched_core::scenario::{Loaded, Scenario};
-use microsched_core::summary::{CoreTime, Cores, Requests, SimStats, Summary};
-use microsched_core::time::{ms, us};
+use microsched_core::overload::{self, Admission, CreditController, SessionId};
+use microsched_core::scenario::{DelaySignal, Loaded, Scenario};
+use microsched_core::summary::{CoreTime, Cores, Credits, Requests, SimStats, Summary};
+use microsched_core::time::{ms, us, NS_PER_US};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
 
 use crate::arrivals::{pick, Arrivals};
+use crate::clients::{ClientDrop, Clients, Out};
 use crate::events::{Event, EventQueue};
 use crate::requests::{Req, Slab};
 use crate::result::{RequestLog, SimResult, TimeSeries};
@@ -59,6 +61,41 @@ impl Workload {
     }
 }
 
+/// Period of the congestion-signal measurement when the core allocator has no interval of its
+/// own (Caladan's IOKERNEL_POLL_INTERVAL).
+const DELAY_POLL_NS: Nanos = 10 * NS_PER_US;
+
+/// Credit-based overload control: the server's controller, the client sessions, the cached
+/// congestion signal and the credit statistics. Absent with the "none" controller, whose path
+/// has no credit work at all.
+struct Credit {
+    ctl: Box<dyn CreditController>,
+    clients: Clients,
+    /// Reused buffers: what the clients do, the controller's wake-ups.
+    out: Vec<Out>,
+    wakeups: Vec<(SessionId, u32)>,
+    /// Measure the signal at each decision instead of reading the cached sample.
+    exact: bool,
+    /// The last sampled congestion signal.
+    delay: Nanos,
+    /// Period of `Event::DelayPoll` (sampled signal, allocator without an interval).
+    poll: Option<Nanos>,
+    /// Active cores last reported to the controller.
+    active_reported: u32,
+    packet_cost: Nanos,
+    // Measured-window counters and sample sums.
+    aqm_drops: u64,
+    client_timeouts: u64,
+    client_overflows: u64,
+    credit_messages: u64,
+    credit_requests: u64,
+    samples: u64,
+    pool_sum: f64,
+    issued_sum: f64,
+    drained_sum: f64,
+    queued_sum: f64,
+}
+
 /// Counters of one time-series interval.
 #[derive(Default, Clone, Copy)]
 struct Interval {
@@ -82,6 +119,7 @@ pub struct Sim {
     session_rng: Stream,
     sessions: u32,
     allocator: Box<dyn CoreAllocator>,
+    credit: Option<Box<Credit>>,
     obs: Vec<CoreObs>,
     search_pass: Nanos,
     sample_every: Nanos,
@@ -149,6 +187,31 @@ impl Sim {
             stream(seed, "steal"),
         );
         let log = sc.metrics.record_requests.then(RequestLog::default);
+        let rtt = us(sc.network.rtt_us);
+        let credit = overload::build(&sc.policy.overload, sc.clients.sessions, sc.server.max_cores, rtt).map(|ctl| {
+            let exact = sc.server.delay_signal == DelaySignal::Exact;
+            Box::new(Credit {
+                ctl,
+                clients: Clients::new(sc.clients.sessions, sc.clients.queue_capacity, us(sc.clients.timeout_us)),
+                out: Vec::with_capacity(64),
+                wakeups: Vec::with_capacity(64),
+                exact,
+                delay: 0,
+                poll: (!exact && allocator.interval().is_none()).then_some(DELAY_POLL_NS),
+                active_reported: 0,
+                packet_cost: sc.server.packet_cost_ns.round() as Nanos,
+                aqm_drops: 0,
+                client_timeouts: 0,
+                client_overflows: 0,
+                credit_messages: 0,
+                credit_requests: 0,
+                samples: 0,
+                pool_sum: 0.0,
+                issued_sum: 0.0,
+                drained_sum: 0.0,
+                queued_sum: 0.0,
+            })
+        });
         Ok(Self {
             now: 0,
             end,
@@ -163,6 +226,7 @@ impl Sim {
             session_rng: stream(seed, "sessions"),
             sessions: sc.clients.sessions,
             allocator,
+            credit,
             obs: Vec::with_capacity(max_cores),
             search_pass: (sc.server.search_pass_ns.round() as Nanos).max(1),
             sample_every: us(sc.metrics.sample_interval_us).max(1),
@@ -196,6 +260,18 @@ impl Sim {
         if let Some(iv) = self.allocator.interval() {
             self.evq.push(iv, Event::AllocTick);
         }
+        if let Some(c) = &mut self.credit {
+            if let Some(iv) = c.ctl.timer_interval() {
+                self.evq.push(iv, Event::CreditTimer);
+            }
+            if let Some(p) = c.poll {
+                self.evq.push(p, Event::DelayPoll);
+            }
+            // The controller assumes every core active until told otherwise.
+            let active = self.server.active_count() as u32;
+            c.active_reported = active;
+            c.ctl.on_cores_changed(0, active);
+        }
         while let Some((t, ev)) = self.evq.pop() {
             if t >= self.end {
                 break;
@@ -216,11 +292,21 @@ impl Sim {
         let now = self.now;
         match ev {
             Event::Generate => self.generate(),
-            Event::ServerArrive { req } => self.server.arrive(req, now, &mut self.slab, &mut self.evq),
+            Event::ServerArrive { req, demand } => {
+                if self.credit.is_none() {
+                    self.server.arrive(req, now, &mut self.slab, &mut self.evq);
+                } else {
+                    self.credit_arrive(req, demand);
+                }
+            }
             Event::CoreDone { core } => {
                 let req = self.server.finish(core);
                 self.slab[req].done = now;
-                self.net.send(now, Event::ResponseArrive { req }, &mut self.evq);
+                let credits = if self.credit.is_some() { self.credit_response(req, false) } else { 0 };
+                self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
+                if self.credit.is_some() {
+                    self.send_wakeups();
+                }
                 let idle = self.server.find_work(core, now, &mut self.slab, &mut self.evq);
                 self.after_idle(core, idle);
             }
@@ -230,18 +316,173 @@ impl Sim {
             }
             Event::WakeDone { core } => {
                 let idle = self.server.wake_done(core, now, &mut self.slab, &mut self.evq);
+                self.cores_changed();
                 self.after_idle(core, idle);
             }
             Event::ParkCheck { core, epoch } => self.park_check(core, epoch),
-            Event::ResponseArrive { req } => self.response(req),
+            Event::ResponseArrive { req, credits } => {
+                let session = self.response(req);
+                if let Some(c) = &mut self.credit {
+                    c.clients.on_credits(session, credits, true, now, &self.slab, &mut c.out);
+                    self.client_outs();
+                }
+            }
             Event::AllocTick => self.alloc_tick(),
             Event::Sample => self.sample(),
             Event::WarmupEnd => {
                 self.measuring = true;
                 self.window_start_times = self.server.core_times(now);
             }
-            Event::CreditArrive { .. } | Event::ClientTimeout { .. } | Event::CreditTimer => {
-                unreachable!("credit events are only scheduled by a credit controller")
+            Event::DropReply { req } => self.drop_reply(req),
+            Event::CreditRequest { session, demand } => {
+                let c = self.credit.as_mut().expect("credit events need a credit controller");
+                if let Some(credits) = c.ctl.on_credit_request(now, session, demand) {
+                    if self.measuring {
+                        c.credit_messages += 1;
+                    }
+                    self.net.send(now, Event::CreditArrive { session, credits }, &mut self.evq);
+                }
+                self.send_wakeups();
+            }
+            Event::CreditArrive { session, credits } => {
+                let c = self.credit.as_mut().expect("credit events need a credit controller");
+                c.clients.on_credits(session, credits, false, now, &self.slab, &mut c.out);
+                self.client_outs();
+            }
+            Event::ClientTimeout { session, .. } => {
+                let c = self.credit.as_mut().expect("credit events need a credit controller");
+                c.clients.on_timer(session, now, &self.slab, &mut c.out);
+                self.client_outs();
+            }
+            Event::CreditTimer => {
+                let delay = self.delay_signal();
+                let c = self.credit.as_mut().expect("credit events need a credit controller");
+                c.ctl.on_timer(now, delay);
+                if let Some(iv) = c.ctl.timer_interval() {
+                    self.evq.push(now + iv, Event::CreditTimer);
+                }
+                self.send_wakeups();
+            }
+            Event::DelayPoll => {
+                let d = self.server.max_delay(now, &self.slab);
+                let c = self.credit.as_mut().expect("credit events need a credit controller");
+                c.delay = d;
+                if let Some(p) = c.poll {
+                    self.evq.push(now + p, Event::DelayPoll);
+                }
+            }
+        }
+    }
+
+    /// The congestion signal an overload controller reads now: the cached sample, or measured.
+    #[inline]
+    fn delay_signal(&self) -> Nanos {
+        match &self.credit {
+            Some(c) if !c.exact => c.delay,
+            _ => self.server.max_delay(self.now, &self.slab),
+        }
+    }
+
+    /// A request reaches a server with a credit controller: admitted into the queues, or dropped
+    /// by AQM and answered with a failure reply after the packet cost.
+    fn credit_arrive(&mut self, req: u32, demand: u32) {
+        let now = self.now;
+        let delay = self.delay_signal();
+        let session = self.slab[req].session;
+        let c = self.credit.as_mut().expect("credit path");
+        match c.ctl.on_request(now, session, demand, delay) {
+            Admission::Admit => self.server.arrive(req, now, &mut self.slab, &mut self.evq),
+            Admission::Drop => {
+                if self.measuring {
+                    c.aqm_drops += 1;
+                }
+                let pc = c.packet_cost;
+                let r = &mut self.slab[req];
+                r.arrive = now;
+                r.start = now;
+                r.dropped = true;
+                if pc == 0 {
+                    self.drop_reply(req);
+                } else {
+                    self.evq.push(now + pc, Event::DropReply { req });
+                }
+            }
+        }
+        self.send_wakeups();
+    }
+
+    /// The failure reply of an AQM-dropped request leaves, with credits.
+    fn drop_reply(&mut self, req: u32) {
+        let now = self.now;
+        self.slab[req].done = now;
+        let credits = self.credit_response(req, true);
+        self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
+        self.send_wakeups();
+    }
+
+    /// The controller's credits for the response to `req` leaving now.
+    fn credit_response(&mut self, req: u32, dropped: bool) -> u32 {
+        let delay = self.delay_signal();
+        let session = self.slab[req].session;
+        let c = self.credit.as_mut().expect("credit path");
+        c.ctl.on_response(self.now, session, dropped, delay)
+    }
+
+    /// Sends the explicit credit messages of the sessions the controller woke.
+    fn send_wakeups(&mut self) {
+        let Some(c) = &mut self.credit else { return };
+        c.ctl.take_wakeups(&mut c.wakeups);
+        if self.measuring {
+            c.credit_messages += c.wakeups.len() as u64;
+        }
+        for (session, credits) in c.wakeups.drain(..) {
+            self.net.send(self.now, Event::CreditArrive { session, credits }, &mut self.evq);
+        }
+    }
+
+    /// Carries out what the clients decided.
+    fn client_outs(&mut self) {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.credit.as_mut().expect("credit path").out);
+        for o in out.drain(..) {
+            match o {
+                Out::Send { req, demand } => self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq),
+                Out::Drop { req, why } => {
+                    let mut r = self.slab.remove(req);
+                    r.dropped = true;
+                    self.dropped += 1;
+                    self.interval.drops += 1;
+                    if self.measuring {
+                        self.recorder.dropped(r.rtype as usize);
+                        let c = self.credit.as_mut().expect("credit path");
+                        match why {
+                            ClientDrop::Timeout => c.client_timeouts += 1,
+                            ClientDrop::Overflow => c.client_overflows += 1,
+                        }
+                    }
+                    if let Some(log) = &mut self.log {
+                        log.push(&r, now);
+                    }
+                }
+                Out::CreditRequest { session, demand } => {
+                    if self.measuring {
+                        self.credit.as_mut().expect("credit path").credit_requests += 1;
+                    }
+                    self.net.send(now, Event::CreditRequest { session, demand }, &mut self.evq);
+                }
+                Out::Timer { session, at } => self.evq.push(at, Event::ClientTimeout { session, epoch: 0 }),
+            }
+        }
+        self.credit.as_mut().expect("credit path").out = out;
+    }
+
+    /// Tells the credit controller when the number of active cores changed.
+    fn cores_changed(&mut self) {
+        if let Some(c) = &mut self.credit {
+            let active = self.server.active_count() as u32;
+            if active != c.active_reported {
+                c.active_reported = active;
+                c.ctl.on_cores_changed(self.now, active);
             }
         }
     }
@@ -258,7 +499,13 @@ impl Sim {
             self.recorder.generated(rtype as usize);
         }
         let slot = self.slab.insert(req);
-        self.net.send(now, Event::ServerArrive { req: slot }, &mut self.evq);
+        match &mut self.credit {
+            None => self.net.send(now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq),
+            Some(c) => {
+                c.clients.submit(session, slot, now, &self.slab, &mut c.out);
+                self.client_outs();
+            }
+        }
         if let Some(next) = self.arrivals.next() {
             if next < self.end {
                 self.evq.push(next, Event::Generate);
@@ -266,17 +513,27 @@ impl Sim {
         }
     }
 
-    fn response(&mut self, slot: u32) {
+    /// A response (or an AQM failure reply) reaches its client; returns the session.
+    fn response(&mut self, slot: u32) -> u32 {
         let now = self.now;
         let r = self.slab.remove(slot);
-        self.completed += 1;
-        self.interval.completions += 1;
-        if self.measuring {
-            self.recorder.completed(r.rtype as usize, now - r.created, r.start - r.arrive, r.service);
+        if r.dropped {
+            self.dropped += 1;
+            self.interval.drops += 1;
+            if self.measuring {
+                self.recorder.dropped(r.rtype as usize);
+            }
+        } else {
+            self.completed += 1;
+            self.interval.completions += 1;
+            if self.measuring {
+                self.recorder.completed(r.rtype as usize, now - r.created, r.start - r.arrive, r.service);
+            }
         }
         if let Some(log) = &mut self.log {
             log.push(&r, now);
         }
+        r.session
     }
 
     /// Schedules the park check of a core that just went idle, as its allocator's rule says.
@@ -320,6 +577,7 @@ impl Sim {
     /// After any park: a lone remaining idle core under an only-the-last-core-parks rule gets
     /// its own park check.
     fn after_park(&mut self) {
+        self.cores_changed();
         if self.allocator.park_rule().mode == ParkMode::OnlyLastCore && self.server.active_count() == 1 {
             if let Some(c) = (0..self.server.cores.len() as u16).find(|&c| self.server.is_spinning(c)) {
                 self.after_idle(c, Idle::Spinning);
@@ -330,6 +588,12 @@ impl Sim {
     fn alloc_tick(&mut self) {
         let now = self.now;
         self.server.observe(now, &self.slab, &mut self.obs);
+        if let Some(c) = &mut self.credit {
+            if !c.exact {
+                // The congestion signal is measured at the allocator's pace, as in Caladan.
+                c.delay = self.server.max_delay(now, &self.slab);
+            }
+        }
         // A yield request not served within one interval is withdrawn, as Caladan's IOKernel
         // does: the signal that motivated it is stale by now.
         self.server.withdraw_yield_requests();
@@ -370,6 +634,29 @@ impl Sim {
         s.offered_rps.push(self.arrivals.rate_at(now as f64));
         s.in_system.push(self.slab.live() as f64);
         s.alloc_signal.push(self.allocator.signal().unwrap_or(f64::NAN));
+        match &mut self.credit {
+            None => {
+                s.credit_pool.push(f64::NAN);
+                s.credits_issued.push(f64::NAN);
+                s.drained_sessions.push(f64::NAN);
+                s.client_queued.push(0.0);
+            }
+            Some(c) => {
+                let st = c.ctl.stats();
+                let queued = c.clients.queued as f64;
+                s.credit_pool.push(st.pool as f64);
+                s.credits_issued.push(st.issued as f64);
+                s.drained_sessions.push(st.drained as f64);
+                s.client_queued.push(queued);
+                if self.measuring {
+                    c.samples += 1;
+                    c.pool_sum += st.pool as f64;
+                    c.issued_sum += st.issued as f64;
+                    c.drained_sum += st.drained as f64;
+                    c.queued_sum += queued;
+                }
+            }
+        }
         self.interval = Interval::default();
         self.last_sample_times = times;
         self.last_sample_at = now;
@@ -389,7 +676,7 @@ impl Sim {
             scenario: sc.name.clone(),
             seed: 0,
             allocator: self.allocator.name().to_string(),
-            overload: "none".to_string(),
+            overload: self.credit.as_ref().map_or("none", |c| c.ctl.name()).to_string(),
             duration_s: window_s,
             slo_us: self.slo_us,
             offered_rps: self.window_generated as f64 / window_s,
@@ -416,6 +703,21 @@ impl Sim {
                 total_ns: times.iter().sum(),
             },
             by_type,
+            credits: self.credit.as_ref().map(|c| {
+                let n = c.samples.max(1) as f64;
+                Credits {
+                    pool_mean: c.pool_sum / n,
+                    issued_mean: c.issued_sum / n,
+                    drained_mean: c.drained_sum / n,
+                    client_queued_mean: c.queued_sum / n,
+                    aqm_drops: c.aqm_drops,
+                    client_drops: c.client_timeouts + c.client_overflows,
+                    client_timeouts: c.client_timeouts,
+                    client_overflows: c.client_overflows,
+                    credit_messages: c.credit_messages,
+                    credit_requests: c.credit_requests,
+                }
+            }),
             sim: SimStats {
                 events: self.events,
                 wall_s,
