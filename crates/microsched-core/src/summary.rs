@@ -21,8 +21,12 @@ pub struct Slowdown {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Cores {
     pub max: u32,
+    /// Mean cores held by the LC application: busy, searching, or waking (the allocation delay
+    /// of a granted core). allocated_mean + be_cores_mean = max.
     pub allocated_mean: f64,
     pub busy_mean: f64,
+    /// Mean cores in the allocation delay (part of allocated_mean).
+    pub transition_mean: f64,
 }
 
 /// Conservation counters over the whole run (warm-up included): generated = completed + dropped

@@ -622,7 +622,9 @@ impl Sim {
         let d = |i: usize| (times[i] - self.last_sample_times[i]) as f64 / dt;
         let s = &mut self.series;
         s.t_ms.push(now as f64 / 1e6);
-        s.cores_allocated.push(d(0) + d(1));
+        // A waking core is already the LC application's (taken from the BE co-tenant), though
+        // not yet usable: it counts as allocated, so allocated + parked = max_cores.
+        s.cores_allocated.push(d(0) + d(1) + d(3));
         s.cores_busy.push(d(0));
         s.cores_parked.push(d(2));
         s.queue_len.push(self.server.queued as f64);
@@ -671,7 +673,7 @@ impl Sim {
         let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
         let (all, by_type) = self.recorder.finish(window_s);
         let max_cores = sc.server.max_cores;
-        let allocated_mean = w(0) + w(1);
+        let allocated_mean = w(0) + w(1) + w(3);
         let summary = Summary {
             scenario: sc.name.clone(),
             seed: 0,
@@ -686,7 +688,7 @@ impl Sim {
             latency_us: all.latency_us.clone(),
             queueing_delay_us: all.queueing_delay_us.clone(),
             slowdown: all.slowdown.clone(),
-            cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0) },
+            cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0), transition_mean: w(3) },
             cpu_utilization: allocated_mean / max_cores as f64,
             be_cores_mean: w(2),
             requests: Requests {

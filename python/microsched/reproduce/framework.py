@@ -1,0 +1,189 @@
+"""The registry of reproductions and the common driver behind ``microsched reproduce NAME``.
+
+A reproduction is a sweep spec (``experiments/NAME/sweep.toml``: base scenario, grid,
+variants, seeds, a ``[quick]`` profile) plus an ``analyze`` function that turns the result
+rows into claims and figures. The driver runs the grid on a local process pool, writes
+
+    OUT/results.parquet    one row per run: parameters + every summary metric (flattened)
+    OUT/aggregate.parquet  means over seeds, with 95 % confidence half-widths (``M.ci95``) and n
+    OUT/claims.json        [{"id", "claim", "paper", "measured", "holds", ...}]
+    OUT/*.png              the figures
+    OUT/meta.json          what was run: the spec as run, the paper and figure, jobs, wall time
+
+and returns them. Results are written before the analysis runs, so a failing analysis never
+loses a finished sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from .claims import Claim, write_claims
+from .runner import aggregate, default_jobs, run_points
+from .spec import SweepSpec
+
+RESULTS_FILE = "results.parquet"
+AGGREGATE_FILE = "aggregate.parquet"
+CLAIMS_FILE = "claims.json"
+META_FILE = "meta.json"
+
+
+@dataclass
+class Context:
+    """What an ``analyze`` function gets: the spec as run, the rows, their means over seeds,
+    and the output directory (save figures with :meth:`save_figure`)."""
+
+    name: str
+    spec: SweepSpec
+    results: pd.DataFrame
+    aggregate: pd.DataFrame
+    out: Path
+    quick: bool
+    figures: list[Path] = field(default_factory=list)
+
+    def save_figure(self, fig: Any, filename: str) -> Path:
+        import matplotlib.pyplot as plt
+
+        path = self.out / filename
+        fig.savefig(path, dpi=130)
+        plt.close(fig)
+        self.figures.append(path)
+        return path
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str
+    paper: str
+    figure: str
+    description: str
+    spec: str  # path of the sweep spec, relative to the repository's experiments/ directory
+    analyze: Callable[[Context], list[Claim]]
+    group_by: tuple[str, ...] = ("variant",)  # aggregate over seeds within (group_by + grid keys)
+
+
+REGISTRY: dict[str, Reproduction] = {}
+
+
+def register(name: str, *, paper: str, figure: str, description: str, spec: str,
+             group_by: tuple[str, ...] = ("variant",)) -> Callable[[Callable[[Context], list[Claim]]],
+                                                                   Callable[[Context], list[Claim]]]:
+    """Decorator: registers ``analyze`` as the reproduction ``name``."""
+
+    def deco(fn: Callable[[Context], list[Claim]]) -> Callable[[Context], list[Claim]]:
+        if name in REGISTRY:
+            raise ValueError(f"reproduction {name!r} registered twice")
+        REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
+                                      spec=spec, analyze=fn, group_by=group_by)
+        return fn
+
+    return deco
+
+
+def names() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def get(name: str) -> Reproduction:
+    """The reproduction ``name``; ``KeyError`` with the allowed names otherwise."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown reproduction {name!r}: use one of {', '.join(names())}") from None
+
+
+def experiments_dir() -> Path:
+    """``experiments/`` of the repository: under the current directory, else the source tree."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        p = base / "experiments"
+        if p.is_dir():
+            return p
+    raise FileNotFoundError("experiments/ not found (run from the repository root)")
+
+
+def spec_path(repro: Reproduction) -> Path:
+    p = experiments_dir() / repro.spec
+    if not p.is_file():
+        raise FileNotFoundError(f"experiment spec of {repro.name!r} not found: {p}")
+    return p
+
+
+@dataclass
+class Outcome:
+    name: str
+    out: Path
+    claims: list[dict]
+    figures: list[Path]
+    n_points: int
+    jobs: int
+    wall_s: float
+
+
+def run_reproduction(name: str, out: str | Path | None = None, quick: bool = False, jobs: int | None = None,
+                     seeds: int | None = None, progress: Callable[[int, int], None] | None = None) -> Outcome:
+    """Runs reproduction ``name`` and writes its results, claims and figures to ``out``
+    (default ``results/NAME``)."""
+    repro = get(name)
+    spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
+    points = spec.points()
+    _validate_points(spec, points)
+    jobs = default_jobs() if jobs is None else jobs
+    out_dir = Path(out) if out is not None else Path("results") / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    t0 = time.perf_counter()
+    df = run_points(points, jobs=jobs, progress=progress)
+    sweep_s = time.perf_counter() - t0
+    df.to_parquet(out_dir / RESULTS_FILE, index=False)
+    by = [c for c in (*repro.group_by, *spec.grid) if c in df.columns]
+    agg = aggregate(df, by)
+    agg.to_parquet(out_dir / AGGREGATE_FILE, index=False)
+
+    meta = {
+        "reproduction": name, "paper": repro.paper, "figure": repro.figure, "description": repro.description,
+        "quick": quick, "jobs": jobs, "points": len(points), "sweep_wall_s": round(sweep_s, 3),
+        "microsched_version": _version(), "spec": spec.to_dict(),
+    }
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick)
+    claims = repro.analyze(ctx)
+    write_claims(claims, out_dir / CLAIMS_FILE)
+    wall = time.perf_counter() - t0
+    meta["wall_s"] = round(wall, 3)
+    meta["figures"] = [p.name for p in ctx.figures]
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return Outcome(name=name, out=out_dir, claims=[c.to_dict() for c in claims], figures=list(ctx.figures),
+                   n_points=len(points), jobs=jobs, wall_s=wall)
+
+
+def _validate_points(spec: SweepSpec, points) -> None:
+    """Every distinct scenario of the sweep is validated before anything runs, so that a bad
+    override fails at once with the field at fault (seeds do not change validity)."""
+    from ..api import validate
+
+    seen = set()
+    for p in points:
+        if p.overrides in seen:
+            continue
+        seen.add(p.overrides)
+        try:
+            validate(p.scenario, overrides=list(p.overrides))
+        except ValueError as e:
+            where = ", ".join(f"{k}={v}" for k, v in p.params.items() if k != "seed")
+            raise ValueError(f"{e} (in {spec.path}, point {where})") from None
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("microsched")
+    except Exception:  # noqa: BLE001
+        return "unknown"
