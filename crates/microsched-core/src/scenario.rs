@@ -44,6 +44,10 @@ pub struct Scenario {
     pub policy: Policy,
     #[serde(default)]
     pub metrics: MetricsCfg,
+    /// Settings of the real runtime (`microsched serve`, `loadgen`, `real`); the simulator
+    /// ignores them.
+    #[serde(default)]
+    pub runtime: RuntimeCfg,
 }
 
 fn default_seed() -> u64 {
@@ -312,6 +316,30 @@ pub enum AllocatorCfg {
         #[serde(default = "d_delay_upper")]
         upper_us: f64,
     },
+    /// CoreSync (ICNP'25): Caladan's delay rule for adding cores; parking gated on the credit
+    /// state (Algorithm 1): no park while a session is drained, one parker at a time, and when
+    /// `C_issued − N_sess > R · N_cores` withhold `(C_issued − N_sess) / N_cores` credits from
+    /// the pool until issued credits come down. Without an overload controller it parks like
+    /// Caladan.
+    #[serde(rename = "coresync")]
+    CoreSync {
+        #[serde(default = "d_interval5")]
+        interval_us: f64,
+        #[serde(default = "d_threshold5")]
+        delay_threshold_us: f64,
+        #[serde(default = "d_poll2")]
+        poll_us: f64,
+        /// Proportionality parameter R (paper: 50 synthetic, 20 Memcached).
+        #[serde(default = "d_coresync_r")]
+        r: f64,
+        /// When set, R = r_per_session × connected sessions, replacing `r` (paper §IV-D: 0.5).
+        #[serde(default)]
+        r_per_session: Option<f64>,
+        /// Reproduce the artifact's loss of the withheld credits when a session drains
+        /// mid-attempt (default: give them back and cancel the attempt).
+        #[serde(default)]
+        keep_quirk: bool,
+    },
 }
 
 fn d_interval5() -> f64 {
@@ -337,6 +365,9 @@ fn d_delay_lower() -> f64 {
 }
 fn d_delay_upper() -> f64 {
     1.0
+}
+fn d_coresync_r() -> f64 {
+    50.0
 }
 
 /// Overload (admission) control.
@@ -441,6 +472,78 @@ fn d_max_window() -> u32 {
 }
 fn d_pool_per_session() -> u32 {
     64
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real runtime
+
+/// The `[runtime]` table: settings of the real runtime only (the worker count is
+/// `server.max_cores`, the poll period before a worker parks is the allocator's `poll_us`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeCfg {
+    /// UDP port of `microsched serve` and `loadgen` when `--addr` is not given (0: any free port).
+    #[serde(default = "default_rt_port")]
+    pub port: u16,
+    /// Best-effort co-tenant threads at the lowest priority (SCHED_IDLE), counting square roots:
+    /// their throughput shows the CPU that parked workers give back. 0: none.
+    #[serde(default)]
+    pub be_threads: u32,
+    /// Target period of the server's controller thread, which ticks the core allocator and the
+    /// credit controller and samples the congestion signal (the kernel's sleep granularity may
+    /// make the real period longer; the server reports it).
+    #[serde(default = "default_rt_tick_us")]
+    pub tick_us: f64,
+    /// After its last scheduled send, how long the load generator waits for outstanding responses.
+    #[serde(default = "default_rt_drain_ms")]
+    pub drain_ms: f64,
+    /// A request sent without a response after this long counts as timed out at the client.
+    #[serde(default = "default_rt_request_timeout_ms")]
+    pub request_timeout_ms: f64,
+    /// Idle workers call `sched_yield` between work-search passes, so that spinning workers let
+    /// the receive thread and the load generator run on a machine with few CPUs.
+    #[serde(default = "default_true")]
+    pub yield_when_idle: bool,
+}
+
+impl Default for RuntimeCfg {
+    fn default() -> Self {
+        Self {
+            port: default_rt_port(),
+            be_threads: 0,
+            tick_us: default_rt_tick_us(),
+            drain_ms: default_rt_drain_ms(),
+            request_timeout_ms: default_rt_request_timeout_ms(),
+            yield_when_idle: true,
+        }
+    }
+}
+
+fn default_rt_port() -> u16 {
+    7878
+}
+fn default_rt_tick_us() -> f64 {
+    10.0
+}
+fn default_rt_drain_ms() -> f64 {
+    500.0
+}
+fn default_rt_request_timeout_ms() -> f64 {
+    1000.0
+}
+
+impl RuntimeCfg {
+    fn validate(&self) -> Result<(), ScenarioError> {
+        positive("runtime.tick_us", self.tick_us)?;
+        if self.tick_us > 1e6 {
+            return Err(ScenarioError::new("runtime.tick_us", format!("{} is not allowed: use at most 1000000 (1 s)", self.tick_us)));
+        }
+        if self.be_threads > 256 {
+            return Err(ScenarioError::new("runtime.be_threads", format!("{} is not allowed: use 0..=256", self.be_threads)));
+        }
+        non_negative("runtime.drain_ms", self.drain_ms)?;
+        positive("runtime.request_timeout_ms", self.request_timeout_ms)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,6 +679,7 @@ impl Scenario {
         positive("metrics.sample_interval_us", self.metrics.sample_interval_us)?;
         crate::alloc::validate(&self.policy.allocator, "policy.allocator")?;
         crate::overload::validate(&self.policy.overload, "policy.overload")?;
+        self.runtime.validate()?;
         Ok(())
     }
 

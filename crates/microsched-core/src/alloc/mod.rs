@@ -12,12 +12,14 @@
 
 mod caladan;
 mod common;
+mod coresync;
 mod delay_range;
 mod shenango;
 mod static_alloc;
 mod utilization_range;
 
 pub use caladan::CaladanAllocator;
+pub use coresync::{CoreSyncAllocator, RRule};
 pub use delay_range::DelayRangeAllocator;
 pub use shenango::ShenangoAllocator;
 pub use static_alloc::StaticAllocator;
@@ -198,6 +200,27 @@ pub fn validate(cfg: &AllocatorCfg, field: &str) -> Result<(), ScenarioError> {
             non_negative(f("upper_us"), upper_us)?;
             check_range(field, "lower_us", lower_us, "upper_us", upper_us)
         }
+        AllocatorCfg::CoreSync { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk: _ } => {
+            positive(f("interval_us"), interval_us)?;
+            positive(f("delay_threshold_us"), delay_threshold_us)?;
+            non_negative(f("poll_us"), poll_us)?;
+            let factor = |key: &str, v: f64, what: &str| {
+                if v.is_finite() && v > 0.0 {
+                    Ok(())
+                } else {
+                    Err(ScenarioError::new(f(key), format!("{v} is not allowed: {what}")))
+                }
+            };
+            factor("r", r, "the proportionality parameter R must be a finite number > 0 (paper: 50; 20 for Memcached)")?;
+            match r_per_session {
+                Some(k) => factor(
+                    "r_per_session",
+                    k,
+                    "R per session must be a finite number > 0 (R = r_per_session × sessions; paper §IV-D: 0.5)",
+                ),
+                None => Ok(()),
+            }
+        }
     }
 }
 
@@ -217,6 +240,17 @@ pub fn build(cfg: &AllocatorCfg, max_cores: u32) -> Box<dyn CoreAllocator> {
         AllocatorCfg::DelayRange { interval_us, lower_us, upper_us } => {
             Box::new(DelayRangeAllocator::new(us(interval_us), lower_us * 1e3, upper_us * 1e3, max_cores))
         }
+        AllocatorCfg::CoreSync { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk } => {
+            let r = r_per_session.map_or(RRule::Fixed(r), RRule::PerSession);
+            Box::new(CoreSyncAllocator::new(
+                us(interval_us),
+                us(delay_threshold_us),
+                us(poll_us),
+                r,
+                keep_quirk,
+                max_cores,
+            ))
+        }
     }
 }
 
@@ -228,9 +262,9 @@ mod tests {
         validate(&cfg, "policy.allocator").unwrap_err()
     }
 
-    fn defaults() -> [AllocatorCfg; 5] {
+    fn defaults() -> [AllocatorCfg; 6] {
         // The serde defaults, as a scenario with only `kind` set gets them.
-        ["static", "shenango", "caladan", "utilization_range", "delay_range"]
+        ["static", "shenango", "caladan", "utilization_range", "delay_range", "coresync"]
             .map(|k| serde_json::from_value(serde_json::json!({ "kind": k })).unwrap())
     }
 
