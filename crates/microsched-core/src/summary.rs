@@ -86,6 +86,8 @@ pub struct Credits {
     pub credit_messages: u64,
     /// Explicit credit requests sent by clients.
     pub credit_requests: u64,
+    /// Cores parked while at least one session was drained (CoreSync never does this).
+    pub parks_while_drained: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -45,6 +45,8 @@ pub struct Core {
     pub yield_requested: bool,
     /// Mid-steal: what it took is in its queue but already claimed, so no one steals it back.
     stealing: bool,
+    /// Asked to park and told to keep polling (CoreSync): finding work must be reported.
+    park_attempting: bool,
 }
 
 impl Core {
@@ -63,6 +65,7 @@ impl Core {
             epoch: 0,
             yield_requested: false,
             stealing: false,
+            park_attempting: false,
         }
     }
 
@@ -168,6 +171,8 @@ pub struct Server {
     victims: CoreSet,
     /// Requests waiting in any queue.
     pub queued: u64,
+    /// Cores that found work in the middle of a park attempt, for the driver to report.
+    pub aborted_parks: Vec<u16>,
     steal_rng: Stream,
 }
 
@@ -198,7 +203,17 @@ impl Server {
             }
         }
         let victims = CoreSet::new(n);
-        Self { cfg, cores, central: VecDeque::new(), spinners, active, victims, queued: 0, steal_rng }
+        Self {
+            cfg,
+            cores,
+            central: VecDeque::new(),
+            spinners,
+            active,
+            victims,
+            queued: 0,
+            aborted_parks: Vec::new(),
+            steal_rng,
+        }
     }
 
     pub fn active_count(&self) -> usize {
@@ -261,6 +276,10 @@ impl Server {
     #[inline]
     fn start(&mut self, core: u16, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let c = &mut self.cores[core as usize];
+        if c.park_attempting {
+            c.park_attempting = false;
+            self.aborted_parks.push(core);
+        }
         c.epoch = c.epoch.wrapping_add(1);
         c.set_mode(CoreMode::Busy, now);
         c.current = req;
@@ -393,6 +412,7 @@ impl Server {
         let c = &mut self.cores[core as usize];
         debug_assert!(c.current == NONE);
         c.yield_requested = false;
+        c.park_attempting = false;
         c.epoch = c.epoch.wrapping_add(1);
         c.set_mode(CoreMode::Parked, now);
     }
@@ -425,6 +445,11 @@ impl Server {
         } else if self.cores[core as usize].is_active() {
             self.cores[core as usize].yield_requested = true;
         }
+    }
+
+    /// The core's park attempt was refused for now; it keeps polling.
+    pub fn mark_park_attempt(&mut self, core: u16) {
+        self.cores[core as usize].park_attempting = true;
     }
 
     pub fn withdraw_yield_requests(&mut self) {

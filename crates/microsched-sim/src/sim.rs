@@ -6,7 +6,7 @@ use std::time::Instant;
 use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs, ParkMode, ParkVerdict};
 use microsched_core::dist::Sampler;
 use microsched_core::metrics::LatencyRecorder;
-use microsched_core::overload::{self, Admission, CreditController, SessionId};
+use microsched_core::overload::{self, Admission, CreditController, CreditLink, SessionId};
 use microsched_core::scenario::{DelaySignal, Loaded, Scenario};
 use microsched_core::summary::{CoreTime, Cores, Credits, Requests, SimStats, Summary};
 use microsched_core::time::{ms, us, NS_PER_US};
@@ -89,6 +89,7 @@ struct Credit {
     client_overflows: u64,
     credit_messages: u64,
     credit_requests: u64,
+    parks_while_drained: u64,
     samples: u64,
     pool_sum: f64,
     issued_sum: f64,
@@ -205,6 +206,7 @@ impl Sim {
                 client_overflows: 0,
                 credit_messages: 0,
                 credit_requests: 0,
+                parks_while_drained: 0,
                 samples: 0,
                 pool_sum: 0.0,
                 issued_sum: 0.0,
@@ -279,6 +281,9 @@ impl Sim {
             self.now = t;
             self.events += 1;
             self.handle(ev);
+            while let Some(core) = self.server.aborted_parks.pop() {
+                self.park_aborted(core);
+            }
         }
         self.now = self.end;
         if self.last_sample_at < self.end {
@@ -315,6 +320,7 @@ impl Sim {
                 self.after_idle(core, idle);
             }
             Event::WakeDone { core } => {
+                self.park_aborted(core);
                 let idle = self.server.wake_done(core, now, &mut self.slab, &mut self.evq);
                 self.cores_changed();
                 self.after_idle(core, idle);
@@ -563,15 +569,32 @@ impl Sim {
         if active == 1 && self.allocator.park_rule().mode == ParkMode::Never {
             return;
         }
-        match self.allocator.on_park_attempt(self.now, core, active, None) {
+        let credits = self.credit.as_mut().map(|c| &mut *c.ctl as &mut dyn CreditLink);
+        match self.allocator.on_park_attempt(self.now, core, active, credits) {
             ParkVerdict::Park => {
+                if let Some(c) = &mut self.credit {
+                    if self.measuring && c.ctl.drained() > 0 {
+                        c.parks_while_drained += 1;
+                    }
+                }
                 self.server.park(core, self.now);
                 self.after_park();
             }
             ParkVerdict::KeepPolling => {
+                self.server.mark_park_attempt(core);
                 self.evq.push(self.now + self.search_pass, Event::ParkCheck { core, epoch });
             }
         }
+        if self.credit.is_some() {
+            self.send_wakeups();
+        }
+    }
+
+    /// Tells the allocator that a core ended a park attempt: it found work, or it was woken
+    /// after parking (CoreSync returns the credits it withheld).
+    fn park_aborted(&mut self, core: u16) {
+        let credits = self.credit.as_mut().map(|c| &mut *c.ctl as &mut dyn CreditLink);
+        self.allocator.on_park_abort(self.now, core, credits);
     }
 
     /// After any park: a lone remaining idle core under an only-the-last-core-parks rule gets
@@ -718,6 +741,7 @@ impl Sim {
                     client_overflows: c.client_overflows,
                     credit_messages: c.credit_messages,
                     credit_requests: c.credit_requests,
+                    parks_while_drained: c.parks_while_drained,
                 }
             }),
             sim: SimStats {

@@ -22,7 +22,7 @@ const BASE: &str = r#"
     service = { dist = "constant", value_us = 55 }
 "#;
 
-const ALLOCATORS: [&str; 5] = ["static", "shenango", "caladan", "utilization_range", "delay_range"];
+const ALLOCATORS: [&str; 6] = ["static", "shenango", "caladan", "utilization_range", "delay_range", "coresync"];
 
 #[test]
 fn requests_and_core_time_are_conserved_to_the_unit() {
