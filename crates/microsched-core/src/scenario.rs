@@ -428,6 +428,10 @@ pub struct BreakwaterCfg {
     /// Pool floor; default: max_cores.
     #[serde(default)]
     pub min_pool: Option<u32>,
+    /// Pool at the start of the run, clamped to [floor, ceiling]; default: the floor (Breakwater
+    /// starts at `runtime_max_cores()`). The simulation study's Fig. 2 starts from a small pool.
+    #[serde(default)]
+    pub initial_pool: Option<u32>,
     /// The simulation study's fix: grow the pool in proportion to newly allocated cores, and a
     /// minimum pool that depends on max cores and the RTT.
     #[serde(default)]
@@ -447,6 +451,7 @@ impl Default for BreakwaterCfg {
             max_window: d_max_window(),
             max_pool_per_session: d_pool_per_session(),
             min_pool: None,
+            initial_pool: None,
             core_fix: false,
         }
     }

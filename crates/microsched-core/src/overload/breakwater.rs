@@ -119,7 +119,7 @@ impl Breakwater {
             min_pool = min_pool.max(Self::core_fix_min_pool(max_cores, rtt_ns, target_ns));
         }
         let max_pool = i64::from(sessions) * i64::from(cfg.max_pool_per_session);
-        let pool = min_pool.min(max_pool);
+        let pool = cfg.initial_pool.map_or(min_pool, i64::from).max(min_pool).min(max_pool);
         Self {
             target_ns,
             drop_ns,
@@ -954,6 +954,22 @@ mod tests {
         b.on_cores_changed(11 * US, 16);
         b.on_timer(40 * US, 0);
         assert_eq!(b.pool(), 400);
+    }
+
+    #[test]
+    fn initial_pool_is_clamped_to_floor_and_ceiling() {
+        let mut c = cfg();
+        c.initial_pool = Some(40);
+        let b = bw(&c, 100, 32);
+        assert_eq!((b.pool(), b.min_pool()), (40, 32), "starts at 40, floor stays max_cores");
+        c.initial_pool = Some(10);
+        assert_eq!(bw(&c, 100, 32).pool(), 32, "never below the floor");
+        c.initial_pool = Some(1_000_000);
+        assert_eq!(bw(&c, 100, 32).pool(), 6400, "never above the ceiling");
+        c.initial_pool = Some(40);
+        c.core_fix = true;
+        c.target_us = 10.0;
+        assert_eq!(Breakwater::new(&c, 1000, 32, 30 * US).pool(), 128, "the fix's floor wins");
     }
 
     #[test]

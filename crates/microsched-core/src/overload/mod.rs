@@ -143,6 +143,12 @@ pub fn validate(cfg: &OverloadCfg, field: &str) -> Result<(), ScenarioError> {
                     "0 is not allowed: must be at least 1 (default: server.max_cores)",
                 ));
             }
+            if b.initial_pool == Some(0) {
+                return Err(ScenarioError::new(
+                    format!("{field}.initial_pool"),
+                    "0 is not allowed: must be at least 1 (default: the pool floor)",
+                ));
+            }
             Ok(())
         }
     }
@@ -209,6 +215,7 @@ mod tests {
         assert_eq!(bw_err(|c| c.max_window = 0).field, "policy.overload.max_window");
         assert_eq!(bw_err(|c| c.max_pool_per_session = 0).field, "policy.overload.max_pool_per_session");
         assert_eq!(bw_err(|c| c.min_pool = Some(0)).field, "policy.overload.min_pool");
+        assert_eq!(bw_err(|c| c.initial_pool = Some(0)).field, "policy.overload.initial_pool");
         // Edge values that are allowed.
         let ok = |f: fn(&mut BreakwaterCfg)| {
             let mut c = BreakwaterCfg::default();
