@@ -26,6 +26,8 @@ from .spec import Point, SpecError, SweepSpec
 
 # Built-in reproductions register themselves on import.
 from . import allocators  # noqa: E402,F401
+from . import loadshift  # noqa: E402,F401
+from . import collapse  # noqa: E402,F401
 
 __all__ = [
     "REGISTRY", "Claim", "Context", "Outcome", "Point", "Reproduction", "SpecError", "SweepSpec",
