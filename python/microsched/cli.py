@@ -103,6 +103,12 @@ commands:
   schema     print the JSON Schema of the scenario format
   bench      measure simulator speed (simulated requests per wall-clock second)
   reproduce  regenerate a paper's figure and check its claims (`reproduce --list`)
+  serve      run the real UDP server of a scenario (worker threads, parking, credits)
+  loadgen    run the scenario's open-loop load against a real server
+  real       run server and load generator as two processes on loopback, merge the results
+  sweep      run a sweep spec (grid of overrides × seeds) on a local pool or on Ray
+  plot       draw latency / throughput / Pareto / slowdown / time-series figures
+  report     write a self-contained HTML report of a sweep, reproduction or run
 
 Run `microsched COMMAND --help` for the manual of a command.
 Bad input exits with status 2 and one line on stderr: `microsched: error: <message>`.
@@ -190,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seeds", type=_positive, metavar="K",
                     help="run seeds 1..K of every point (default: the spec's seeds)")
     rp.set_defaults(func=cmd_reproduce)
+
+    from .sweep.commands import add_commands  # sweep, plot, report
+
+    add_commands(sub, _Formatter)
+    _add_real_commands(sub)
     return p
 
 
@@ -413,11 +424,11 @@ def _print_reproductions(reproduce: Any) -> None:
     from rich.table import Table
 
     t = Table(title="reproductions (`microsched reproduce NAME [--quick]`)", title_justify="left")
-    for col in ("name", "paper", "figure", "description"):
-        t.add_column(col)
+    for col in ("name", "paper", "figure", "description", "sweep spec"):
+        t.add_column(col, overflow="fold")
     for n in reproduce.names():
         r = reproduce.get(n)
-        t.add_row(r.name, r.paper, r.figure, r.description)
+        t.add_row(r.name, r.paper, r.figure, r.description, f"experiments/{r.spec}")
     _console().print(t)
 
 
@@ -425,6 +436,173 @@ def _err_console():
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# real runtime: serve, loadgen, real
+
+SERVE_DESCRIPTION = """\
+Run the real server of SCENARIO: a UDP socket on loopback, server.max_cores worker threads
+("cores") with per-core queues and work stealing, parked and unparked by the scenario's core
+allocator, requests admitted by its overload controller (credits, AQM), the synthetic handler
+spinning for each request's service time, and optionally runtime.be_threads best-effort
+threads at the lowest priority. Malformed or unauthorised datagrams are counted and dropped.
+
+It prints `listening on ADDR` once bound, then runs until --duration, until every client has
+disconnected (--once), or until Ctrl-C, and prints its report (JSON with --json).
+
+examples:
+  microsched serve experiments/real/overload-2x.toml --addr 127.0.0.1:7878 --duration 30
+  microsched serve scen.toml --addr 127.0.0.1:0 --once --report server.json
+"""
+
+LOADGEN_DESCRIPTION = """\
+Run SCENARIO's open-loop Poisson load (its load, workload and clients; the simulator's random
+streams, so one seed gives the same requests) against a real server, with Breakwater's client
+(credits, client queue, timeout) when the scenario names a credit controller. Latency counts from
+each request's scheduled send time. Prints the summary (the schema of `microsched run`; the
+server-side fields such as cores are filled in by `microsched real`).
+
+examples:
+  microsched loadgen experiments/real/overload-2x.toml --addr 127.0.0.1:7878 --json
+"""
+
+REAL_DESCRIPTION = """\
+Run SCENARIO for real: `microsched serve` and `microsched loadgen` as two separate processes on
+loopback (a free port), for the scenario's warm-up + duration (+ runtime.drain_ms), then merge
+their results: the summary has the keys of `microsched run` (cores and core time from the
+server, latency and throughput from the load generator) plus a `runtime` section (client and
+server counters, best-effort throughput, controller tick). Everything started is stopped at the
+end, on error and on Ctrl-C.
+
+Note: both processes share this machine's CPUs; on a small machine the load generator and the
+server compete, which the results include.
+
+examples:
+  microsched real experiments/real/overload-2x.toml
+  microsched real experiments/real/overload-2x-none.toml --json | jq .latency_us.p99
+  microsched real scen.toml --out out/real   # summary.json, timeseries.parquet, server_report.json, ...
+"""
+
+
+def _duration(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use a number of seconds > 0") from None
+    if not (v > 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use a number of seconds > 0")
+    return v
+
+
+def _add_real_commands(sub: Any) -> None:
+    sv = sub.add_parser("serve", help="run the real UDP server of a scenario", description=SERVE_DESCRIPTION,
+                        formatter_class=_Formatter)
+    sv.add_argument("scenario", metavar="SCENARIO", help="scenario file: TOML (or JSON if the name ends in .json)")
+    sv.add_argument("--addr", metavar="HOST:PORT",
+                    help="where to listen (default 127.0.0.1:<runtime.port>; port 0 picks a free port); "
+                         "a non-loopback address is refused unless --allow-remote")
+    sv.add_argument("--duration", type=_duration, metavar="S", help="stop after S seconds (default: run until Ctrl-C)")
+    sv.add_argument("--once", action="store_true", help="stop once every client that connected has disconnected")
+    sv.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
+    sv.add_argument("--report", metavar="FILE", help="also write the report (JSON) to FILE")
+    sv.add_argument("--json", action="store_true", help="print the report as JSON at the end")
+    sv.add_argument("--set", dest="overrides", action="append", type=_override, default=[], metavar="KEY=VALUE",
+                    help=SET_HELP)
+    sv.set_defaults(func=cmd_serve)
+
+    lg = sub.add_parser("loadgen", help="run a scenario's load against a real server", description=LOADGEN_DESCRIPTION,
+                        formatter_class=_Formatter)
+    lg.add_argument("scenario", metavar="SCENARIO", help="scenario file: TOML (or JSON if the name ends in .json)")
+    lg.add_argument("--addr", metavar="HOST:PORT", help="the server (default 127.0.0.1:<runtime.port>); "
+                                                        "a non-loopback address is refused unless --allow-remote")
+    lg.add_argument("--seed", type=_seed, metavar="N", help="seed of every random stream (default: the scenario's)")
+    lg.add_argument("--allow-remote", action="store_true", help="allow a non-loopback server address")
+    lg.add_argument("--result", metavar="FILE", help="write the full result (JSON: summary, client counters, "
+                                                     "time series, latency CDF) to FILE")
+    lg.add_argument("--json", action="store_true", help="print the summary as JSON on stdout instead of tables")
+    lg.add_argument("--set", dest="overrides", action="append", type=_override, default=[], metavar="KEY=VALUE",
+                    help=SET_HELP)
+    lg.set_defaults(func=cmd_loadgen)
+
+    rl = sub.add_parser("real", help="run server and load generator on loopback and merge the results",
+                        description=REAL_DESCRIPTION, formatter_class=_Formatter)
+    rl.add_argument("scenario", metavar="SCENARIO", help="scenario file: TOML (or JSON if the name ends in .json)")
+    rl.add_argument("--seed", type=_seed, metavar="N", help="seed of the load generator's random streams")
+    rl.add_argument("--out", metavar="DIR", help="write the results to DIR: summary.json, scenario.json, "
+                                                 "timeseries.parquet, latency_cdf.parquet, latency_cdf.png, "
+                                                 "server_report.json")
+    rl.add_argument("--json", action="store_true", help="print the merged summary as JSON on stdout")
+    rl.add_argument("--set", dest="overrides", action="append", type=_override, default=[], metavar="KEY=VALUE",
+                    help=SET_HELP)
+    rl.set_defaults(func=cmd_real)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from . import real
+
+    def ready(addr: str) -> None:
+        sys.stdout.write(f"{real.LISTENING}{addr}\n")
+        sys.stdout.flush()
+
+    try:
+        rep = real.serve(args.scenario, addr=args.addr, duration_s=args.duration, overrides=args.overrides,
+                         allow_remote=args.allow_remote, once=args.once, ready=ready)
+    except ValueError as e:
+        raise CliError(_with_file(e, args.scenario)) from None
+    if args.report:
+        Path(args.report).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+    else:
+        c = rep.get("counters", {})
+        sys.stdout.write(f"stopped ({rep.get('stop_reason')}) after {rep.get('duration_s', 0):.2f} s: "
+                         f"{c.get('requests', 0)} requests, {c.get('completed', 0)} completed, "
+                         f"{c.get('aqm_dropped', 0)} AQM drops, {c.get('rejected_no_credit', 0)} without credit, "
+                         f"{rep.get('rejected_total', 0)} datagrams rejected; cores allocated "
+                         f"{rep.get('cores', {}).get('allocated_mean', 0):.2f} of {rep.get('workers')}\n")
+    return 0
+
+
+def cmd_loadgen(args: argparse.Namespace) -> int:
+    from . import real
+
+    try:
+        res = real.loadgen(args.scenario, addr=args.addr, overrides=args.overrides, seed=args.seed,
+                           allow_remote=args.allow_remote)
+    except ValueError as e:
+        raise CliError(_with_file(e, args.scenario)) from None
+    if args.result:
+        Path(args.result).write_text(json.dumps(res) + "\n", encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(res["summary"], indent=2) + "\n")
+    else:
+        print_summary(res["summary"])
+    return 0
+
+
+def cmd_real(args: argparse.Namespace) -> int:
+    from . import real
+
+    try:
+        res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out)
+    except ValueError as e:
+        raise CliError(_with_file(e, args.scenario)) from None
+    except real.RealError as e:
+        raise CliError(e) from None
+    if args.json:
+        sys.stdout.write(json.dumps(res.summary, indent=2) + "\n")
+    else:
+        print_summary(res.summary)
+        rt = res.summary.get("runtime", {})
+        acc = rt.get("accounting", {})
+        be = rt.get("be", {})
+        _console().print(f"real runtime: client sent {acc.get('client_sent')}, server received "
+                         f"{acc.get('server_requests')} (agree: {acc.get('agree')}); best-effort "
+                         f"{_num(be.get('ops_per_s'), ',.0f')} sqrt/s")
+        if args.out:
+            _console().print(f"results written to [bold]{args.out}/[/bold]")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,7 +700,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        _fail(f"a command is required: run, validate, schema, bench or reproduce (see `{PROG} --help`)")
+        _fail("a command is required: run, validate, schema, bench, reproduce, sweep, plot, report, serve, "
+              "loadgen or real "
+              f"(see `{PROG} --help`)")
     try:
         return int(args.func(args) or 0)
     except CliError as e:

@@ -505,9 +505,11 @@ pub struct RuntimeCfg {
     /// A request sent without a response after this long counts as timed out at the client.
     #[serde(default = "default_rt_request_timeout_ms")]
     pub request_timeout_ms: f64,
-    /// Idle workers call `sched_yield` between work-search passes, so that spinning workers let
-    /// the receive thread and the load generator run on a machine with few CPUs.
-    #[serde(default = "default_true")]
+    /// Idle workers call `sched_yield` between work-search passes. Off by default: a spinning
+    /// core should burn its CPU as in Caladan; on, spinning workers hand idle time to other
+    /// threads (the receive thread, a co-located load generator, but also the best-effort
+    /// co-tenant, which then gets CPU from cores that are nominally allocated).
+    #[serde(default)]
     pub yield_when_idle: bool,
 }
 
@@ -519,7 +521,7 @@ impl Default for RuntimeCfg {
             tick_us: default_rt_tick_us(),
             drain_ms: default_rt_drain_ms(),
             request_timeout_ms: default_rt_request_timeout_ms(),
-            yield_when_idle: true,
+            yield_when_idle: false,
         }
     }
 }
@@ -613,11 +615,15 @@ impl Scenario {
         for o in overrides {
             apply_override(&mut tree, o)?;
         }
-        let scenario: Scenario = serde_path_to_error::deserialize(tree).map_err(|e| {
+        let scenario: Scenario = serde_path_to_error::deserialize(&tree).map_err(|e| {
             let path = e.path().to_string();
             let field = if path == "." || path.is_empty() { "scenario".to_string() } else { path };
             ScenarioError::new(field, e.into_inner().to_string())
         })?;
+        // serde ignores extra keys in a field-less tagged variant (`kind = "static"`); comparing
+        // the input with what was understood catches those, and any other quirk, generically.
+        let understood = serde_json::to_value(&scenario).expect("scenario serialises");
+        reject_unread_keys(&tree, &understood, "")?;
         scenario.validate(base_dir)?;
         Ok(Loaded { scenario, base_dir: base_dir.to_path_buf() })
     }
@@ -728,6 +734,37 @@ pub(crate) fn non_negative(field: &str, v: f64) -> Result<(), ScenarioError> {
     }
 }
 
+/// Errors on the first key of `input` that `understood` (the deserialised scenario, serialised
+/// back) does not have.
+fn reject_unread_keys(input: &serde_json::Value, understood: &serde_json::Value, path: &str) -> Result<(), ScenarioError> {
+    use serde_json::Value;
+    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match (input, understood) {
+        (Value::Object(i), Value::Object(u)) => {
+            for (k, v) in i {
+                match u.get(k) {
+                    Some(uv) => reject_unread_keys(v, uv, &at(k))?,
+                    None => {
+                        let allowed: Vec<&str> = u.keys().map(String::as_str).collect();
+                        return Err(ScenarioError::new(
+                            at(k),
+                            format!("unknown field `{k}`, expected one of `{}`", allowed.join("`, `")),
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(i), Value::Array(u)) => {
+            for (n, (iv, uv)) in i.iter().zip(u).enumerate() {
+                reject_unread_keys(iv, uv, &format!("{path}[{n}]"))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Applies one `dotted.key=value` override to the value tree, creating tables as needed.
 fn apply_override(tree: &mut serde_json::Value, spec: &str) -> Result<(), ScenarioError> {
     let (key, raw) = spec
@@ -750,6 +787,12 @@ fn apply_override(tree: &mut serde_json::Value, spec: &str) -> Result<(), Scenar
             .as_object_mut()
             .ok_or_else(|| ScenarioError::new(parts[..i].join("."), "is not a table, cannot set a key inside it"))?;
         if i + 1 == parts.len() {
+            // Switching a policy's kind drops the old kind's parameters: `--set
+            // policy.allocator.kind=caladan` on a Shenango scenario means Caladan with its
+            // defaults (plus any later overrides), not Caladan with Shenango's leftover keys.
+            if *part == "kind" && obj.get("kind").is_some_and(|old| *old != value) {
+                obj.clear();
+            }
             obj.insert(part.to_string(), value);
             return Ok(());
         }

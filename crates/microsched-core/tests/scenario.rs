@@ -58,6 +58,34 @@ fn unknown_fields_are_named_at_every_depth() {
 }
 
 #[test]
+fn switching_kind_by_override_drops_the_old_kinds_parameters() {
+    let file = format!("{BASE}\n[policy.allocator]\nkind = \"shenango\"\nmin_passes = 8\n");
+    let s = load(&file, &["policy.allocator.kind=caladan", "policy.allocator.poll_us=10"]).unwrap();
+    let a = serde_json::to_value(&s.policy.allocator).unwrap();
+    assert_eq!(a["kind"], "caladan");
+    assert_eq!(a["poll_us"], 10.0);
+    assert!(a.get("min_passes").is_none());
+    // Same kind: parameters kept.
+    let s = load(&file, &["policy.allocator.kind=shenango"]).unwrap();
+    assert_eq!(serde_json::to_value(&s.policy.allocator).unwrap()["min_passes"], 8);
+}
+
+#[test]
+fn keys_of_field_less_variants_are_rejected_too() {
+    for (set, path) in [
+        ("policy.allocator.poll_us=5", "policy.allocator.poll_us"),
+        ("policy.overload.target_us=5", "policy.overload.target_us"),
+    ] {
+        let kind = if path.contains("allocator") { "policy.allocator.kind=static" } else { "policy.overload.kind=none" };
+        let e = load(BASE, &[kind, set]).unwrap_err();
+        let key = path.rsplit('.').next().unwrap();
+        let table = &path[..path.len() - key.len() - 1];
+        assert!(e.field == path || e.field == table, "{set}: {e}");
+        assert!(e.to_string().contains(key), "{e}");
+    }
+}
+
+#[test]
 fn bad_values_name_the_field() {
     for (set, field) in [
         ("server.max_cores=0", "server.max_cores"),

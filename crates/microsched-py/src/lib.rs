@@ -2,6 +2,8 @@
 //! Python objects (JSON text for the summary, lists for columns); errors as `ValueError` whose
 //! message starts with the dotted field at fault.
 
+mod runtime;
+
 use std::path::Path;
 
 use microsched_core::scenario::{json_schema, Format, Loaded, Scenario};
@@ -79,5 +81,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::serve, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::loadgen, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::merge_real, m)?)?;
     Ok(())
 }

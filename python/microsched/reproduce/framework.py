@@ -165,19 +165,10 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
 
 def _validate_points(spec: SweepSpec, points) -> None:
     """Every distinct scenario of the sweep is validated before anything runs, so that a bad
-    override fails at once with the field at fault (seeds do not change validity)."""
-    from ..api import validate
+    override fails at once with the field at fault (shared with ``microsched sweep``)."""
+    from ..sweep.engine import validate_points
 
-    seen = set()
-    for p in points:
-        if p.overrides in seen:
-            continue
-        seen.add(p.overrides)
-        try:
-            validate(p.scenario, overrides=list(p.overrides))
-        except ValueError as e:
-            where = ", ".join(f"{k}={v}" for k, v in p.params.items() if k != "seed")
-            raise ValueError(f"{e} (in {spec.path}, point {where})") from None
+    validate_points(spec, points)
 
 
 def _version() -> str:

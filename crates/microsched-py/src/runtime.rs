@@ -1,0 +1,142 @@
+//! Bindings of the real runtime (`microsched serve`, `loadgen`, `real`). Each blocking call
+//! releases the GIL and checks for Ctrl-C every 50 ms; on an interrupt it stops what it started
+//! and raises `KeyboardInterrupt`. Configuration errors raise `ValueError` with one clear line.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use microsched_runtime::loadgen::{run as run_loadgen, LoadgenOpts, LoadgenResult};
+use microsched_runtime::{config, merge, ServeOpts, Server, ServerReport};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+fn err(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn default_addr(addr: Option<&str>, port: u16) -> String {
+    addr.map(str::to_string).unwrap_or_else(|| format!("127.0.0.1:{port}"))
+}
+
+/// Runs a server until `duration_s` (or, with `once`, until every client that connected has
+/// disconnected, or Ctrl-C, which stops it gracefully). Calls `ready(addr)` once it listens. Returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, duration_s=None, allow_remote=false, once=false, ready=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn serve(
+    py: Python<'_>,
+    text: &str,
+    fmt: &str,
+    base_dir: &str,
+    overrides: Vec<String>,
+    addr: Option<&str>,
+    duration_s: Option<f64>,
+    allow_remote: bool,
+    once: bool,
+    ready: Option<PyObject>,
+) -> PyResult<String> {
+    let loaded = crate::load(text, fmt, base_dir, overrides)?;
+    let addr = config::parse_addr(&default_addr(addr, loaded.scenario.runtime.port), "--addr").map_err(err)?;
+    let duration = match duration_s {
+        Some(d) if !(d.is_finite() && d > 0.0) => {
+            return Err(err(format!("--duration: {d} is not allowed: use a number of seconds > 0")))
+        }
+        Some(d) => Some(Duration::from_secs_f64(d)),
+        None => None,
+    };
+    let server = py
+        .allow_threads(|| Server::start(&loaded, ServeOpts { addr, allow_remote, duration, once }))
+        .map_err(err)?;
+    if let Some(cb) = ready {
+        if let Err(e) = cb.call1(py, (server.addr().to_string(),)) {
+            // Ctrl-C may land while the callback runs: the same graceful stop as below.
+            let interrupted = e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py);
+            let rep = py.allow_threads(move || server.stop_because("interrupted"));
+            if interrupted {
+                return Ok(serde_json::to_string(&rep).expect("report serialises"));
+            }
+            return Err(e);
+        }
+    }
+    loop {
+        if server.finished().is_some() {
+            let rep = py.allow_threads(move || server.wait(|| false));
+            return Ok(serde_json::to_string(&rep).expect("report serialises"));
+        }
+        py.allow_threads(|| std::thread::sleep(Duration::from_millis(50)));
+        if py.check_signals().is_err() {
+            // Ctrl-C (SIGINT) is how a server is stopped by hand: stop and report.
+            let rep = py.allow_threads(move || server.stop_because("interrupted"));
+            return Ok(serde_json::to_string(&rep).expect("report serialises"));
+        }
+    }
+}
+
+/// Runs the scenario's load against `addr`; returns the load generator's result as JSON text
+/// (summary, client counters, time series, latency CDF, measured window).
+#[pyfunction]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, seed=None, allow_remote=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn loadgen(
+    py: Python<'_>,
+    text: &str,
+    fmt: &str,
+    base_dir: &str,
+    overrides: Vec<String>,
+    addr: Option<&str>,
+    seed: Option<u64>,
+    allow_remote: bool,
+) -> PyResult<String> {
+    let loaded = crate::load(text, fmt, base_dir, overrides)?;
+    let addr = config::parse_addr(&default_addr(addr, loaded.scenario.runtime.port), "--addr").map_err(err)?;
+    let opts = LoadgenOpts { addr, allow_remote, seed };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let rx = std::sync::Mutex::new(rx);
+    let flag = stop.clone();
+    let handle = std::thread::spawn(move || {
+        let r = run_loadgen(&loaded, &opts, &|| flag.load(Ordering::Relaxed));
+        let _ = tx.send(r);
+    });
+    let result = loop {
+        match py.allow_threads(|| rx.lock().expect("receiver").recv_timeout(Duration::from_millis(50))) {
+            Ok(r) => break r,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    stop.store(true, Ordering::Relaxed);
+                    py.allow_threads(|| {
+                        let _ = handle.join();
+                    });
+                    return Err(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(err("internal error: the load generator thread died")),
+        }
+    };
+    let _ = handle.join();
+    let r = result.map_err(err)?;
+    Ok(serde_json::to_string(&r).expect("result serialises"))
+}
+
+/// Merges a load generator result and a server report (both JSON text) into what `microsched
+/// real` returns: a dict with summary (JSON text; the keys of `microsched run` plus `runtime`),
+/// timeseries (column -> list) and latency_cdf.
+#[pyfunction]
+pub fn merge_real<'py>(py: Python<'py>, loadgen_json: &str, report_json: &str) -> PyResult<Bound<'py, PyDict>> {
+    let lg: LoadgenResult = serde_json::from_str(loadgen_json).map_err(|e| err(format!("load generator result: {e}")))?;
+    let rep: ServerReport = serde_json::from_str(report_json).map_err(|e| err(format!("server report: {e}")))?;
+    let out = PyDict::new(py);
+    out.set_item("summary", merge::merge(&lg, &rep).to_string())?;
+    let ts = PyDict::new(py);
+    for (name, col) in merge::merged_series(&lg, &rep) {
+        ts.set_item(name, col)?;
+    }
+    out.set_item("timeseries", ts)?;
+    let cdf = PyDict::new(py);
+    cdf.set_item("latency_us", &lg.latency_cdf.0)?;
+    cdf.set_item("fraction", &lg.latency_cdf.1)?;
+    out.set_item("latency_cdf", cdf)?;
+    Ok(out)
+}

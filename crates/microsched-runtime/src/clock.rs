@@ -1,0 +1,54 @@
+//! Real time as the policies want it: integer nanoseconds since a start instant, and the two
+//! ways a thread waits for a point in time (spinning for short waits, sleeping for long ones).
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use microsched_core::Nanos;
+
+/// Nanoseconds since `start`, monotonic, shared by every thread of a server or load generator.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Instant,
+    /// Wall-clock time of `start`, to align the server's and the load generator's records.
+    start_unix_ns: u64,
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        let start_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        Self { start: Instant::now(), start_unix_ns }
+    }
+    #[inline]
+    pub fn now(&self) -> Nanos {
+        self.start.elapsed().as_nanos() as Nanos
+    }
+    pub fn start_unix_ns(&self) -> u64 {
+        self.start_unix_ns
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Busy-waits until `ns` nanoseconds have passed since `from` (the synthetic handler's "work").
+#[inline]
+pub fn spin_for(ns: Nanos) {
+    let from = Instant::now();
+    let d = Duration::from_nanos(ns);
+    while from.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// Asks the kernel for 1 ns timer slack on the calling thread, so that its sleeps and `ppoll`
+/// timeouts end close to when asked (the default slack is 50 µs).
+pub fn tight_timer_slack() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) takes an integer argument and touches no memory.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
+    }
+}
+

@@ -1,0 +1,193 @@
+//! The controller thread: Caladan's IOKernel loop for one application, on a real clock.
+//!
+//! Every tick it observes the cores ([`CoreObs`] built from the real queues and phase times),
+//! publishes the congestion signal (max over cores of the oldest waiting request's age, read by
+//! the receive thread's AQM and the credit controller, as stale as one tick), withdraws stale
+//! yield requests and calls [`CoreAllocator::tick`] every allocator interval, carrying out a
+//! `Grant` (wake a parked worker, one with queued work first) or a `Yield`; calls the credit
+//! controller's timer every control period and sends the credit messages of its wake-ups; tells
+//! the credit controller when the active core count changed; and samples the time series.
+//!
+//! It sleeps between ticks (1 ns timer slack) rather than spinning: on a 2-CPU machine a spinning
+//! controller would take a whole CPU from the workers and the best-effort co-tenant. The kernel
+//! makes the real period longer than asked; the report gives the measured mean.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use microsched_core::alloc::{AllocAction, AllocObs, CoreObs};
+use microsched_core::Nanos;
+
+use crate::clock::tight_timer_slack;
+use crate::park::Phase;
+use crate::report::{ControllerReport, ServerSeries};
+use crate::server::Shared;
+
+pub(crate) struct ControlOut {
+    pub series: ServerSeries,
+    pub report: ControllerReport,
+    pub grants: u64,
+}
+
+pub(crate) fn run(sh: Arc<Shared>, tick_ns: Nanos, sample_ns: Nanos, be_ops: Option<Arc<std::sync::atomic::AtomicU64>>) -> ControlOut {
+    tight_timer_slack();
+    let n = sh.cores.len();
+    let alloc_iv = sh.alloc.lock().interval();
+    let credit_iv = sh.rpc.lock().timer_interval();
+    let mut obs = vec![
+        CoreObs {
+            state: microsched_core::alloc::CoreState::Active,
+            queued: 0,
+            oldest_enqueued_at: None,
+            enqueued_total: 0,
+            dequeued_total: 0,
+            busy_ns: 0,
+            search_ns: 0,
+        };
+        n
+    ];
+    let mut series = ServerSeries::default();
+    let (mut next_alloc, mut next_credit, mut next_sample) =
+        (alloc_iv.unwrap_or(u64::MAX), credit_iv.unwrap_or(u64::MAX), sample_ns);
+    let mut reported_active = sh.active_cores() as u32;
+    sh.rpc.lock().on_cores_changed(0, reported_active);
+    let (mut ticks, mut alloc_ticks, mut grants) = (0u64, 0u64, 0u64);
+    let first = sh.clock.now();
+    let mut last_sample_t = first;
+    let mut last_times = [0u64; 4];
+    let mut last_be = 0u64;
+    let mut msgs = Vec::new();
+    while !sh.stop.load(Ordering::Relaxed) {
+        let now = sh.clock.now();
+        ticks += 1;
+        // Observe.
+        let mut max_delay = 0;
+        for (i, c) in sh.cores.iter().enumerate() {
+            let t = c.parker.times(now);
+            let oldest = c.oldest();
+            if let Some(o) = oldest {
+                max_delay = max_delay.max(now.saturating_sub(o));
+            }
+            obs[i] = CoreObs {
+                state: c.parker.phase().core_state(),
+                queued: c.queued().min(u32::MAX as u64) as u32,
+                oldest_enqueued_at: oldest,
+                enqueued_total: c.enqueued_total.load(Ordering::Relaxed),
+                dequeued_total: c.dequeued_total.load(Ordering::Relaxed),
+                busy_ns: t[0],
+                search_ns: t[1],
+            };
+        }
+        sh.delay_ns.store(max_delay, Ordering::Relaxed);
+        // Core allocation.
+        if now >= next_alloc {
+            alloc_ticks += 1;
+            for c in &sh.cores {
+                c.yield_requested.store(false, Ordering::Relaxed);
+            }
+            let action = sh.alloc.lock().tick(&AllocObs { now, cores: &obs });
+            match action {
+                AllocAction::Nothing => {}
+                AllocAction::Grant => {
+                    // A parked core with queued work first, else any parked core.
+                    let pick = (0..n)
+                        .filter(|&i| sh.cores[i].parker.phase() == Phase::Parked)
+                        .max_by_key(|&i| (sh.cores[i].queued() > 0, std::cmp::Reverse(i)));
+                    if let Some(i) = pick {
+                        if sh.cores[i].parker.grant(now) {
+                            grants += 1;
+                        }
+                    }
+                }
+                AllocAction::Yield(core) => {
+                    if let Some(c) = sh.cores.get(core as usize) {
+                        c.yield_requested.store(true, Ordering::Release);
+                    }
+                }
+            }
+            next_alloc = advance(next_alloc, alloc_iv.unwrap_or(u64::MAX), now);
+        }
+        // Credits.
+        {
+            let mut rpc = sh.rpc.lock();
+            let active = sh.active_cores() as u32;
+            if active != reported_active {
+                reported_active = active;
+                rpc.on_cores_changed(now, active);
+            }
+            if now >= next_credit {
+                rpc.on_timer(now, max_delay);
+                next_credit = advance(next_credit, credit_iv.unwrap_or(u64::MAX), now);
+            }
+            rpc.wakeups(&mut msgs);
+        }
+        for m in msgs.drain(..) {
+            sh.send_credit(m);
+        }
+        // Time series.
+        if now >= next_sample {
+            let mut times = [0u64; 4];
+            let mut queued = 0u64;
+            for c in &sh.cores {
+                let t = c.parker.times(now);
+                for k in 0..4 {
+                    times[k] += t[k];
+                }
+                queued += c.queued();
+            }
+            let dt = now.saturating_sub(last_sample_t).max(1) as f64;
+            let d = |k: usize| times[k].saturating_sub(last_times[k]) as f64 / dt;
+            series.unix_ns.push(sh.clock.start_unix_ns() + now);
+            series.t_ms.push(now as f64 / 1e6);
+            series.cores_allocated.push(d(0) + d(1) + d(3));
+            series.cores_waking.push(d(3));
+            series.cores_busy.push(d(0));
+            series.cores_parked.push(d(2));
+            series.queue_len.push(queued as f64);
+            series.oldest_delay_us.push(max_delay as f64 / 1e3);
+            series.alloc_signal.push(sh.alloc.lock().signal().unwrap_or(f64::NAN));
+            let st = sh.rpc.lock().stats();
+            series.credit_pool.push(st.map_or(f64::NAN, |s| s.pool as f64));
+            series.credits_issued.push(st.map_or(f64::NAN, |s| s.issued as f64));
+            series.drained_sessions.push(st.map_or(f64::NAN, |s| s.drained as f64));
+            let be = be_ops.as_ref().map_or(0, |c| c.load(Ordering::Relaxed));
+            series.be_ops_per_s.push(be.saturating_sub(last_be) as f64 / dt * 1e9);
+            series.core_ns.push(times);
+            series.be_ops.push(be);
+            last_be = be;
+            last_times = times;
+            last_sample_t = now;
+            next_sample = advance(next_sample, sample_ns, now);
+        }
+        let next = next_alloc.min(next_credit).min(next_sample).min(now + tick_ns).max(now + tick_ns.min(1_000));
+        let now2 = sh.clock.now();
+        if next > now2 {
+            std::thread::sleep(Duration::from_nanos(next - now2));
+        }
+    }
+    let elapsed = sh.clock.now().saturating_sub(first);
+    ControlOut {
+        series,
+        report: ControllerReport {
+            target_tick_us: tick_ns as f64 / 1e3,
+            ticks,
+            mean_tick_us: if ticks > 0 { elapsed as f64 / ticks as f64 / 1e3 } else { 0.0 },
+            alloc_ticks,
+        },
+        grants,
+    }
+}
+
+/// The next deadline of a periodic duty after `now` (skipping missed periods).
+fn advance(deadline: Nanos, period: Nanos, now: Nanos) -> Nanos {
+    if period == u64::MAX {
+        return u64::MAX;
+    }
+    let next = deadline.saturating_add(period);
+    if next > now {
+        next
+    } else {
+        now + period
+    }
+}

@@ -1,0 +1,670 @@
+//! The load generator: open-loop Poisson arrivals over many sessions, Breakwater's client
+//! ([`crate::client`]) when the scenario names a credit controller, and the simulator's result
+//! schema ([`Summary`]).
+//!
+//! * **Workload.** The same random streams as the simulator (`arrivals`, `sessions`, `types`,
+//!   `service.{i}`, derived from the seed the same way) and the same samplers
+//!   ([`microsched_core::dist::Sampler`]): with one seed, the simulator and the load generator
+//!   produce the very same sequence of (arrival time, session, type, service time).
+//! * **Open loop.** A request's latency runs from its *scheduled* send time to its response, so
+//!   a late sender (the machine is busy) shows up as latency, never as a lower offered load.
+//! * **One thread**, an event loop: receive everything pending, send what is due, fire client
+//!   timers, expire requests in flight longer than `runtime.request_timeout_ms`, sample. It
+//!   waits in `ppoll` (1 ns timer slack) when the next event is more than 50 µs away, otherwise
+//!   it yields the CPU while spinning: on a 2-CPU machine the server needs the other cycles.
+//! * **Accounting.** Every generated request ends exactly once: completed, dropped with a notice
+//!   (AQM `Dropped`, or `Rejected` for want of credit), dropped at the client (timeout or full
+//!   queue, never sent), timed out in flight (no response), or still in flight / queued when the
+//!   drain period ends ([`ClientCounters`]).
+
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use microsched_core::dist::Sampler;
+use microsched_core::metrics::LatencyRecorder;
+use microsched_core::scenario::Loaded;
+use microsched_core::summary::{Credits, Requests, SimStats, Summary};
+use microsched_core::time::{ms, us};
+use microsched_core::Nanos;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Exp1};
+use serde::{Deserialize, Serialize};
+
+use crate::client::{ClientDrop, Clients, Out};
+use crate::clock::{tight_timer_slack, Clock};
+use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
+use crate::wire::{decode, encode, Msg, Status};
+
+type Stream = rand_pcg::Pcg64Mcg;
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn fnv1a(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3))
+}
+
+/// The random stream called `name` of run `seed`, derived exactly as the simulator derives it.
+pub fn stream(seed: u64, name: &str) -> Stream {
+    Stream::seed_from_u64(splitmix64(seed ^ splitmix64(fnv1a(name))))
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadgenOpts {
+    pub addr: SocketAddr,
+    pub allow_remote: bool,
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+}
+
+/// The load generator's own counters (whole run, warm-up included).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClientCounters {
+    pub generated: u64,
+    /// Requests put on the wire.
+    pub sent: u64,
+    pub completed: u64,
+    /// AQM drop notices received.
+    pub aqm_dropped: u64,
+    /// `Rejected` notices received (no credit at the server).
+    pub rejected: u64,
+    /// Dropped at the client after waiting too long for a credit (never sent).
+    pub client_timeouts: u64,
+    /// Dropped at the client as the oldest entry of a full queue (never sent).
+    pub client_overflows: u64,
+    /// Sent, no response within `runtime.request_timeout_ms`.
+    pub timed_out: u64,
+    /// Responses that came after their request had timed out.
+    pub late_responses: u64,
+    /// Sent and unanswered, or queued at the client, when the drain period ended.
+    pub in_flight_end: u64,
+    pub queued_end: u64,
+    pub credit_requests: u64,
+    pub credit_messages: u64,
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+    /// Datagrams from the server the client could not decode or did not expect.
+    pub bad_datagrams: u64,
+    pub send_errors: u64,
+    /// Datagrams the kernel dropped at the load generator's socket (responses never seen).
+    pub kernel_drops: u64,
+    /// How late requests were put on the wire after their scheduled time (the load generator's
+    /// own lag; it counts in the latency).
+    pub send_lag_us_mean: f64,
+    pub send_lag_us_max: f64,
+}
+
+impl ClientCounters {
+    /// generated = every way a request can end, exactly.
+    pub fn conserved(&self) -> bool {
+        self.generated
+            == self.completed
+                + self.aqm_dropped
+                + self.rejected
+                + self.client_timeouts
+                + self.client_overflows
+                + self.timed_out
+                + self.in_flight_end
+                + self.queued_end
+    }
+}
+
+/// Client-side time series; each row covers the interval ending at `t_ms` (counts) or is taken
+/// at `t_ms` (in_system, client_queued). `t_ms` counts from the start of the schedule.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClientSeries {
+    pub unix_ns: Vec<u64>,
+    pub t_ms: Vec<f64>,
+    pub arrivals: Vec<f64>,
+    pub completions: Vec<f64>,
+    pub drops: Vec<f64>,
+    pub throughput_rps: Vec<f64>,
+    pub offered_rps: Vec<f64>,
+    pub in_system: Vec<f64>,
+    pub client_queued: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadgenResult {
+    pub summary: Summary,
+    pub client: ClientCounters,
+    pub timeseries: ClientSeries,
+    /// (latency µs, cumulative fraction) over the measured window.
+    pub latency_cdf: (Vec<f64>, Vec<f64>),
+    /// The measured window in wall-clock ns since the Unix epoch.
+    pub window_unix_ns: (u64, u64),
+    pub addr: String,
+}
+
+struct Pending {
+    session: u32,
+    rtype: u16,
+    service: Nanos,
+    sched: Nanos,
+    measured: bool,
+}
+
+/// The workload draw, stream for stream as the simulator's.
+struct Workload {
+    cumulative: Vec<f64>,
+    samplers: Vec<Sampler>,
+    service_rngs: Vec<Stream>,
+    type_rng: Stream,
+}
+
+impl Workload {
+    fn draw(&mut self) -> (u16, Nanos) {
+        let t = if self.cumulative.len() == 1 {
+            0
+        } else {
+            let u: f64 = self.type_rng.gen();
+            self.cumulative.iter().position(|&c| u < c).unwrap_or(self.cumulative.len() - 1)
+        };
+        (t as u16, self.samplers[t].sample(&mut self.service_rngs[t]).min(MAX_SERVICE_NS))
+    }
+}
+
+/// Piecewise-constant Poisson arrivals (the simulator's algorithm: one unit exponential per
+/// arrival, walked across rate steps).
+struct Arrivals {
+    steps: Vec<(f64, f64)>,
+    idx: usize,
+    t: f64,
+    rng: Stream,
+}
+
+impl Arrivals {
+    fn next(&mut self) -> Option<Nanos> {
+        let mut e: f64 = Exp1.sample(&mut self.rng);
+        loop {
+            let rate = self.steps[self.idx].1;
+            let seg_end = self.steps.get(self.idx + 1).map_or(f64::INFINITY, |s| s.0);
+            if rate > 0.0 {
+                let dt = e / rate;
+                if self.t + dt < seg_end {
+                    self.t += dt;
+                    return Some(self.t.round() as Nanos);
+                }
+                e -= (seg_end - self.t) * rate;
+            }
+            if seg_end.is_infinite() {
+                return None;
+            }
+            self.t = seg_end;
+            self.idx += 1;
+        }
+    }
+    fn rate_at(&self, t: f64) -> f64 {
+        let i = self.steps.partition_point(|s| s.0 <= t).saturating_sub(1);
+        self.steps[i].1 * 1e9
+    }
+}
+
+struct Gen {
+    sock: UdpSocket,
+    server: SocketAddr,
+    tokens: Vec<u64>,
+    clients: Clients,
+    pending: HashMap<u64, Pending>,
+    /// (request, sent at) in send order, for in-flight timeouts.
+    sent_order: VecDeque<(u64, Nanos)>,
+    timers: BinaryHeap<Reverse<(Nanos, u32)>>,
+    out: Vec<Out>,
+    c: ClientCounters,
+    rec: LatencyRecorder,
+    lag_sum: f64,
+    // Window counters (for the summary) and interval counters (for the series).
+    w_generated: u64,
+    w_aqm: u64,
+    w_timeouts: u64,
+    w_overflows: u64,
+    iv: [u64; 3],
+}
+
+impl Gen {
+    fn send(&mut self, m: &Msg) {
+        self.c.datagrams_out += 1;
+        if self.sock.send_to(&encode(m), self.server).is_err() {
+            self.c.send_errors += 1;
+        }
+    }
+
+    /// Carries out the client's decisions.
+    fn flush(&mut self, now: Nanos) {
+        let mut out = std::mem::take(&mut self.out);
+        for o in out.drain(..) {
+            match o {
+                Out::Send { req, demand } => {
+                    let Some(p) = self.pending.get(&req) else { continue };
+                    let m = Msg::Request {
+                        token: self.tokens[p.session as usize],
+                        req_id: req,
+                        demand,
+                        service_ns: p.service,
+                        rtype: p.rtype,
+                    };
+                    let lag = now.saturating_sub(p.sched) as f64 / 1e3;
+                    self.lag_sum += lag;
+                    self.c.send_lag_us_max = self.c.send_lag_us_max.max(lag);
+                    self.c.sent += 1;
+                    self.sent_order.push_back((req, now));
+                    self.send(&m);
+                }
+                Out::Drop { req, why } => {
+                    if let Some(p) = self.pending.remove(&req) {
+                        match why {
+                            ClientDrop::Timeout => {
+                                self.c.client_timeouts += 1;
+                                self.w_timeouts += p.measured as u64;
+                            }
+                            ClientDrop::Overflow => {
+                                self.c.client_overflows += 1;
+                                self.w_overflows += p.measured as u64;
+                            }
+                        }
+                        self.ended_dropped(&p);
+                    }
+                }
+                Out::CreditRequest { session, demand } => {
+                    self.c.credit_requests += 1;
+                    let token = self.tokens[session as usize];
+                    self.send(&Msg::CreditRequest { token, demand });
+                }
+                Out::Timer { session, at } => self.timers.push(Reverse((at, session))),
+            }
+        }
+        self.out = out;
+    }
+
+    fn ended_dropped(&mut self, p: &Pending) {
+        self.iv[2] += 1;
+        if p.measured {
+            self.rec.dropped(p.rtype as usize);
+        }
+    }
+
+    fn on_datagram(&mut self, bytes: &[u8], from: SocketAddr, now: Nanos) {
+        self.c.datagrams_in += 1;
+        if from != self.server {
+            self.c.bad_datagrams += 1;
+            return;
+        }
+        match decode(bytes) {
+            Ok(Msg::Response { req_id, credits, status, qdelay_ns }) => {
+                let Some(p) = self.pending.remove(&req_id) else {
+                    self.c.late_responses += 1;
+                    return;
+                };
+                match status {
+                    Status::Ok => {
+                        self.c.completed += 1;
+                        self.iv[1] += 1;
+                        if p.measured {
+                            self.rec.completed(p.rtype as usize, now.saturating_sub(p.sched).max(1), qdelay_ns, p.service);
+                        }
+                    }
+                    Status::Dropped => {
+                        self.c.aqm_dropped += 1;
+                        self.w_aqm += p.measured as u64;
+                        self.ended_dropped(&p);
+                    }
+                    Status::Rejected => {
+                        self.c.rejected += 1;
+                        self.ended_dropped(&p);
+                    }
+                }
+                self.clients.on_credits(p.session, credits, true, now, &mut self.out);
+                self.flush(now);
+            }
+            Ok(Msg::Credit { cookie, credits }) if (cookie as usize) < self.tokens.len() => {
+                self.c.credit_messages += 1;
+                self.clients.on_credits(cookie, credits, false, now, &mut self.out);
+                self.flush(now);
+            }
+            _ => self.c.bad_datagrams += 1,
+        }
+    }
+}
+
+/// Waits until `fd` is readable or `ns` have passed.
+fn wait_readable(fd: i32, ns: Nanos) {
+    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    unsafe {
+        libc::ppoll(&mut pfd, 1, &ts, std::ptr::null());
+    }
+}
+
+/// Connects every session: `Connect` for each, resent every 100 ms to those unanswered, for up
+/// to 3 s.
+fn connect_all(sock: &UdpSocket, server: SocketAddr, n: u32, c: &mut ClientCounters) -> Result<Vec<(u64, u32)>, ConfigError> {
+    let mut got: Vec<Option<(u64, u32)>> = vec![None; n as usize];
+    let start = Instant::now();
+    let mut buf = [0u8; 2048];
+    let mut left = n;
+    let mut last_send: Option<Instant> = None;
+    while left > 0 {
+        if start.elapsed() > Duration::from_secs(3) {
+            return Err(ConfigError(format!(
+                "--addr: no answer from a microsched server at {server} ({left} of {n} sessions unanswered after 3 s): \
+                 is `microsched serve` running there, with clients.sessions >= {n}?"
+            )));
+        }
+        if last_send.is_none_or(|t| t.elapsed() > Duration::from_millis(100)) {
+            for (i, g) in got.iter().enumerate() {
+                if g.is_none() {
+                    c.datagrams_out += 1;
+                    let _ = sock.send_to(&encode(&Msg::Connect { cookie: i as u32, demand: 0 }), server);
+                }
+            }
+            last_send = Some(Instant::now());
+        }
+        wait_readable(sock.as_raw_fd(), 10_000_000);
+        while let Ok((len, from)) = sock.recv_from(&mut buf) {
+            c.datagrams_in += 1;
+            match decode(&buf[..len]) {
+                Ok(Msg::ConnectAck { cookie, token, credits }) if from == server && cookie < n => {
+                    if got[cookie as usize].is_none() {
+                        got[cookie as usize] = Some((token, credits));
+                        left -= 1;
+                    }
+                }
+                _ => c.bad_datagrams += 1,
+            }
+        }
+    }
+    Ok(got.into_iter().map(|g| g.expect("all connected")).collect())
+}
+
+/// Runs the scenario's load against the server at `opts.addr`. `interrupted` is polled every
+/// few milliseconds; when it returns true the run ends early (results so far are returned).
+pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) -> Result<LoadgenResult, ConfigError> {
+    let sc = &loaded.scenario;
+    let base = &loaded.base_dir;
+    check_scenario(sc)?;
+    check_loopback(opts.addr, opts.allow_remote, "--addr")?;
+    let seed = opts.seed.unwrap_or(sc.seed);
+
+    // Workload and arrivals, as the simulator builds them.
+    let total_ratio: f64 = sc.workload.types.iter().map(|t| t.ratio).sum();
+    let (mut acc, mut cumulative, mut samplers, mut service_rngs) = (0.0, vec![], vec![], vec![]);
+    for (i, t) in sc.workload.types.iter().enumerate() {
+        acc += t.ratio / total_ratio;
+        cumulative.push(acc);
+        let s = Sampler::build(&t.service, base, &format!("workload.types[{i}].service"))?;
+        if s.mean_us() * 1e3 > MAX_SERVICE_NS as f64 {
+            return Err(ConfigError(format!(
+                "workload.types[{i}].service: a mean of {} µs is not allowed for the real runtime: at most {} µs",
+                s.mean_us(),
+                MAX_SERVICE_NS / 1000
+            )));
+        }
+        samplers.push(s);
+        service_rngs.push(stream(seed, &format!("service.{i}")));
+    }
+    let mut workload = Workload { cumulative, samplers, service_rngs, type_rng: stream(seed, "types") };
+    let capacity = sc.capacity_rps(base)?;
+    let rate = |fraction: Option<f64>, rps: Option<f64>| rps.unwrap_or_else(|| fraction.unwrap_or(0.0) * capacity);
+    let mut steps = vec![(0.0, rate(sc.load.fraction, sc.load.rps))];
+    for s in &sc.load.schedule {
+        let t = ms(s.at_ms) as f64;
+        if t == 0.0 {
+            steps[0].1 = rate(s.fraction, s.rps);
+        } else {
+            steps.push((t, rate(s.fraction, s.rps)));
+        }
+    }
+    for (i, &(_, r)) in steps.iter().enumerate() {
+        if r > MAX_RPS {
+            let field = if i == 0 { "load".to_string() } else { format!("load.schedule[{}]", i - 1) };
+            return Err(ConfigError(format!(
+                "{field}: an offered load of {r:.0} requests/s is not allowed for the real load generator: at most {MAX_RPS:.0}"
+            )));
+        }
+    }
+    let mut arrivals = Arrivals { steps: steps.iter().map(|&(t, r)| (t, r / 1e9)).collect(), idx: 0, t: 0.0, rng: stream(seed, "arrivals") };
+    let mut session_rng = stream(seed, "sessions");
+    let n = sc.clients.sessions;
+    let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
+    let slo_us = sc.slo_us(base)?;
+    let credit_based = !matches!(sc.policy.overload, microsched_core::scenario::OverloadCfg::None);
+
+    let bind: SocketAddr = if opts.addr.is_ipv4() { "127.0.0.1:0" } else { "[::1]:0" }.parse().expect("literal");
+    let bind = if opts.allow_remote && !opts.addr.ip().is_loopback() {
+        if opts.addr.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") }
+    } else {
+        bind
+    };
+    let sock = UdpSocket::bind(bind).map_err(|e| ConfigError(format!("cannot bind the load generator's socket: {e}")))?;
+    crate::server::set_socket_buffers(&sock, 8 << 20);
+    sock.set_nonblocking(true).map_err(|e| ConfigError(e.to_string()))?;
+    tight_timer_slack();
+
+    let mut counters = ClientCounters::default();
+    let conn = connect_all(&sock, opts.addr, n, &mut counters)?;
+    let mut clients = Clients::new(n, sc.clients.queue_capacity, us(sc.clients.timeout_us), credit_based);
+    for (i, &(_, credits)) in conn.iter().enumerate() {
+        clients.set_granted(i as u32, credits);
+    }
+    let mut g = Gen {
+        sock,
+        server: opts.addr,
+        tokens: conn.iter().map(|&(t, _)| t).collect(),
+        clients,
+        pending: HashMap::with_capacity(1 << 16),
+        sent_order: VecDeque::with_capacity(1 << 16),
+        timers: BinaryHeap::new(),
+        out: Vec::new(),
+        c: counters,
+        rec: LatencyRecorder::new(&names, us(slo_us)),
+        lag_sum: 0.0,
+        w_generated: 0,
+        w_aqm: 0,
+        w_timeouts: 0,
+        w_overflows: 0,
+        iv: [0; 3],
+    };
+
+    let warmup = ms(sc.warmup_ms);
+    let end_send = warmup + ms(sc.duration_ms);
+    let drain = ms(sc.runtime.drain_ms);
+    let req_timeout = ms(sc.runtime.request_timeout_ms);
+    let sample_every = us(sc.metrics.sample_interval_us.max(1000.0));
+    let clock = Clock::new();
+    let wall = Instant::now();
+    let mut series = ClientSeries::default();
+    let (mut next_sample, mut last_sample) = (sample_every, 0);
+    let (mut queued_sum, mut samples) = (0.0, 0u64);
+    let mut next_arrival = arrivals.next();
+    let mut seq: u64 = 0;
+    let mut buf = [0u8; 2048];
+    let mut last_check = 0;
+    let fd = g.sock.as_raw_fd();
+    let mut stopped_early = false;
+    loop {
+        let now = clock.now();
+        // 1. Everything the server sent.
+        while let Ok((len, from)) = g.sock.recv_from(&mut buf) {
+            g.on_datagram(&buf[..len], from, now);
+        }
+        // 2. Arrivals due.
+        while let Some(t) = next_arrival.filter(|&t| t <= now && t < end_send) {
+            let session = session_rng.gen_range(0..n);
+            let (rtype, service) = workload.draw();
+            let measured = t >= warmup;
+            g.c.generated += 1;
+            g.iv[0] += 1;
+            if measured {
+                g.w_generated += 1;
+                g.rec.generated(rtype as usize);
+            }
+            g.pending.insert(seq, Pending { session, rtype, service, sched: t, measured });
+            g.clients.submit(session, seq, t, &mut g.out);
+            g.flush(now);
+            seq += 1;
+            next_arrival = arrivals.next();
+        }
+        if next_arrival.is_some_and(|t| t >= end_send) {
+            next_arrival = None;
+        }
+        // 3. Client timers.
+        while let Some(&Reverse((at, session))) = g.timers.peek() {
+            if at > now {
+                break;
+            }
+            g.timers.pop();
+            g.clients.on_timer(session, now, &mut g.out);
+            g.flush(now);
+        }
+        // 4. Requests in flight too long.
+        while let Some(&(req, at)) = g.sent_order.front() {
+            if now.saturating_sub(at) < req_timeout {
+                break;
+            }
+            g.sent_order.pop_front();
+            if let Some(p) = g.pending.remove(&req) {
+                g.c.timed_out += 1;
+                g.clients.forget(p.session);
+                g.ended_dropped(&p);
+            }
+        }
+        // 5. Time series.
+        if now >= next_sample {
+            let dt = now.saturating_sub(last_sample).max(1) as f64;
+            series.unix_ns.push(clock.start_unix_ns() + now);
+            series.t_ms.push(now as f64 / 1e6);
+            series.arrivals.push(g.iv[0] as f64);
+            series.completions.push(g.iv[1] as f64);
+            series.drops.push(g.iv[2] as f64);
+            series.throughput_rps.push(g.iv[1] as f64 / dt * 1e9);
+            series.offered_rps.push(if now < end_send { arrivals.rate_at(now as f64) } else { 0.0 });
+            series.in_system.push(g.pending.len() as f64);
+            series.client_queued.push(g.clients.queued as f64);
+            if now >= warmup && now <= end_send {
+                queued_sum += g.clients.queued as f64;
+                samples += 1;
+            }
+            g.iv = [0; 3];
+            last_sample = now;
+            next_sample += sample_every;
+            if next_sample <= now {
+                next_sample = now + sample_every;
+            }
+        }
+        // 6. The end: all sent and answered, or the drain period is over.
+        if now >= end_send && (g.pending.is_empty() || now >= end_send + drain) {
+            break;
+        }
+        if now.saturating_sub(last_check) > 5_000_000 {
+            last_check = now;
+            if interrupted() {
+                stopped_early = true;
+                break;
+            }
+        }
+        // 7. Wait for the next event.
+        let mut next = next_sample.min(end_send.max(now + 1_000_000));
+        if let Some(t) = next_arrival {
+            next = next.min(t);
+        }
+        if let Some(&Reverse((at, _))) = g.timers.peek() {
+            next = next.min(at);
+        }
+        if let Some(&(_, at)) = g.sent_order.front() {
+            next = next.min(at + req_timeout);
+        }
+        let now2 = clock.now();
+        if next > now2 {
+            wait_readable(fd, next - now2);
+        }
+    }
+    let end = clock.now();
+    // Whatever is left is in flight or queued at the end.
+    let queued = g.clients.take_queued();
+    g.c.queued_end = queued.len() as u64;
+    for r in queued {
+        if let Some(p) = g.pending.remove(&r) {
+            g.ended_dropped(&p);
+        }
+    }
+    g.c.in_flight_end = g.pending.len() as u64;
+    let left: Vec<u64> = g.pending.keys().copied().collect();
+    for r in left {
+        if let Some(p) = g.pending.remove(&r) {
+            g.ended_dropped(&p);
+        }
+    }
+    if let Ok(local) = g.sock.local_addr() {
+        g.c.kernel_drops = crate::netstat::udp_drops(local).unwrap_or(0);
+    }
+    for &t in &g.tokens.clone() {
+        g.send(&Msg::Disconnect { token: t });
+    }
+    g.c.send_lag_us_mean = if g.c.sent > 0 { g.lag_sum / g.c.sent as f64 } else { 0.0 };
+
+    let window_end = if stopped_early { end.min(end_send) } else { end_send };
+    let window_ns = window_end.saturating_sub(warmup).max(1);
+    let window_s = window_ns as f64 / 1e9;
+    let (all, by_type) = g.rec.finish(window_s);
+    let wall_s = wall.elapsed().as_secs_f64();
+    let c = &g.c;
+    let summary = Summary {
+        scenario: sc.name.clone(),
+        seed,
+        allocator: alloc_name(sc),
+        overload: if credit_based { "breakwater".into() } else { "none".into() },
+        duration_s: window_s,
+        slo_us,
+        offered_rps: g.w_generated as f64 / window_s,
+        throughput_rps: all.throughput_rps,
+        goodput_rps: all.goodput_rps,
+        drop_rate: all.drop_rate,
+        latency_us: all.latency_us.clone(),
+        queueing_delay_us: all.queueing_delay_us.clone(),
+        slowdown: all.slowdown.clone(),
+        requests: Requests {
+            generated: c.generated,
+            completed: c.completed,
+            dropped: c.aqm_dropped + c.rejected + c.client_timeouts + c.client_overflows + c.timed_out,
+            in_flight: c.in_flight_end + c.queued_end,
+        },
+        by_type,
+        credits: credit_based.then(|| Credits {
+            client_queued_mean: if samples > 0 { queued_sum / samples as f64 } else { 0.0 },
+            aqm_drops: g.w_aqm,
+            client_drops: g.w_timeouts + g.w_overflows,
+            client_timeouts: g.w_timeouts,
+            client_overflows: g.w_overflows,
+            credit_requests: c.credit_requests,
+            credit_messages: c.credit_messages,
+            ..Credits::default()
+        }),
+        sim: SimStats {
+            events: c.datagrams_in + c.datagrams_out,
+            wall_s,
+            requests_per_wall_s: if wall_s > 0.0 { c.generated as f64 / wall_s } else { 0.0 },
+        },
+        ..Summary::default()
+    };
+    let start_unix = clock.start_unix_ns();
+    Ok(LoadgenResult {
+        summary,
+        client: g.c.clone(),
+        timeseries: series,
+        latency_cdf: g.rec.latency_cdf(),
+        window_unix_ns: (start_unix + warmup, start_unix + window_end),
+        addr: opts.addr.to_string(),
+    })
+}
+
+fn alloc_name(sc: &microsched_core::scenario::Scenario) -> String {
+    microsched_core::alloc::build(&sc.policy.allocator, sc.server.max_cores).name().to_string()
+}

@@ -1,0 +1,153 @@
+//! The load generator's summary completed with the server's report: core statistics over the
+//! load generator's measured window (from the server's time series, aligned on wall-clock time),
+//! core time, credit-pool means; plus a `runtime` section with what only the real runtime has
+//! (rejection counters, best-effort throughput, the controller's real tick period, the client's
+//! accounting). The summary keys are those of `microsched run`.
+
+use microsched_core::summary::{Cores, CoreTime, Summary};
+use serde_json::{json, Value};
+
+use crate::loadgen::LoadgenResult;
+use crate::report::ServerReport;
+
+/// Means of the server's series over the samples inside `[from, to]` (wall-clock ns), or over
+/// all samples if none falls inside.
+fn window_means(rep: &ServerReport, from: u64, to: u64) -> (f64, f64, f64, f64, f64, f64, f64, f64) {
+    let s = &rep.timeseries;
+    let idx: Vec<usize> = (0..s.unix_ns.len()).filter(|&i| s.unix_ns[i] > from && s.unix_ns[i] <= to).collect();
+    let idx = if idx.is_empty() { (0..s.unix_ns.len()).collect() } else { idx };
+    let mean = |v: &Vec<f64>| {
+        let xs: Vec<f64> = idx.iter().filter_map(|&i| v.get(i).copied()).filter(|x| x.is_finite()).collect();
+        if xs.is_empty() { f64::NAN } else { xs.iter().sum::<f64>() / xs.len() as f64 }
+    };
+    // Core time and BE work over the window: differences of the cumulative counters.
+    let (first, last) = (idx.first().copied().unwrap_or(0), idx.last().copied().unwrap_or(0));
+    let be_rate = if idx.len() >= 2 && s.be_ops.len() > last {
+        let dt = (s.unix_ns[last] - s.unix_ns[first]) as f64 / 1e9;
+        (s.be_ops[last] - s.be_ops[first]) as f64 / dt.max(1e-9)
+    } else {
+        rep.be.ops_per_s
+    };
+    (
+        mean(&s.cores_allocated),
+        mean(&s.cores_busy),
+        mean(&s.cores_parked),
+        mean(&s.cores_waking),
+        mean(&s.credit_pool),
+        mean(&s.credits_issued),
+        mean(&s.drained_sessions),
+        be_rate,
+    )
+}
+
+/// The merged summary (same keys as the simulator's, plus `runtime`).
+pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
+    let mut s: Summary = lg.summary.clone();
+    let (from, to) = lg.window_unix_ns;
+    let (alloc, busy, parked, waking, pool, issued, drained, be_rate) = window_means(rep, from, to);
+    let or = |v: f64, d: f64| if v.is_finite() { v } else { d };
+    let allocated = or(alloc, rep.cores.allocated_mean);
+    s.allocator = rep.allocator.clone();
+    s.overload = rep.overload.clone();
+    s.cores = Cores {
+        max: rep.cores.max,
+        allocated_mean: allocated,
+        busy_mean: or(busy, rep.cores.busy_mean),
+        transition_mean: or(waking, rep.cores.waking_mean),
+    };
+    s.cpu_utilization = if rep.cores.max > 0 { allocated / rep.cores.max as f64 } else { 0.0 };
+    s.be_cores_mean = or(parked, rep.cores.parked_mean);
+    s.core_time = CoreTime {
+        busy_ns: rep.cores.busy_ns,
+        search_ns: rep.cores.search_ns,
+        parked_ns: rep.cores.parked_ns,
+        transition_ns: rep.cores.waking_ns,
+        total_ns: rep.cores.total_ns,
+    };
+    if let Some(c) = s.credits.as_mut() {
+        c.pool_mean = or(pool, 0.0);
+        c.issued_mean = or(issued, 0.0);
+        c.drained_mean = or(drained, 0.0);
+        c.credit_messages = rep.counter("credit_messages");
+    }
+    let mut v = serde_json::to_value(&s).expect("summary serialises");
+    let server_requests = rep.counter("requests");
+    v["runtime"] = json!({
+        "addr": lg.addr,
+        "client": lg.client,
+        "server": {
+            "counters": rep.counters,
+            "rejected_total": rep.rejected_total,
+            "abandoned": rep.abandoned,
+            "duration_s": rep.duration_s,
+            "stop_reason": rep.stop_reason,
+            "cores": rep.cores,
+            "controller": rep.controller,
+        },
+        "be": {
+            "threads": rep.be.threads,
+            "sched_idle": rep.be.sched_idle,
+            "ops_per_s": be_rate,
+            "ops_per_s_whole_run": rep.be.ops_per_s,
+        },
+        // Requests the client put on the wire vs. those the server received with a valid token.
+        "accounting": {
+            "client_sent": lg.client.sent,
+            "server_requests": server_requests,
+            "client_completed": lg.client.completed,
+            "server_completed": rep.counter("completed"),
+            "client_aqm_dropped": lg.client.aqm_dropped,
+            "server_aqm_dropped": rep.counter("aqm_dropped"),
+            "client_rejected": lg.client.rejected,
+            "server_rejected_no_credit": rep.counter("rejected_no_credit"),
+            "server_kernel_drops": rep.kernel_drops,
+            "client_kernel_drops": lg.client.kernel_drops,
+            "client_conserved": lg.client.conserved(),
+            // Every request the client sent reached the server, or the kernel dropped it at
+            // the server's full socket buffer (counted, not attributable per request).
+            "agree": lg.client.sent >= server_requests
+                && lg.client.sent <= server_requests + rep.kernel_drops
+                && lg.client.aqm_dropped == rep.counter("aqm_dropped")
+                && lg.client.rejected == rep.counter("rejected_no_credit")
+                && lg.client.completed + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
+                    >= rep.counter("completed"),
+        },
+    });
+    v
+}
+
+/// Server columns resampled onto the load generator's series (nearest earlier server sample),
+/// for one merged time series with the simulator's column names.
+pub fn merged_series(lg: &LoadgenResult, rep: &ServerReport) -> Vec<(&'static str, Vec<f64>)> {
+    let c = &lg.timeseries;
+    let s = &rep.timeseries;
+    let pick = |col: &Vec<f64>| -> Vec<f64> {
+        c.unix_ns
+            .iter()
+            .map(|&t| {
+                let i = s.unix_ns.partition_point(|&u| u <= t);
+                if i == 0 { f64::NAN } else { col.get(i - 1).copied().unwrap_or(f64::NAN) }
+            })
+            .collect()
+    };
+    vec![
+        ("t_ms", c.t_ms.clone()),
+        ("cores_allocated", pick(&s.cores_allocated)),
+        ("cores_busy", pick(&s.cores_busy)),
+        ("cores_parked", pick(&s.cores_parked)),
+        ("queue_len", pick(&s.queue_len)),
+        ("oldest_delay_us", pick(&s.oldest_delay_us)),
+        ("arrivals", c.arrivals.clone()),
+        ("completions", c.completions.clone()),
+        ("drops", c.drops.clone()),
+        ("throughput_rps", c.throughput_rps.clone()),
+        ("offered_rps", c.offered_rps.clone()),
+        ("in_system", c.in_system.clone()),
+        ("alloc_signal", pick(&s.alloc_signal)),
+        ("credit_pool", pick(&s.credit_pool)),
+        ("credits_issued", pick(&s.credits_issued)),
+        ("drained_sessions", pick(&s.drained_sessions)),
+        ("client_queued", c.client_queued.clone()),
+        ("be_ops_per_s", pick(&s.be_ops_per_s)),
+    ]
+}

@@ -1,0 +1,187 @@
+//! What the server counts and reports: per-reason rejection counters (every datagram that is not
+//! served is counted under exactly one reason), request counters, core time, the best-effort
+//! co-tenant's work, and a time series sampled by the controller thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! counters {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Default)]
+        pub struct $name { $($(#[$fm])* pub $f: AtomicU64,)* }
+        impl $name {
+            pub fn snapshot(&self) -> serde_json::Map<String, serde_json::Value> {
+                let mut m = serde_json::Map::new();
+                $(m.insert(stringify!($f).to_string(), self.$f.load(Ordering::Relaxed).into());)*
+                m
+            }
+        }
+    };
+}
+
+counters!(
+    /// Server counters, bumped with relaxed atomics on the hot path.
+    Counters {
+        /// Datagrams received.
+        datagrams,
+        /// Malformed datagrams, by decoder reason.
+        short, bad_magic, bad_version, unknown_kind, bad_length, bad_status,
+        /// A token no live session has.
+        unknown_token,
+        /// A valid token from another address than its session's (spoofing).
+        wrong_peer,
+        /// A kind only the server sends (ConnectAck, Response, Credit).
+        unexpected_kind,
+        /// A connect when every session slot is taken.
+        no_slot,
+        /// A request of an unknown type or with a service time above the server's cap.
+        bad_request,
+        /// Requests with a valid token that reached the server: admitted + aqm_dropped + rejected_no_credit.
+        requests,
+        admitted,
+        aqm_dropped,
+        rejected_no_credit,
+        completed,
+        connects,
+        disconnects,
+        credit_requests,
+        credit_messages,
+        send_errors,
+    }
+);
+
+impl Counters {
+    #[inline]
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+    /// Datagrams dropped as malformed or unauthorised (never trusted, never answered).
+    pub fn rejected_total(&self) -> u64 {
+        [
+            &self.short,
+            &self.bad_magic,
+            &self.bad_version,
+            &self.unknown_kind,
+            &self.bad_length,
+            &self.bad_status,
+            &self.unknown_token,
+            &self.wrong_peer,
+            &self.unexpected_kind,
+            &self.no_slot,
+            &self.bad_request,
+        ]
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum()
+    }
+}
+
+/// Server-side time series: one row per sample interval, values at the sample time or means
+/// over the interval (cores). Column names match the simulator's where they mean the same.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerSeries {
+    /// Wall-clock time of each sample, ns since the Unix epoch (to align with the load generator).
+    pub unix_ns: Vec<u64>,
+    pub t_ms: Vec<f64>,
+    pub cores_allocated: Vec<f64>,
+    pub cores_busy: Vec<f64>,
+    pub cores_parked: Vec<f64>,
+    /// Granted cores not yet running (the real allocation delay), part of cores_allocated.
+    pub cores_waking: Vec<f64>,
+    pub queue_len: Vec<f64>,
+    pub oldest_delay_us: Vec<f64>,
+    #[serde(deserialize_with = "nan_as_null")]
+    pub alloc_signal: Vec<f64>,
+    #[serde(deserialize_with = "nan_as_null")]
+    pub credit_pool: Vec<f64>,
+    #[serde(deserialize_with = "nan_as_null")]
+    pub credits_issued: Vec<f64>,
+    #[serde(deserialize_with = "nan_as_null")]
+    pub drained_sessions: Vec<f64>,
+    pub be_ops_per_s: Vec<f64>,
+    /// Cumulative core time per phase at the sample: busy, search, parked, waking (ns).
+    pub core_ns: Vec<[u64; 4]>,
+    /// Cumulative best-effort square roots at the sample.
+    pub be_ops: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CoreReport {
+    pub max: u32,
+    pub allocated_mean: f64,
+    pub busy_mean: f64,
+    pub parked_mean: f64,
+    pub waking_mean: f64,
+    /// busy, search, parked, waking: ns over the whole run, summed over cores.
+    pub busy_ns: u64,
+    pub search_ns: u64,
+    pub parked_ns: u64,
+    pub waking_ns: u64,
+    pub total_ns: u64,
+    /// Core grants carried out, parks.
+    pub grants: u64,
+    pub parks: u64,
+    /// Requests run per worker.
+    pub completed_per_worker: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BeReport {
+    pub threads: u32,
+    /// Whether the threads run under SCHED_IDLE (else nice 19).
+    pub sched_idle: bool,
+    pub ops: u64,
+    pub ops_per_s: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ControllerReport {
+    pub target_tick_us: f64,
+    pub ticks: u64,
+    /// Mean real period between ticks.
+    pub mean_tick_us: f64,
+    pub alloc_ticks: u64,
+}
+
+/// What `microsched serve` prints at the end (JSON).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerReport {
+    pub addr: String,
+    pub scenario: String,
+    pub allocator: String,
+    pub overload: String,
+    pub workers: u32,
+    pub start_unix_ns: u64,
+    pub duration_s: f64,
+    /// Why the server stopped: "duration", "clients_gone", "stopped".
+    pub stop_reason: String,
+    pub counters: serde_json::Map<String, serde_json::Value>,
+    /// Malformed or unauthorised datagrams, all reasons together.
+    pub rejected_total: u64,
+    /// Admitted requests still queued when the server stopped (never answered).
+    pub abandoned: u64,
+    /// Datagrams the kernel dropped at the server's socket (receive buffer full): never seen.
+    #[serde(default)]
+    pub kernel_drops: u64,
+    pub cores: CoreReport,
+    pub be: BeReport,
+    pub controller: ControllerReport,
+    pub timeseries: ServerSeries,
+}
+
+impl ServerReport {
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).and_then(|v| v.as_u64()).unwrap_or(0)
+    }
+}
+
+/// JSON has no NaN: serde_json writes it as `null`; read `null` back as NaN.
+fn nan_as_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    let v: Vec<Option<f64>> = Deserialize::deserialize(d)?;
+    Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+}

@@ -1,0 +1,461 @@
+//! The server: a UDP socket, a receive thread that validates every datagram, N worker threads
+//! (the "cores", [`crate::worker`]), a controller thread ([`crate::control`]) and optionally the
+//! best-effort co-tenant ([`crate::be`]).
+//!
+//! The receive thread is the NIC and the RPC layer's ingress: it decodes (malformed → counted
+//! by reason, dropped), authenticates (unknown token, or a valid token from another address →
+//! counted, dropped, never answered), checks the request (type, service-time cap), asks the
+//! credit controller (credit-less → `Rejected` notice; AQM → `Dropped` notice with credits), and
+//! hands admitted requests to the inbox of the core their session hashes to.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use microsched_core::alloc::{self, CoreAllocator, ParkMode, ParkRule};
+use microsched_core::overload;
+use microsched_core::scenario::Loaded;
+use microsched_core::time::us;
+use parking_lot::Mutex;
+
+use crate::be::BeCoTenant;
+use crate::clock::Clock;
+use crate::config::{check_loopback, check_scenario, ConfigError, MAX_SERVICE_NS};
+use crate::control::{self, ControlOut};
+use crate::handler::{Handler, Synthetic};
+use crate::park::Phase;
+use crate::queue::{CoreShared, Job, LocalQueue};
+use crate::report::{BeReport, CoreReport, Counters, ServerReport};
+use crate::rpc::{Auth, CreditMsg, Rpc, Verdict};
+use crate::wire::{decode, encode, DecodeError, Msg, Status, MAX_LEN};
+
+/// How to run a server.
+#[derive(Debug, Clone)]
+pub struct ServeOpts {
+    /// Where to bind; port 0 picks a free port ([`Server::addr`] tells which).
+    pub addr: SocketAddr,
+    /// Allow a non-loopback bind.
+    pub allow_remote: bool,
+    /// Stop by itself after this long (`None`: until [`Server::stop`]).
+    pub duration: Option<Duration>,
+    /// Stop once every session that connected has disconnected (the load generator is done).
+    pub once: bool,
+}
+
+/// What the threads share.
+pub(crate) struct Shared {
+    pub clock: Clock,
+    pub cores: Vec<CoreShared>,
+    pub sock: UdpSocket,
+    pub rpc: Mutex<Rpc>,
+    pub credit_based: bool,
+    pub alloc: Mutex<Box<dyn CoreAllocator>>,
+    pub park_rule: ParkRule,
+    /// The congestion signal as last sampled by the controller (ns).
+    pub delay_ns: AtomicU64,
+    pub stop: AtomicBool,
+    pub counters: Counters,
+    pub handler: Arc<dyn Handler>,
+    pub yield_when_idle: bool,
+    pub ntypes: u16,
+    pub parks: AtomicU64,
+    /// Set by the receive thread in `once` mode when the last session left.
+    pub clients_gone: AtomicBool,
+}
+
+impl Shared {
+    pub fn active_cores(&self) -> usize {
+        self.cores.iter().filter(|c| matches!(c.parker.phase(), Phase::Busy | Phase::Search)).count()
+    }
+
+    /// The core a request of `sid` goes to: RSS-style hashing over the *active* cores, as
+    /// Shenango's and Caladan's IOKernel steer packets only to running kthreads; over all cores
+    /// when every core is parked (the controller then sees a parked core with work and grants it).
+    pub fn steer(&self, sid: u32) -> usize {
+        let h = crate::hash(sid as u64);
+        let mut active = [0usize; 64];
+        let mut n = 0;
+        for (i, c) in self.cores.iter().enumerate() {
+            if matches!(c.parker.phase(), Phase::Busy | Phase::Search) {
+                active[n] = i;
+                n += 1;
+            }
+        }
+        if n == 0 {
+            (h % self.cores.len() as u64) as usize
+        } else {
+            active[(h % n as u64) as usize]
+        }
+    }
+
+    #[inline]
+    pub fn send(&self, bytes: &[u8], to: SocketAddr) {
+        if self.sock.send_to(bytes, to).is_err() {
+            Counters::bump(&self.counters.send_errors);
+        }
+    }
+
+    pub fn send_credit(&self, m: CreditMsg) {
+        Counters::bump(&self.counters.credit_messages);
+        self.send(&encode(&Msg::Credit { cookie: m.cookie, credits: m.credits }), m.peer);
+    }
+}
+
+/// A running server.
+pub struct Server {
+    sh: Arc<Shared>,
+    addr: SocketAddr,
+    opts: ServeOpts,
+    scenario_name: String,
+    workers: Vec<JoinHandle<()>>,
+    recv: Option<JoinHandle<()>>,
+    control: Option<JoinHandle<ControlOut>>,
+    be: Option<BeCoTenant>,
+    be_threads: u32,
+    started: Instant,
+}
+
+impl Server {
+    /// Validates the configuration, binds, and starts every thread.
+    pub fn start(loaded: &Loaded, opts: ServeOpts) -> Result<Server, ConfigError> {
+        Self::start_with(loaded, opts, Arc::new(Synthetic))
+    }
+
+    pub fn start_with(loaded: &Loaded, opts: ServeOpts, handler: Arc<dyn Handler>) -> Result<Server, ConfigError> {
+        let sc = &loaded.scenario;
+        check_scenario(sc)?;
+        check_loopback(opts.addr, opts.allow_remote, "--addr")?;
+        let sock = UdpSocket::bind(opts.addr).map_err(|e| ConfigError(format!("--addr: cannot bind {}: {e}", opts.addr)))?;
+        let addr = sock.local_addr().map_err(|e| ConfigError(format!("--addr: {e}")))?;
+        sock.set_read_timeout(Some(Duration::from_millis(20))).map_err(|e| ConfigError(e.to_string()))?;
+        set_buffers(&sock, 8 << 20);
+        let n = sc.server.max_cores;
+        let allocator = alloc::build(&sc.policy.allocator, n);
+        let park_rule = allocator.park_rule();
+        // Static allocation starts with every core; dynamic ones with one, as the simulator.
+        let initially_active = if park_rule.mode == ParkMode::Never { n } else { 1 };
+        let rtt = us(sc.network.rtt_us);
+        let ctl = overload::build(&sc.policy.overload, sc.clients.sessions, n, rtt);
+        let credit_based = ctl.is_some();
+        let mut cores = Vec::new();
+        let mut locals = Vec::new();
+        for i in 0..n {
+            let (c, w) = CoreShared::new(if i < initially_active { Phase::Search } else { Phase::Parked });
+            cores.push(c);
+            locals.push(LocalQueue { runq: w });
+        }
+        let sh = Arc::new(Shared {
+            clock: Clock::new(),
+            cores,
+            sock,
+            rpc: Mutex::new(Rpc::new(ctl, sc.clients.sessions)),
+            credit_based,
+            alloc: Mutex::new(allocator),
+            park_rule,
+            delay_ns: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            counters: Counters::default(),
+            handler,
+            yield_when_idle: sc.runtime.yield_when_idle,
+            ntypes: sc.workload.types.len() as u16,
+            parks: AtomicU64::new(0),
+            clients_gone: AtomicBool::new(false),
+        });
+        let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
+        let workers = locals
+            .into_iter()
+            .enumerate()
+            .map(|(i, local)| {
+                let sh = sh.clone();
+                std::thread::Builder::new()
+                    .name(format!("worker-{i}"))
+                    .spawn(move || crate::worker::run(sh, i, local))
+                    .expect("spawn worker")
+            })
+            .collect();
+        let recv = {
+            let sh = sh.clone();
+            let once = opts.once;
+            std::thread::Builder::new().name("recv".into()).spawn(move || recv_loop(&sh, once)).expect("spawn recv")
+        };
+        let control = {
+            let sh = sh.clone();
+            let tick = us(sc.runtime.tick_us).max(1);
+            let sample = us(sc.metrics.sample_interval_us.max(1000.0));
+            let ops = be.as_ref().map(|b| b.counter());
+            std::thread::Builder::new()
+                .name("control".into())
+                .spawn(move || control::run(sh, tick, sample, ops))
+                .expect("spawn controller")
+        };
+        Ok(Server {
+            sh,
+            addr,
+            opts,
+            scenario_name: sc.name.clone(),
+            workers,
+            recv: Some(recv),
+            control: Some(control),
+            be,
+            be_threads: sc.runtime.be_threads,
+            started: Instant::now(),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether the server has reached its end (duration, or every client gone in `once` mode).
+    pub fn finished(&self) -> Option<&'static str> {
+        if self.sh.clients_gone.load(Ordering::Relaxed) {
+            return Some("clients_gone");
+        }
+        match self.opts.duration {
+            Some(d) if self.started.elapsed() >= d => Some("duration"),
+            _ => None,
+        }
+    }
+
+    /// Blocks until the server reaches its end, checking `interrupted` every 50 ms (a `true`
+    /// stops it early), then stops it and returns its report.
+    pub fn wait(self, mut interrupted: impl FnMut() -> bool) -> ServerReport {
+        loop {
+            if let Some(why) = self.finished() {
+                return self.stop_with(why);
+            }
+            if interrupted() {
+                return self.stop_with("stopped");
+            }
+            std::thread::sleep(Duration::from_millis(50).min(
+                self.opts.duration.map_or(Duration::from_millis(50), |d| d.saturating_sub(self.started.elapsed())),
+            ));
+        }
+    }
+
+    pub fn stop(self) -> ServerReport {
+        self.stop_with("stopped")
+    }
+
+    /// Stops the server, recording `why` as the report's stop reason.
+    pub fn stop_because(self, why: &str) -> ServerReport {
+        self.stop_with(why)
+    }
+
+    fn stop_with(mut self, why: &str) -> ServerReport {
+        let end = self.sh.clock.now();
+        self.sh.stop.store(true, Ordering::Relaxed);
+        for c in &self.sh.cores {
+            c.parker.wake();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        let abandoned: u64 = self.sh.cores.iter().map(|c| c.queued()).sum();
+        let kernel_drops = crate::netstat::udp_drops(self.addr).unwrap_or(0);
+        if let Some(r) = self.recv.take() {
+            let _ = r.join();
+        }
+        let ctl = self.control.take().map(|c| c.join().expect("controller thread"));
+        let sched_idle = self.be.as_ref().is_some_and(|b| b.sched_idle.load(Ordering::Relaxed));
+        let be_ops = self.be.take().map_or(0, |b| b.stop());
+        let sh = &self.sh;
+        let mut times = [0u64; 4];
+        for c in &sh.cores {
+            let t = c.parker.times(end);
+            for k in 0..4 {
+                times[k] += t[k];
+            }
+        }
+        let span = end.max(1) as f64;
+        let (series, creport, grants) = match ctl {
+            Some(c) => (c.series, c.report, c.grants),
+            None => Default::default(),
+        };
+        let n = sh.cores.len() as u32;
+        ServerReport {
+            addr: self.addr.to_string(),
+            scenario: self.scenario_name.clone(),
+            allocator: sh.alloc.lock().name().to_string(),
+            overload: sh.rpc.lock().controller_name().to_string(),
+            workers: n,
+            start_unix_ns: sh.clock.start_unix_ns(),
+            duration_s: end as f64 / 1e9,
+            stop_reason: why.to_string(),
+            counters: sh.counters.snapshot(),
+            rejected_total: sh.counters.rejected_total(),
+            abandoned,
+            kernel_drops,
+            cores: CoreReport {
+                max: n,
+                allocated_mean: (times[0] + times[1] + times[3]) as f64 / span,
+                busy_mean: times[0] as f64 / span,
+                parked_mean: times[2] as f64 / span,
+                waking_mean: times[3] as f64 / span,
+                busy_ns: times[0],
+                search_ns: times[1],
+                parked_ns: times[2],
+                waking_ns: times[3],
+                total_ns: times.iter().sum(),
+                grants,
+                parks: sh.parks.load(Ordering::Relaxed),
+                completed_per_worker: sh.cores.iter().map(|c| c.completed.load(Ordering::Relaxed)).collect(),
+            },
+            be: BeReport {
+                threads: self.be_threads,
+                sched_idle,
+                ops: be_ops,
+                ops_per_s: be_ops as f64 / (end as f64 / 1e9).max(1e-9),
+            },
+            controller: creport,
+            timeseries: series,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // A server dropped without `stop` still ends its threads.
+        self.sh.stop.store(true, Ordering::Relaxed);
+        for c in &self.sh.cores {
+            c.parker.wake();
+        }
+    }
+}
+
+/// Larger socket buffers: bursts of datagrams must wait in userspace queues, not be dropped.
+fn set_buffers(sock: &UdpSocket, bytes: i32) {
+    use std::os::fd::AsRawFd;
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: setsockopt with a valid fd and a pointer to an i32 that outlives the call.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                &bytes as *const i32 as *const libc::c_void,
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+pub(crate) fn set_socket_buffers(sock: &UdpSocket, bytes: i32) {
+    set_buffers(sock, bytes)
+}
+
+fn recv_loop(sh: &Shared, once: bool) {
+    let mut buf = [0u8; 2048];
+    let mut msgs = Vec::new();
+    while !sh.stop.load(Ordering::Relaxed) {
+        let (len, peer) = match sh.sock.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(_) => continue, // read timeout: check the stop flag
+        };
+        Counters::bump(&sh.counters.datagrams);
+        let now = sh.clock.now();
+        // A datagram longer than any message is malformed even if truncated to a valid prefix.
+        let msg = if len > MAX_LEN { Err(DecodeError::BadLength { kind: buf[3], len }) } else { decode(&buf[..len]) };
+        let msg = match msg {
+            Ok(m) => m,
+            Err(e) => {
+                let c = &sh.counters;
+                Counters::bump(match e {
+                    DecodeError::Short => &c.short,
+                    DecodeError::BadMagic => &c.bad_magic,
+                    DecodeError::BadVersion(_) => &c.bad_version,
+                    DecodeError::UnknownKind(_) => &c.unknown_kind,
+                    DecodeError::BadLength { .. } => &c.bad_length,
+                    DecodeError::BadStatus(_) => &c.bad_status,
+                });
+                continue;
+            }
+        };
+        handle(sh, now, msg, peer, &mut msgs);
+        if once && sh.rpc.lock().all_gone() {
+            sh.clients_gone.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<CreditMsg>) {
+    let c = &sh.counters;
+    match msg {
+        Msg::Connect { cookie, demand } => {
+            let r = sh.rpc.lock().connect(now, peer, cookie, demand);
+            match r {
+                Some((token, credits)) => {
+                    Counters::bump(&c.connects);
+                    sh.send(&encode(&Msg::ConnectAck { cookie, token, credits }), peer);
+                }
+                None => Counters::bump(&c.no_slot),
+            }
+        }
+        Msg::Request { token, req_id, demand, service_ns, rtype } => {
+            let delay = sh.delay_ns.load(Ordering::Relaxed);
+            let mut rpc = sh.rpc.lock();
+            let sid = match rpc.auth(token, peer) {
+                Auth::Ok(sid) => sid,
+                Auth::UnknownToken => return Counters::bump(&c.unknown_token),
+                Auth::WrongPeer => return Counters::bump(&c.wrong_peer),
+            };
+            if rtype >= sh.ntypes || service_ns > MAX_SERVICE_NS {
+                return Counters::bump(&c.bad_request);
+            }
+            Counters::bump(&c.requests);
+            let verdict = rpc.admit(now, sid, demand, delay);
+            rpc.wakeups(msgs);
+            drop(rpc);
+            for m in msgs.drain(..) {
+                sh.send_credit(m);
+            }
+            match verdict {
+                Verdict::Admit => {
+                    Counters::bump(&c.admitted);
+                    let core = sh.steer(sid);
+                    sh.cores[core].deliver(Job { session: sid, req_id, rtype, service_ns, arrived: now, peer });
+                }
+                Verdict::Drop { credits } => {
+                    Counters::bump(&c.aqm_dropped);
+                    sh.send(&encode(&Msg::Response { req_id, credits, status: Status::Dropped, qdelay_ns: 0 }), peer);
+                }
+                Verdict::Reject { credits } => {
+                    Counters::bump(&c.rejected_no_credit);
+                    sh.send(&encode(&Msg::Response { req_id, credits, status: Status::Rejected, qdelay_ns: 0 }), peer);
+                }
+            }
+        }
+        Msg::CreditRequest { token, demand } => {
+            let mut rpc = sh.rpc.lock();
+            let sid = match rpc.auth(token, peer) {
+                Auth::Ok(sid) => sid,
+                Auth::UnknownToken => return Counters::bump(&c.unknown_token),
+                Auth::WrongPeer => return Counters::bump(&c.wrong_peer),
+            };
+            Counters::bump(&c.credit_requests);
+            let answer = rpc.credit_request(now, sid, demand);
+            rpc.wakeups(msgs);
+            drop(rpc);
+            if let Some((peer, cookie, credits)) = answer {
+                msgs.push(CreditMsg { peer, cookie, credits });
+            }
+            for m in msgs.drain(..) {
+                sh.send_credit(m);
+            }
+        }
+        Msg::Disconnect { token } => {
+            let mut rpc = sh.rpc.lock();
+            match rpc.auth(token, peer) {
+                Auth::Ok(sid) => {
+                    rpc.disconnect(now, sid);
+                    Counters::bump(&c.disconnects);
+                }
+                Auth::UnknownToken => Counters::bump(&c.unknown_token),
+                Auth::WrongPeer => Counters::bump(&c.wrong_peer),
+            }
+        }
+        Msg::ConnectAck { .. } | Msg::Response { .. } | Msg::Credit { .. } => Counters::bump(&c.unexpected_kind),
+    }
+}

@@ -1,0 +1,184 @@
+"""The real runtime from Python: :func:`serve`, :func:`loadgen`, and :func:`run_real`, which
+runs a server and a load generator as two separate processes on loopback and merges their
+results into a :class:`~microsched.api.RunResult` (the summary keys of ``microsched run``, plus a
+``runtime`` section).
+
+The server and the load generator are ``microsched._native`` functions (Rust threads; the GIL is
+released and Ctrl-C is honoured every 50 ms). :func:`run_real` starts
+``python -m microsched serve ...`` and ``python -m microsched loadgen ...`` and stops both, also on
+Ctrl-C or on any error: terminate, wait, then kill.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import pandas as pd
+
+from ._native_loader import native
+from .api import RunResult, _check_overrides, _check_seed, _source, validate
+
+# How long `run_real` waits for the server to say where it listens.
+READY_TIMEOUT_S = 20.0
+# Extra time granted past the scenario's own length before a process counts as hung.
+GRACE_S = 30.0
+LISTENING = "listening on "
+
+
+class RealError(RuntimeError):
+    """A process of a real run failed; the message is its one-line error."""
+
+
+def serve(scenario: Any, addr: str | None = None, duration_s: float | None = None, overrides: Iterable[str] = (),
+          allow_remote: bool = False, once: bool = False, ready: Callable[[str], None] | None = None) -> dict:
+    """Runs the server of ``scenario`` on ``addr`` (default ``127.0.0.1:<runtime.port>``) until
+    ``duration_s`` or, with ``once``, until every client that connected has left; calls
+    ``ready(addr)`` once it listens. Returns the server report. Raises ``ValueError`` on bad
+    configuration (a non-loopback address without ``allow_remote``, an invalid scenario)."""
+    text, fmt, base_dir = _source(scenario)
+    rep = native().serve(text, fmt, base_dir, _check_overrides(overrides), addr, duration_s, allow_remote, once, ready)
+    return json.loads(rep)
+
+
+def loadgen(scenario: Any, addr: str | None = None, overrides: Iterable[str] = (), seed: int | None = None,
+            allow_remote: bool = False) -> dict:
+    """Runs the scenario's open-loop load against the server at ``addr``; returns the load
+    generator's result (``summary``, ``client``, ``timeseries``, ``latency_cdf``,
+    ``window_unix_ns``)."""
+    text, fmt, base_dir = _source(scenario)
+    raw = native().loadgen(text, fmt, base_dir, _check_overrides(overrides), addr, _check_seed(seed), allow_remote)
+    return json.loads(raw)
+
+
+def merge(loadgen_result: dict | str, server_report: dict | str, scenario: dict | None = None) -> RunResult:
+    """The load generator's result completed with the server's report, as a RunResult."""
+    lg = loadgen_result if isinstance(loadgen_result, str) else json.dumps(loadgen_result)
+    rep = server_report if isinstance(server_report, str) else json.dumps(server_report)
+    raw = native().merge_real(lg, rep)
+    summary = json.loads(raw["summary"])
+    ts = pd.DataFrame(dict(raw["timeseries"]))
+    cdf = raw["latency_cdf"]
+    cdf_df = pd.DataFrame({"latency_us": list(cdf["latency_us"]), "fraction": list(cdf["fraction"])}, dtype="float64")
+    return RunResult(summary=summary, timeseries=ts, requests=None, scenario=scenario or {}, latency_cdf=cdf_df)
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "microsched", *args]
+
+
+def _stop(procs: Sequence[subprocess.Popen], timeout: float = 5.0) -> None:
+    """Terminates every process still running, then kills those that do not exit in time."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.terminate()
+            except OSError:
+                pass
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+def _error_of(p: subprocess.Popen, what: str) -> str:
+    err = ""
+    if p.stderr is not None:
+        try:
+            err = p.stderr.read().decode(errors="replace")
+        except (OSError, ValueError):
+            pass
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    last = next((ln for ln in reversed(lines) if "error" in ln), lines[-1] if lines else "")
+    last = last.removeprefix("microsched: error: ")
+    return f"the {what} failed (exit status {p.returncode}): {last or 'no message'}"
+
+
+def _wait_ready(server: subprocess.Popen) -> str:
+    """Reads the server's stdout until it prints where it listens."""
+    assert server.stdout is not None
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    buf = b""
+    fd = server.stdout.fileno()
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+            for line in buf.decode(errors="replace").splitlines():
+                if line.startswith(LISTENING):
+                    return line[len(LISTENING):].strip()
+        elif server.poll() is not None:
+            break
+    if server.poll() is None:
+        raise RealError(f"the server did not start listening within {READY_TIMEOUT_S:.0f} s")
+    raise RealError(_error_of(server, "server"))
+
+
+def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: int | None = None,
+             out: str | os.PathLike | None = None) -> RunResult:
+    """Runs ``scenario`` for real: ``microsched serve`` and ``microsched loadgen`` as two
+    processes on loopback (a free port), for the scenario's warm-up + duration (+ the drain
+    period). Returns the merged RunResult (and writes it to ``out`` if given). Everything
+    started is stopped on return, on error and on Ctrl-C."""
+    path = Path(scenario)
+    ovr = _check_overrides(overrides)
+    seed = _check_seed(seed)
+    resolved = validate(path, ovr)  # raises ValueError naming the field at fault
+    rt = resolved.get("runtime", {})
+    run_s = (float(resolved["duration_ms"]) + float(resolved.get("warmup_ms") or 0.0)
+             + float(rt.get("drain_ms", 500.0))) / 1e3
+    sets: list[str] = []
+    for o in ovr:
+        sets += ["--set", o]
+    procs: list[subprocess.Popen] = []
+    with tempfile.TemporaryDirectory(prefix="microsched-real-") as tmp:
+        report_f = Path(tmp) / "server.json"
+        result_f = Path(tmp) / "loadgen.json"
+        try:
+            server = subprocess.Popen(
+                _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
+                     "--report", str(report_f), *sets),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            procs.append(server)
+            addr = _wait_ready(server)
+            lg_args = ["loadgen", str(path), "--addr", addr, "--result", str(result_f), *sets]
+            if seed is not None:
+                lg_args += ["--seed", str(seed)]
+            gen = subprocess.Popen(_cli(*lg_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            procs.append(gen)
+            try:
+                gen.wait(run_s + GRACE_S)
+            except subprocess.TimeoutExpired:
+                raise RealError(f"the load generator did not finish within {run_s + GRACE_S:.0f} s") from None
+            if gen.returncode != 0 or not result_f.exists():
+                raise RealError(_error_of(gen, "load generator"))
+            try:
+                server.wait(GRACE_S)  # it stops once every session has disconnected
+            except subprocess.TimeoutExpired:
+                server.send_signal(2)  # SIGINT: it stops and still writes its report
+                server.wait(10)
+            if not report_f.exists():
+                raise RealError(_error_of(server, "server"))
+            lg_text = result_f.read_text(encoding="utf-8")
+            rep_text = report_f.read_text(encoding="utf-8")
+        finally:
+            _stop(procs)
+    res = merge(lg_text, rep_text, scenario=resolved)
+    if out is not None:
+        res.save(out)
+        (Path(out) / "server_report.json").write_text(rep_text + "\n", encoding="utf-8")
+    return res

@@ -1,0 +1,346 @@
+"""``microsched report DIR``: one self-contained HTML page of a sweep, a reproduction or a run.
+
+The page needs no network and no JavaScript: the figures are PNGs embedded as base64 ``data:``
+URIs, the CSS is inline. It holds, depending on what ``DIR`` contains:
+
+* ``claims.json`` (a reproduction): the claims table, paper vs measured, holds or not, colored;
+* ``results.parquet`` (a sweep or a reproduction): the figures of :mod:`microsched.plots`, the
+  results aggregated over seeds (mean ± 95 % CI half-width, n seeds), every run in a folded
+  table, and the settings common to every point;
+* ``summary.json`` (a run directory of ``microsched run --out``): the summary metrics and the
+  time-series figure;
+* the spec and the scenario as run (``spec.toml``, ``base.toml``, ``scenario.json``,
+  ``meta.json`` / ``sweep.json``), and every other PNG in ``DIR`` (a reproduction's figures).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+REPORT_FILE = "report.html"
+MAX_RUN_ROWS = 2000
+
+# The metrics shown in the aggregated table (those present), with their headers.
+KEY_METRICS: list[tuple[str, str]] = [
+    ("offered_rps", "offered (req/s)"),
+    ("throughput_rps", "throughput (req/s)"),
+    ("goodput_rps", "goodput (req/s)"),
+    ("drop_rate", "drop rate"),
+    ("latency_us.p50", "p50 (µs)"),
+    ("latency_us.p99", "p99 (µs)"),
+    ("latency_us.p999", "p99.9 (µs)"),
+    ("slowdown.p99", "p99 slowdown"),
+    ("cores.allocated_mean", "LC cores"),
+    ("cpu_utilization", "CPU util."),
+    ("be_cores_mean", "BE cores"),
+]
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto; max-width: 1180px;
+       padding: 1.2em 2em 3em; color: #1d2330; background: #fff; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: .2em; border-bottom: 3px solid #2b5cab; padding-bottom: .2em; }
+h2 { font-size: 1.25em; margin-top: 1.8em; color: #2b5cab; border-bottom: 1px solid #d5dbe5; }
+h3 { font-size: 1.05em; margin-bottom: .3em; }
+.meta { color: #5a6577; font-size: .92em; }
+table { border-collapse: collapse; font-size: .86em; margin: .6em 0 1em; }
+th, td { border: 1px solid #d5dbe5; padding: .28em .55em; vertical-align: top; }
+th { background: #eef2f8; text-align: left; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr:nth-child(even) td { background: #f8f9fb; }
+tr.holds td { background: #e7f6ea; }
+tr.fails td { background: #fde8e8; }
+td.yes { color: #11702d; font-weight: bold; text-align: center; }
+td.no { color: #b3141b; font-weight: bold; text-align: center; }
+.ci { color: #7a8496; font-size: .9em; }
+.badge { display: inline-block; padding: .15em .6em; border-radius: .8em; font-weight: bold; color: #fff; }
+.badge.ok { background: #1e8a3c; } .badge.bad { background: #c62828; }
+figure { margin: 1em 0 1.6em; }
+figure img { max-width: 100%; border: 1px solid #d5dbe5; }
+figcaption { color: #5a6577; font-size: .88em; }
+pre { background: #f4f6fa; border: 1px solid #d5dbe5; padding: .8em; overflow-x: auto; font-size: .82em; }
+details { margin: .6em 0; } summary { cursor: pointer; font-weight: bold; }
+.scroll { max-height: 34em; overflow: auto; }
+.note { color: #8a5a00; }
+"""
+
+
+class ReportError(ValueError):
+    """``DIR`` is not something a report can be made of (the message names it)."""
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def fmt(v: Any) -> str:
+    """A cell value: numbers with sensible precision, NaN/None as an en dash."""
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int,)) and not isinstance(v, bool):
+        return f"{v:,}"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "–"
+    if f == int(f) and abs(f) < 1e15 and not isinstance(v, float):
+        return f"{int(f):,}"
+    a = abs(f)
+    if a == 0:
+        return "0"
+    if a >= 1000:
+        return f"{f:,.0f}"
+    if a >= 100:
+        return f"{f:,.1f}"
+    if a >= 1:
+        return f"{f:.3g}" if a < 10 else f"{f:.1f}"
+    return f"{f:.3g}"
+
+
+def _img(path: Path, caption: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: Sequence[str] | None = None,
+           row_classes: Sequence[str] | None = None, table_id: str | None = None) -> str:
+    """``rows`` are already-escaped HTML cells."""
+    out = [f'<table{f" id={chr(34)}{table_id}{chr(34)}" if table_id else ""}><thead><tr>']
+    out += [f"<th>{_e(h)}</th>" for h in headers]
+    out.append("</tr></thead><tbody>")
+    for i, r in enumerate(rows):
+        rc = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
+        out.append(f"<tr{rc}>")
+        for j, c in enumerate(r):
+            cc = f' class="{cls[j]}"' if cls and cls[j] else ""
+            out.append(f"<td{cc}>{c}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _read_json(p: Path) -> Any:
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# sections
+
+
+def claims_section(claims: list[dict]) -> str:
+    n_hold = sum(bool(c.get("holds")) for c in claims)
+    badge = "ok" if n_hold == len(claims) else "bad"
+    rows, rcls = [], []
+    for c in claims:
+        measured = fmt(c.get("measured"))
+        if isinstance(c.get("ci95"), (int, float)) and math.isfinite(float(c["ci95"])):
+            measured += f' <span class="ci">± {_e(fmt(float(c["ci95"])))}</span>'
+        if c.get("unit"):
+            measured += f" {_e(c['unit'])}"
+        text = f"<b>{_e(c.get('id'))}</b><br>{_e(c.get('claim'))}"
+        if c.get("measure"):
+            text += f'<br><span class="ci">measured = {_e(c["measure"])}</span>'
+        if c.get("note"):
+            text += f'<br><span class="note">{_e(c["note"])}</span>'
+        holds = bool(c.get("holds"))
+        rows.append([text, _e(fmt(c.get("paper"))), measured,
+                     "holds" if holds else "does not hold"])
+        rcls.append("holds" if holds else "fails")
+    table = _table(["claim", "paper", "measured", "holds"], rows, cls=["", "num", "num", ""], row_classes=rcls,
+                   table_id="claims")
+    # colour the verdict cells (the row class colours the background)
+    table = table.replace("<td>holds</td>", '<td class="yes">✔ holds</td>')
+    table = table.replace("<td>does not hold</td>", '<td class="no">✘ does not hold</td>')
+    return (f'<h2>Claims</h2><p><span class="badge {badge}">{n_hold} of {len(claims)} claims hold</span> '
+            f'<span class="meta">(paper: the number the paper states, – where it states none; '
+            f'measured: what the simulator gives)</span></p>{table}')
+
+
+def _metric_cols(df: pd.DataFrame) -> list[tuple[str, str]]:
+    return [(c, h) for c, h in KEY_METRICS if c in df.columns]
+
+
+def results_section(df: pd.DataFrame, params: list[str]) -> str:
+    from .sweep.engine import aggregate_results
+
+    varying = [c for c in params if c != "seed" and df[c].nunique(dropna=False) > 1]
+    constant = [c for c in params if c != "seed" and c not in varying]
+    metrics = _metric_cols(df)
+    agg = aggregate_results(df, params)
+    seeds = sorted(df["seed"].unique().tolist()) if "seed" in df else []
+    out = [f"<h2>Results</h2><p class='meta'>{len(df)} runs: {len(agg)} points × {len(seeds) or 1} seed(s) "
+           f"({_e(', '.join(map(str, seeds)) or '-')}); means over seeds, "
+           f'<span class="ci">± half-width of the 95 % confidence interval</span> (Student t; none with one '
+           f"seed).</p>"]
+    if constant:
+        out.append("<p><b>Common to every point:</b> " + ", ".join(
+            f"<code>{_e(c)} = {_e(fmt(df[c].iloc[0]))}</code>" for c in constant) + "</p>")
+    headers = varying + [h for _, h in metrics] + ["n"]
+    rows = []
+    for _, r in agg.iterrows():
+        cells = [_e(fmt(r[c])) for c in varying]
+        for c, _h in metrics:
+            cell = _e(fmt(r.get(c)))
+            ci = r.get(f"{c}.ci95")
+            if ci is not None and isinstance(ci, (int, float)) and math.isfinite(float(ci)):
+                cell += f' <span class="ci">± {_e(fmt(float(ci)))}</span>'
+            cells.append(cell)
+        cells.append(_e(fmt(r.get("n"))))
+        rows.append(cells)
+    out.append('<div class="scroll">' + _table(headers, rows, cls=[""] * len(varying) + ["num"] * (len(metrics) + 1),
+                                               table_id="results") + "</div>")
+    # every run
+    run_cols = [c for c in ("point_id",) if c in df.columns] + varying + (["seed"] if "seed" in df else []) \
+        + [c for c, _ in metrics]
+    shown = df.head(MAX_RUN_ROWS)
+    rows = [[_e(fmt(v)) for v in r] for r in shown[run_cols].itertuples(index=False)]
+    more = f" (first {MAX_RUN_ROWS} of {len(df)})" if len(df) > MAX_RUN_ROWS else ""
+    out.append(f"<details><summary>every run ({len(df)} rows{more}; all columns are in results.parquet)</summary>"
+               f'<div class="scroll">{_table(run_cols, rows, table_id="runs")}</div></details>')
+    return "".join(out)
+
+
+def summary_section(s: dict) -> str:
+    from .sweep.runner import flatten
+
+    flat = flatten(s)
+    rows = [[f"<code>{_e(k)}</code>", _e(fmt(v))] for k, v in flat.items()]
+    return "<h2>Summary</h2>" + _table(["metric", "value"], rows, cls=["", "num"], table_id="summary")
+
+
+def _pre(title: str, text: str, open_: bool = False) -> str:
+    return f"<details{' open' if open_ else ''}><summary>{_e(title)}</summary><pre>{_e(text)}</pre></details>"
+
+
+# ---------------------------------------------------------------------------------------------
+# the page
+
+
+def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = None,
+                 make_plots: bool = True) -> Path:
+    """Writes the HTML report of ``directory`` to ``out`` (default ``DIR/report.html``) and
+    returns its path. Figures are (re)drawn into ``DIR/plots`` unless ``make_plots`` is false."""
+    from . import plots as P
+
+    d = Path(directory)
+    if not d.exists():
+        raise FileNotFoundError(f"not found: {d}")
+    if not d.is_dir():
+        raise ReportError(f"{d}: not a directory (give a sweep, reproduce or run output directory)")
+    has_results = (d / "results.parquet").is_file()
+    has_run = (d / "summary.json").is_file()
+    claims_path = d / "claims.json"
+    if not (has_results or has_run or claims_path.is_file()):
+        raise ReportError(f"{d}: nothing to report: no results.parquet, claims.json or summary.json")
+
+    meta = _read_json(d / "meta.json") or _read_json(d / "sweep.json") or {}
+    title = str(meta.get("reproduction") or meta.get("name") or d.resolve().name)
+    sub = []
+    if meta.get("paper") or meta.get("figure"):
+        sub.append(f"{meta.get('paper', '')}, {meta.get('figure', '')}")
+    if meta.get("description"):
+        sub.append(str(meta["description"]))
+
+    body: list[str] = []
+    notes: list[str] = []
+
+    if claims_path.is_file():
+        claims = _read_json(claims_path)
+        if isinstance(claims, list):
+            body.append(claims_section([c for c in claims if isinstance(c, dict)]))
+        else:
+            notes.append(f"{claims_path.name} is not a list of claims")
+
+    figures: list[tuple[Path, str]] = []
+    plot_dir = d / "plots"
+    data = None
+    if has_results or has_run:
+        try:
+            data = P.load(d)
+        except (P.PlotError, OSError) as e:
+            notes.append(f"cannot read the results: {e}")
+    if data is not None and make_plots:
+        kinds = P.RUN_KINDS if isinstance(data, P.RunData) else P.SWEEP_KINDS
+        for k in kinds:
+            try:
+                paths = P.plot(d, kinds=[k], out=plot_dir)
+            except (P.PlotError, ValueError, KeyError) as e:
+                notes.append(f"figure {k} skipped: {e}")
+                continue
+            figures += [(p, _CAPTIONS.get(k, k)) for p in paths if p.suffix == ".png"]
+    elif plot_dir.is_dir():
+        figures += [(p, p.stem) for p in sorted(plot_dir.glob("*.png"))]
+    for p in sorted(d.glob("*.png")):  # a reproduction's figures, a run's latency CDF
+        figures.append((p, p.stem.replace("_", " ")))
+
+    if figures:
+        body.append("<h2>Figures</h2>" + "".join(_img(p, c) for p, c in figures))
+    if isinstance(data, P.SweepData):
+        body.append(results_section(data.df, data.params))
+    elif isinstance(data, P.RunData):
+        body.append(summary_section(data.summary))
+
+    spec_parts = []
+    for name, label in (("spec.toml", "sweep spec (spec.toml)"), ("base.toml", "base scenario (base.toml)")):
+        if (d / name).is_file():
+            spec_parts.append(_pre(label, (d / name).read_text(encoding="utf-8"), open_=name == "spec.toml"))
+    if meta:
+        spec_parts.append(_pre("meta.json" if (d / "meta.json").is_file() else "sweep.json",
+                               json.dumps(meta, indent=2, ensure_ascii=False), open_=not spec_parts))
+    if (d / "scenario.json").is_file():
+        spec_parts.append(_pre("resolved scenario (scenario.json: every default filled in)",
+                               (d / "scenario.json").read_text(encoding="utf-8")))
+    if spec_parts:
+        body.append("<h2>Spec and scenario</h2>" + "".join(spec_parts))
+    if notes:
+        body.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(n)}</li>' for n in notes) + "</ul>")
+
+    now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    page = (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{_e(title)} — microsched report</title>"
+        f"<style>{CSS}</style></head><body>"
+        f"<h1>{_e(title)}</h1>"
+        + "".join(f'<p class="meta">{_e(s)}</p>' for s in sub)
+        + f'<p class="meta">microsched {_e(_version())} · report of <code>{_e(d.resolve())}</code> · {now}</p>'
+        + "".join(body)
+        + "</body></html>\n"
+    )
+    path = Path(out) if out is not None else d / REPORT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+_CAPTIONS = {
+    "latency": "End-to-end latency p50 / p99 / p99.9 vs load (means over seeds, 95 % CI error bars)",
+    "throughput": "Throughput (solid) and goodput within the SLO (dashed) vs offered load",
+    "pareto": "p99 latency vs CPU utilization; circled: the Pareto front (no point has both lower)",
+    "slowdown": "p99 slowdown (latency / service time) vs load, per request type",
+    "timeseries": "Cores, credits, queues and drops over simulated time (grey: warm-up)",
+}
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("microsched")
+    except Exception:  # noqa: BLE001
+        return "unknown"

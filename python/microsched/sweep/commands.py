@@ -1,0 +1,185 @@
+"""The ``sweep``, ``plot`` and ``report`` commands of the ``microsched`` CLI (registered by
+:func:`add_commands` from :mod:`microsched.cli`, which owns the error contract: bad input is one
+line on stderr, ``microsched: error: ...``, exit status 2)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+SWEEP_DESCRIPTION = """\
+Run every point of a sweep spec: a base scenario, overrides for every point, a [grid] of
+dotted keys (cartesian product), named [[variants]] and seeds (the format of
+experiments/*/sweep.toml; see experiments/sweeps/smoke.toml). Every point's scenario is
+validated before anything runs. Points run in parallel on a local process pool (--jobs), or
+on Ray (--backend ray: a local Ray instance, or an existing cluster with --address).
+
+Each finished point is written at once to OUT/parts/<point_id>.parquet (point_id: a hash of
+the point's overrides and seed), so an interrupted sweep loses no finished point and
+--resume runs only the missing ones. At the end:
+  OUT/results.parquet    one row per run: point_id, point, the parameters (variant, every
+                         overridden key, seed) and every summary metric flattened with dots
+  OUT/aggregate.parquet  means over seeds, M.ci95 (95 % CI half-width) and n per point
+  OUT/sweep.json         what was run; OUT/spec.toml, OUT/base.toml, OUT/scenario.json
+
+examples:
+  microsched sweep experiments/sweeps/smoke.toml --out out/smoke
+  microsched sweep experiments/sweeps/smoke.toml --out out/smoke --resume
+  microsched sweep experiments/allocators/sweep.toml --quick --jobs 8 --out out/alloc
+  ray start --head && microsched sweep spec.toml --backend ray --address auto --out out/big
+"""
+
+PLOT_DESCRIPTION = """\
+Draw the standard figures, as PNG and SVG, from a result dataset (results.parquet of a sweep
+or a reproduction, or the directory that holds it) or from a single run directory (written
+by `microsched run --out`: summary.json + timeseries.parquet).
+
+kinds (default: every kind that applies to the input):
+  latency     p50 / p99 / p99.9 latency vs load (means over seeds, 95 % CI error bars)
+  throughput  throughput and goodput vs offered load
+  pareto      p99 latency vs CPU utilization, Pareto front marked
+  slowdown    p99 slowdown vs load, one panel per request type
+  timeseries  (a run) cores, credits, queues and drops over time
+
+examples:
+  microsched plot out/smoke                             # out/smoke/plots/*.png, *.svg
+  microsched plot out/smoke/results.parquet --kind latency --x load.fraction --hue variant
+  microsched run mmc.toml --out out/mmc && microsched plot out/mmc --kind timeseries
+"""
+
+REPORT_DESCRIPTION = """\
+Write one self-contained HTML page (no network needed: figures embedded, inline CSS, no
+JavaScript) of a sweep, reproduction or run directory: for a reproduction, the claims table
+(paper vs measured, holds or not); the figures; the results aggregated over seeds and every
+run; the spec and the scenario as run.
+
+examples:
+  microsched report out/smoke                 # out/smoke/report.html
+  microsched reproduce allocators --quick --out out/alloc && microsched report out/alloc
+"""
+
+
+def add_commands(sub: Any, formatter: Any) -> None:
+    """Adds ``sweep``, ``plot`` and ``report`` to the CLI's subparsers."""
+    from ..cli import _positive
+
+    sw = sub.add_parser("sweep", help="run a sweep spec on a local process pool or on Ray",
+                        description=SWEEP_DESCRIPTION, formatter_class=formatter)
+    sw.add_argument("spec", metavar="SPEC.toml", help="the sweep spec")
+    sw.add_argument("--out", metavar="DIR", help="output directory (default: results/sweeps/NAME, NAME the spec's name)")
+    sw.add_argument("--jobs", type=_positive, metavar="N",
+                    help="points run at once (local: worker processes, default: the number of CPUs; "
+                         "ray: tasks in flight, default: twice the cluster's CPUs, and the CPUs of a local "
+                         "Ray instance)")
+    sw.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="local process pool (default) or Ray")
+    sw.add_argument("--address", metavar="ADDR",
+                    help="Ray cluster to connect to: auto (the cluster `ray start --head` started on this "
+                         "machine), HOST:PORT, or ray://HOST:10001 (Ray Client); default: start a local Ray "
+                         "instance for the sweep")
+    sw.add_argument("--resume", action="store_true",
+                    help="complete the sweep in --out: skip the points whose result is already there")
+    sw.add_argument("--quick", action="store_true", help="the spec's [quick] profile (fewer, shorter runs)")
+    sw.add_argument("--seeds", type=_positive, metavar="K", help="run seeds 1..K of every point (default: the spec's)")
+    sw.set_defaults(func=cmd_sweep)
+
+    pl = sub.add_parser("plot", help="draw latency, throughput, Pareto, slowdown or time-series figures",
+                        description=PLOT_DESCRIPTION, formatter_class=formatter)
+    pl.add_argument("path", metavar="PATH", help="results.parquet, a sweep/reproduce output directory, or a run directory")
+    pl.add_argument("--kind", action="append", metavar="KIND",
+                    help="latency, throughput, pareto, slowdown or timeseries (repeat for several; default: all "
+                         "that apply)")
+    pl.add_argument("--x", metavar="COL", help="x axis column of latency / slowdown (default: load.fraction if it "
+                                              "varies); of throughput (default: offered_rps)")
+    pl.add_argument("--hue", metavar="COL", help="one curve per value of COL (default: variant if present, else "
+                                                "the first other varying parameter)")
+    pl.add_argument("--out", metavar="DIR", help="output directory (default: plots/ beside the data)")
+    pl.set_defaults(func=cmd_plot)
+
+    rp = sub.add_parser("report", help="write a self-contained HTML report of a sweep, reproduction or run",
+                        description=REPORT_DESCRIPTION, formatter_class=formatter)
+    rp.add_argument("dir", metavar="DIR", help="a sweep, reproduce or run output directory")
+    rp.add_argument("--out", metavar="FILE", help="the HTML file (default: DIR/report.html)")
+    rp.set_defaults(func=cmd_report)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    from ..cli import CliError, _console, _err_console
+    from . import engine
+    from .spec import SpecError, SweepSpec
+
+    try:
+        spec = SweepSpec.load(args.spec, quick=args.quick, seeds=args.seeds)
+    except SpecError as e:
+        raise CliError(e) from None
+    out = Path(args.out) if args.out else Path("results") / "sweeps" / spec.name
+    err_con = _err_console()
+    con = _console()
+    progress = Progress(TextColumn(f"sweep {spec.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("eta"), TimeRemainingColumn(), console=err_con, transient=True,
+                        disable=not err_con.is_terminal)
+    state = {"done": 0, "total": 0, "skipped": 0}
+
+    def start(skipped: int, total: int) -> None:
+        state.update(skipped=skipped, total=total)
+        if skipped:
+            con.print(f"resuming: {skipped} of {total} points already done in {out}/parts")
+
+    try:
+        with progress:
+            task = progress.add_task("points", total=None)
+
+            def tick(done: int, total: int) -> None:
+                state["done"] = done
+                progress.update(task, completed=done, total=total)
+
+            outcome = engine.run_sweep(args.spec, out, jobs=args.jobs, backend=args.backend, address=args.address,
+                                       resume=args.resume, quick=args.quick, seeds=args.seeds, progress=tick,
+                                       on_start=start)
+    except (SpecError, engine.SweepError) as e:
+        raise CliError(e) from None
+    except engine.PointFailed as e:
+        raise CliError(f"{e}; the {state['done']} finished points are kept in {out}/parts: "
+                       f"fix the cause and run again with --resume") from None
+    except KeyboardInterrupt:
+        if state["total"]:
+            err_con.print(f"interrupted: {state['done']} of {state['total']} points saved in {out}/parts; "
+                          f"complete the sweep with --resume")
+        raise
+    jobs = f"{outcome.jobs} job(s)" if outcome.jobs else "default concurrency"
+    con.print(f"{outcome.n_run} point(s) run ({outcome.n_skipped} already done) of {outcome.n_points} on "
+              f"{outcome.backend} ({jobs}) in {outcome.wall_s:.1f} s; results: [bold]{out / engine.RESULTS_FILE}"
+              f"[/bold] ({len(outcome.results)} rows), {out / engine.AGGREGATE_FILE}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from ..cli import CliError, _console
+    from ..plots import PlotError, plot
+
+    try:
+        paths = plot(args.path, kinds=args.kind, x=args.x, hue=args.hue, out=args.out)
+    except PlotError as e:
+        raise CliError(e) from None
+    con = _console()
+    dirs = sorted({str(p.parent) for p in paths})
+    con.print(f"{len(paths)} files written to [bold]{', '.join(dirs)}/[/bold]: "
+              + ", ".join(p.name for p in paths))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..cli import CliError, _console
+    from ..report import ReportError, build_report
+
+    try:
+        path = build_report(args.dir, out=args.out)
+    except ReportError as e:
+        raise CliError(e) from None
+    _console().print(f"report written to [bold]{path}[/bold]")
+    return 0

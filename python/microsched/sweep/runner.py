@@ -1,0 +1,172 @@
+"""Running a grid of points on a local process pool, and the statistics over seeds.
+
+One row per run: every parameter of the point (``variant``, the grid keys, every key the
+variant sets, ``seed``) and every summary metric flattened with dots (``latency_us.p99``,
+``cores.allocated_mean``, ``core_time.transition_ns``, ...). ``by_type`` is flattened per
+request type only when the workload has several types (``by_type.NAME.latency_us.p99``). The
+wall-clock fields ``sim.wall_s`` and ``sim.requests_per_wall_s`` are the only columns that
+differ between two runs of the same point.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .spec import Point
+
+# Two-sided 95 % quantiles of Student's t, by degrees of freedom (no SciPy dependency).
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+         18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+         26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t975(df: int) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (NaN for df < 1)."""
+    if df < 1:
+        return math.nan
+    if df in _T975:
+        return _T975[df]
+    below = max(k for k in _T975 if k < df) if df < 120 else 120
+    return _T975[below] if df < 120 else 1.960
+
+
+def mean_ci95(values: Iterable[float]) -> tuple[float, float, int]:
+    """(mean, half-width of the 95 % confidence interval of the mean, n) of the finite values;
+    the half-width is NaN with fewer than two values."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan, 0
+    m = float(x.mean())
+    if n < 2:
+        return m, math.nan, n
+    return m, float(t975(n - 1) * x.std(ddof=1) / math.sqrt(n)), n
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested summary dict as one flat dict with dotted keys."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key + "."))
+        elif k == "by_type" and isinstance(v, list):
+            if len(v) > 1:
+                for t in v:
+                    name = str(t.get("name", "?"))
+                    out.update(flatten({kk: vv for kk, vv in t.items() if kk != "name"}, f"{key}.{name}."))
+        elif isinstance(v, (list, tuple)):
+            continue
+        else:
+            out[key] = v
+    return out
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """Runs one point and returns its row (parameters first, then the flattened summary)."""
+    from ..api import run
+
+    res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
+    row = flatten(res.summary)
+    row.pop("seed", None)
+    return {"point": point.index, **point.params, **row}
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover
+        return max(1, os.cpu_count() or 1)
+
+
+def run_points(points: Sequence[Point], jobs: int | None = None,
+               progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+    """Runs every point, ``jobs`` at a time in worker processes (in this process when
+    ``jobs == 1``), and returns one row per point in point order. The first failing point
+    stops the sweep and its error is raised, naming the point."""
+    jobs = default_jobs() if jobs is None else jobs
+    rows: list[dict[str, Any] | None] = [None] * len(points)
+    done = 0
+    if jobs <= 1 or len(points) <= 1:
+        for i, p in enumerate(points):
+            rows[i] = _checked(run_point, p)
+            done += 1
+            if progress:
+                progress(done, len(points))
+    else:
+        # spawn: workers start clean (no fork of a process that holds threads / native state).
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
+            futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)  # progress per point
+                for f in finished:
+                    i = futures[f]
+                    exc = f.exception()
+                    if exc is not None:
+                        for other in pending:
+                            other.cancel()
+                        raise _point_error(points[i], exc) from None
+                    rows[i] = f.result()
+                    done += 1
+                    if progress:
+                        progress(done, len(points))
+    df = pd.DataFrame([r for r in rows if r is not None])
+    return _tidy(df)
+
+
+def _checked(fn: Callable[[Point], dict], p: Point) -> dict:
+    try:
+        return fn(p)
+    except ValueError as e:
+        raise _point_error(p, e) from None
+
+
+def _point_error(p: Point, exc: BaseException) -> BaseException:
+    where = ", ".join(f"{k}={v}" for k, v in p.params.items())
+    if isinstance(exc, ValueError):
+        return ValueError(f"{exc} (point {where})")
+    return exc
+
+
+def _tidy(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns that mix strings and numbers (a key set to a string by one variant and a
+    number by another) become strings, so that the frame can be written to Parquet."""
+    for c in df.columns:
+        if df[c].dtype == object:
+            kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+            if len(kinds) > 1:
+                df[c] = df[c].map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+    return df
+
+
+def aggregate(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Means over seeds: one row per ``by`` group with, for every numeric metric M, the columns
+    M (mean), ``M.ci95`` (half-width of its 95 % confidence interval; NaN with one seed) and
+    ``n`` (the number of seeds)."""
+    if metrics is None:
+        skip = set(by) | {"seed", "point"}
+        metrics = [c for c in df.columns if c not in skip and pd.api.types.is_numeric_dtype(df[c])
+                   and not pd.api.types.is_bool_dtype(df[c])]
+    out = []
+    for key, g in df.groupby(list(by), sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(by, key))
+        n = 0
+        for m in metrics:
+            mean, ci, n_m = mean_ci95(g[m].astype(float))
+            row[m] = mean
+            row[f"{m}.ci95"] = ci
+            n = max(n, n_m)
+        row["n"] = n
+        out.append(row)
+    return pd.DataFrame(out)

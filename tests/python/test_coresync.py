@@ -1,0 +1,168 @@
+"""CoreSync against the baselines (issue 5) and `microsched reproduce coresync`.
+
+Scaled-down runs of the reproduction's own scenarios (experiments/coresync/: 16 cores, 100
+sessions, RTT 10 µs, Breakwater 80/160 µs on every allocator, exponential 10 µs requests):
+loads 0.5 (below capacity) and 1.3 (beyond), seeds 1–3, 40 ms warm-up from the pool ceiling and
+100 ms measured (the full reproduction: 6 loads, 5 seeds, 300 ms). Every policy sees the same
+requests for a given seed (common random numbers), so comparisons are paired by seed.
+
+Asserted, because it holds robustly in our model (the full reproduction's claims.json reports
+the rest, including the paper's numbers that do not hold here):
+
+* CoreSync is on the latency/utilization Pareto frontier below capacity: no policy has both a
+  lower mean p99 and a lower mean utilization at load 0.5. (In our model this holds because
+  CoreSync keeps nearly every core and has the lowest p99, not because it also matches the
+  reactive policies' utilization as in the paper: see claims.json, `fig3/util-*`.)
+* CoreSync never parks a core while a session is drained (`credits.parks_while_drained` = 0), on
+  runs where drained sessions do occur (1 000 sessions beyond capacity).
+* Under overload CoreSync's throughput is at least Shenango's within a tolerance derived from the
+  seed-to-seed spread: the per-seed ratio thr(CoreSync)/thr(Shenango) must not be below 1 by
+  more than its 95 % confidence half-width (t with n − 1 degrees of freedom over the seeds),
+  i.e. CoreSync is not significantly worse. Asserted with 1 000 and 10 000 sessions, where
+  drained sessions occur and CoreSync keeps every core. With the paper's 100 sessions it does
+  not hold in our model (no session ever drains, CoreSync parks like Caladan and is 0.1–0.9 %
+  below Shenango at loads 1.0–1.3), nor does the paper's "up to 6 % better": reported in
+  claims.json, not asserted.
+* `reproduce coresync --quick` writes well-formed outputs (claims.json layout, every claim id,
+  the figures, Table I and II in CSV and Markdown).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+
+import pandas as pd
+import pytest
+
+import microsched
+from conftest import REPO
+from microsched.api import validate
+from microsched.reproduce import SweepSpec, mean_ci95, run_reproduction
+from microsched.reproduce.claims import check_claims
+
+BASE = REPO / "experiments" / "coresync" / "base.toml"
+SWEEP = REPO / "experiments" / "coresync" / "sweep.toml"
+SHORT = ("warmup_ms=40", "duration_ms=100")
+SEEDS = (1, 2, 3)
+BELOW, ABOVE = 0.5, 1.3
+POLICIES = ("coresync", "shenango", "caladan", "utilization_range", "delay_range")
+
+
+@lru_cache(maxsize=None)
+def variant_sets() -> dict[str, tuple[str, ...]]:
+    """Every variant's settings, exactly as the reproduction runs them."""
+    return {v.name: v.set for v in SweepSpec.load(SWEEP).variants}
+
+
+@lru_cache(maxsize=None)
+def summary(variant: str, load: float, seed: int) -> dict:
+    # the variant's own run length (duration_ms for 1 µs workloads) is replaced by SHORT
+    ovr = [*variant_sets()[variant], f"load.fraction={load}", *SHORT]
+    return microsched.run(BASE, seed=seed, overrides=ovr).summary
+
+
+def metric(variant: str, load: float, seed: int, key: str) -> float:
+    s = summary(variant, load, seed)
+    for part in key.split("."):
+        s = s[part]
+    return float(s)
+
+
+def test_spec_has_every_experiment():
+    names = set(variant_sets())
+    for exp in ("exp10", "bim10", "exp1", "bim1", "mc"):
+        for p in POLICIES:
+            assert f"{exp}/{p}" in names
+    for extra in ("exp10/caladan-5", "exp10/caladan-10", "exp10/coresync-r10", "exp10/coresync-r20",
+                  "exp10/coresync-r100", "exp10/coresync-cold", "n1000/coresync", "n10000/coresync"):
+        assert extra in names
+    spec = SweepSpec.load(SWEEP)
+    assert spec.grid["load.fraction"] == [0.2, 0.5, 0.8, 1.0, 1.3, 1.5]
+    assert len(spec.seeds) >= 3
+
+
+def test_paper_parameters():
+    sc = validate(BASE, overrides=list(variant_sets()["mc/coresync"]))
+    assert sc["server"]["max_cores"] == 16 and sc["clients"]["sessions"] == 100 and sc["network"]["rtt_us"] == 10
+    assert sc["policy"]["allocator"]["r"] == 20
+    ov = sc["policy"]["overload"]
+    assert (ov["target_us"], ov["drop_us"], ov["alpha"], ov["beta"]) == (25, 50, 0.001, 0.02)
+    sc = validate(BASE, overrides=list(variant_sets()["exp1/caladan"]))
+    assert (sc["policy"]["overload"]["target_us"], sc["policy"]["overload"]["drop_us"]) == (45, 90)
+    al = sc["policy"]["allocator"]
+    assert (al["interval_us"], al["delay_threshold_us"], al["poll_us"]) == (5, 5, 2)
+
+
+def test_coresync_on_pareto_frontier_below_capacity():
+    def mean(variant: str, key: str) -> float:
+        return sum(metric(variant, BELOW, s, key) for s in SEEDS) / len(SEEDS)
+
+    cs_p99, cs_util = mean("exp10/coresync", "latency_us.p99"), mean("exp10/coresync", "cpu_utilization")
+    for p in POLICIES[1:]:
+        p99, util = mean(f"exp10/{p}", "latency_us.p99"), mean(f"exp10/{p}", "cpu_utilization")
+        assert not (p99 < cs_p99 and util < cs_util), \
+            f"{p} dominates CoreSync at load {BELOW}: p99 {p99:.1f} < {cs_p99:.1f} µs and util {util:.3f} < {cs_util:.3f}"
+
+
+def test_coresync_never_parks_while_drained():
+    drained_seen = 0.0
+    for variant in ("n1000/coresync", "exp10/coresync"):
+        for load in (BELOW, ABOVE):
+            for seed in SEEDS:
+                s = summary(variant, load, seed)
+                assert s["credits"]["parks_while_drained"] == 0, (variant, load, seed)
+                drained_seen += s["credits"]["drained_mean"]
+    # the check is not vacuous: with 1 000 sessions beyond capacity sessions do get drained
+    assert drained_seen > 1.0
+
+
+@pytest.mark.parametrize("exp", ["n1000", "n10000"])
+def test_overload_throughput_at_least_shenangos(exp):
+    """Where CoreSync's overload signal works (drained sessions: 1 000 and more sessions), its
+    throughput beyond capacity is not significantly below Shenango's. With 100 sessions no session
+    drains in our model, CoreSync parks like Caladan and is 0.1–0.9 % *below* Shenango at loads
+    1.0–1.3 (claims.json: overload/coresync-at-least-shenango, holds = false): not asserted."""
+    ratios = [metric(f"{exp}/coresync", ABOVE, s, "throughput_rps") / metric(f"{exp}/shenango", ABOVE, s, "throughput_rps")
+              for s in SEEDS]
+    m, ci, n = mean_ci95(ratios)
+    assert n == len(SEEDS) and math.isfinite(ci)
+    assert m >= 1 - ci, f"{exp}: CoreSync/Shenango throughput at load {ABOVE}: {m:.4f} ± {ci:.4f} (per seed {ratios})"
+
+
+@pytest.fixture(scope="module")
+def quick_outcome(tmp_path_factory):
+    out = tmp_path_factory.mktemp("coresync-quick")
+    return run_reproduction("coresync", out=out, quick=True, jobs=2)
+
+
+def test_quick_outputs_well_formed(quick_outcome):
+    out = quick_outcome.out
+    claims = json.loads((out / "claims.json").read_text())
+    check_claims(claims)
+    ids = {c["id"] for c in claims}
+    for cid in ("fig3/p99-shenango-vs-coresync", "fig3/util-urange-vs-coresync", "fig4/util-urange-vs-coresync",
+                "fig5/exp1-p99-shenango-vs-coresync", "fig6/memcached-be-up-to", "pareto/coresync-on-frontier",
+                "table1/exp-gain-vs-shenango", "table1/exp-caladan-within", "table2/memcached-gain-up-to",
+                "fig7/lower-r-lower-latency", "fig8/p99-vs-shenango-all-sessions", "mechanism/no-park-while-drained"):
+        assert cid in ids, cid
+    for c in claims:
+        assert c["measured"] is None or math.isfinite(c["measured"])
+        if not c["holds"] and c["id"].startswith(("fig3/", "fig4/", "fig5/", "table1/")) and c["paper"] is not None:
+            assert c.get("note"), f"{c['id']} does not hold but has no note"
+    drained = next(c for c in claims if c["id"] == "mechanism/no-park-while-drained")
+    assert drained["holds"] and drained["measured"] == 0
+    for name in ("fig1_caladan_poll.png", "fig3_exp10.png", "fig4_bimodal10.png", "fig5_1us.png",
+                 "fig6_memcached.png", "fig7_r_sensitivity.png", "fig8_sessions.png"):
+        assert (out / name).stat().st_size > 1000, name
+    for t in ("table1", "table2"):
+        df = pd.read_csv(out / f"{t}.csv")
+        assert list(df["policy"]) == ["CoreSync", "Shenango", "Caladan", "Utilization Range", "Delay Range"]
+        norm = [c for c in df.columns if c != "policy" and not c.endswith(".ci95")]
+        assert norm and all(df.loc[0, c] == 1.0 for c in norm)  # normalized to CoreSync
+        assert "| Policy |" in (out / f"{t}.md").read_text()
+    res = pd.read_parquet(out / "results.parquet")
+    assert len(res) == quick_outcome.n_points == len(SweepSpec.load(SWEEP, quick=True).points())
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["quick"] is True and meta["reproduction"] == "coresync"

@@ -1,0 +1,112 @@
+"""The real runtime's CLI: `microsched real` (server and load generator as two processes on
+loopback), `serve` and `loadgen`. Every run is short (≤ ~1 s of load) and bounded; the server
+binds a free loopback port."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCEN = str(REPO / "experiments" / "real" / "overload-2x.toml")
+SCEN_NONE = str(REPO / "experiments" / "real" / "overload-2x-none.toml")
+SHORT = ["--set", "duration_ms=500", "--set", "warmup_ms=100", "--set", "runtime.drain_ms=300"]
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "microsched", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+def one_line_error(r: subprocess.CompletedProcess, *fragments: str) -> str:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("microsched: error: "), r.stderr
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+    return lines[0]
+
+
+def test_real_json_has_the_summary_keys_of_run_and_accounts_for_every_request():
+    r = cli("real", SCEN, "--json", "--set", "load.rps=20000", *SHORT)
+    assert r.returncode == 0, r.stderr
+    real = json.loads(r.stdout)
+    sim = json.loads(cli("run", SCEN, "--json", *SHORT).stdout)
+    missing = set(sim) - set(real)
+    assert not missing, f"keys of `microsched run` missing from `microsched real`: {missing}"
+    assert real["overload"] == "breakwater" and real["cores"]["max"] == 2
+    assert real["requests"]["generated"] > 5000
+    rt = real["runtime"]
+    assert rt["accounting"]["client_conserved"] is True
+    assert rt["accounting"]["client_sent"] == rt["accounting"]["server_requests"], rt["accounting"]
+    assert rt["accounting"]["agree"] is True, rt["accounting"]
+    assert rt["server"]["rejected_total"] == 0
+    req = real["requests"]
+    assert req["generated"] == req["completed"] + req["dropped"] + req["in_flight"]
+
+
+def test_real_without_overload_control_writes_results(tmp_path):
+    out = tmp_path / "out"
+    r = cli("real", SCEN_NONE, "--out", str(out), "--set", "load.rps=10000", *SHORT)
+    assert r.returncode == 0, r.stderr
+    for f in ("summary.json", "scenario.json", "timeseries.parquet", "latency_cdf.parquet", "server_report.json"):
+        assert (out / f).is_file(), f
+    s = json.loads((out / "summary.json").read_text())
+    assert s["overload"] == "none" and s["credits"] is None
+    assert s["requests"]["completed"] == s["requests"]["generated"], s["requests"]
+    import pandas as pd
+
+    ts = pd.read_parquet(out / "timeseries.parquet")
+    for col in ("t_ms", "cores_allocated", "throughput_rps", "queue_len", "be_ops_per_s"):
+        assert col in ts.columns
+
+
+def test_serve_refuses_a_non_loopback_address():
+    one_line_error(cli("serve", SCEN, "--addr", "10.1.2.3:7878", "--duration", "1"),
+                   "--addr", "not a loopback address", "--allow-remote")
+
+
+def test_loadgen_refuses_a_non_loopback_target_and_a_silent_server():
+    one_line_error(cli("loadgen", SCEN, "--addr", "192.168.0.1:7878"), "not a loopback address")
+    t = time.monotonic()
+    one_line_error(cli("loadgen", SCEN, "--addr", "127.0.0.1:9", *SHORT), "no answer")
+    assert time.monotonic() - t < 15
+
+
+def test_bad_runtime_configuration_is_refused():
+    one_line_error(cli("real", SCEN, "--set", "runtime.tick_us=0"), "runtime.tick_us")
+    one_line_error(cli("serve", SCEN, "--set", "runtime.bogus=1", "--duration", "1"), "runtime")
+    one_line_error(cli("serve", SCEN, "--duration", "-3"), "duration")
+
+
+def test_real_stops_the_server_when_the_load_generator_fails():
+    # The load generator refuses this rate; `real` must report it and leave no server behind.
+    r = cli("real", SCEN, "--set", "load.rps=1e9", timeout=60)
+    one_line_error(r, "load generator failed", "at most")
+    time.sleep(0.2)
+    left = subprocess.run(["pgrep", "-f", "microsched serve " + SCEN], capture_output=True, text=True)
+    assert left.stdout.strip() == "", f"server still running: {left.stdout}"
+
+
+def test_serve_stops_on_ctrl_c_and_reports():
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), line
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+        assert p.returncode == 0, err
+        rep = json.loads(out)
+        assert rep["stop_reason"] == "interrupted" and rep["workers"] == 2
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
