@@ -16,6 +16,7 @@ pub mod overload;
 pub mod scenario;
 pub mod summary;
 pub mod time;
+pub mod timeseries;
 
 pub use error::ScenarioError;
 pub use time::Nanos;

@@ -108,7 +108,7 @@ fn main() {
     println!("## Peak throughput, 1 worker, 1 ns requests, closed loop with {WINDOW} outstanding (best of {rounds} × {:.1} s)\n", dur.as_secs_f64());
     println!("| server | requests/s |\n|---|---:|");
     println!("| plain UDP echo (1 thread) | {best_echo:.0} |");
-    println!("| microsched runtime (1 worker + receive thread) | {best_rt:.0} |");
+    println!("| microsched runtime (1 worker polling the socket) | {best_rt:.0} |");
     println!("| **ratio runtime / echo** | **{:.2}** |\n", best_rt / best_echo);
 
     // 2. Simulator vs real, same scenario and seed.

@@ -2,11 +2,16 @@
 //!
 //! Every tick it observes the cores ([`CoreObs`] built from the real queues and phase times),
 //! publishes the congestion signal (max over cores of the oldest waiting request's age, read by
-//! the receive thread's AQM and the credit controller, as stale as one tick), withdraws stale
+//! the AQM and the credit controller, as stale as one tick), withdraws stale
 //! yield requests and calls [`CoreAllocator::tick`] every allocator interval, carrying out a
 //! `Grant` (wake a parked worker, one with queued work first) or a `Yield`; calls the credit
 //! controller's timer every control period and sends the credit messages of its wake-ups; tells
 //! the credit controller when the active core count changed; and samples the time series.
+//!
+//! When no worker is searching (all busy, parked or waking), nobody polls the socket: the
+//! controller then receives the waiting datagrams itself at each tick (into the cores' inboxes,
+//! where the allocator sees them, as the IOKernel sees the RX queues of parked cores), and waits
+//! for the socket to become readable instead of sleeping blindly.
 //!
 //! It sleeps between ticks (1 ns timer slack) rather than spinning: on a 2-CPU machine a spinning
 //! controller would take a whole CPU from the workers and the best-effort co-tenant. The kernel
@@ -23,6 +28,9 @@ use crate::clock::tight_timer_slack;
 use crate::park::Phase;
 use crate::report::{ControllerReport, ServerSeries};
 use crate::server::Shared;
+
+/// Datagrams the controller receives per tick when no worker polls the socket.
+const RX_DRAIN: usize = 256;
 
 pub(crate) struct ControlOut {
     pub series: ServerSeries,
@@ -58,9 +66,15 @@ pub(crate) fn run(sh: Arc<Shared>, tick_ns: Nanos, sample_ns: Nanos, be_ops: Opt
     let mut last_times = [0u64; 4];
     let mut last_be = 0u64;
     let mut msgs = Vec::new();
+    let mut buf = [0u8; 2048];
     while !sh.stop.load(Ordering::Relaxed) {
-        let now = sh.clock.now();
         ticks += 1;
+        // Nobody polls the socket: receive for the cores.
+        let searching = |sh: &Shared| sh.cores.iter().any(|c| c.parker.phase() == Phase::Search);
+        if !searching(&sh) {
+            crate::server::poll_socket(&sh, RX_DRAIN, &mut buf, &mut msgs);
+        }
+        let now = sh.clock.now();
         // Observe.
         let mut max_delay = 0;
         for (i, c) in sh.cores.iter().enumerate() {
@@ -139,18 +153,18 @@ pub(crate) fn run(sh: Arc<Shared>, tick_ns: Nanos, sample_ns: Nanos, be_ops: Opt
             let dt = now.saturating_sub(last_sample_t).max(1) as f64;
             let d = |k: usize| times[k].saturating_sub(last_times[k]) as f64 / dt;
             series.unix_ns.push(sh.clock.start_unix_ns() + now);
-            series.t_ms.push(now as f64 / 1e6);
-            series.cores_allocated.push(d(0) + d(1) + d(3));
+            series.cols.t_ms.push(now as f64 / 1e6);
+            series.cols.cores_allocated.push(d(0) + d(1) + d(3));
             series.cores_waking.push(d(3));
-            series.cores_busy.push(d(0));
-            series.cores_parked.push(d(2));
-            series.queue_len.push(queued as f64);
-            series.oldest_delay_us.push(max_delay as f64 / 1e3);
-            series.alloc_signal.push(sh.alloc.lock().signal().unwrap_or(f64::NAN));
+            series.cols.cores_busy.push(d(0));
+            series.cols.cores_parked.push(d(2));
+            series.cols.queue_len.push(queued as f64);
+            series.cols.oldest_delay_us.push(max_delay as f64 / 1e3);
+            series.cols.alloc_signal.push(sh.alloc.lock().signal().unwrap_or(f64::NAN));
             let st = sh.rpc.lock().stats();
-            series.credit_pool.push(st.map_or(f64::NAN, |s| s.pool as f64));
-            series.credits_issued.push(st.map_or(f64::NAN, |s| s.issued as f64));
-            series.drained_sessions.push(st.map_or(f64::NAN, |s| s.drained as f64));
+            series.cols.credit_pool.push(st.map_or(f64::NAN, |s| s.pool as f64));
+            series.cols.credits_issued.push(st.map_or(f64::NAN, |s| s.issued as f64));
+            series.cols.drained_sessions.push(st.map_or(f64::NAN, |s| s.drained as f64));
             let be = be_ops.as_ref().map_or(0, |c| c.load(Ordering::Relaxed));
             series.be_ops_per_s.push(be.saturating_sub(last_be) as f64 / dt * 1e9);
             series.core_ns.push(times);
@@ -163,7 +177,12 @@ pub(crate) fn run(sh: Arc<Shared>, tick_ns: Nanos, sample_ns: Nanos, be_ops: Opt
         let next = next_alloc.min(next_credit).min(next_sample).min(now + tick_ns).max(now + tick_ns.min(1_000));
         let now2 = sh.clock.now();
         if next > now2 {
-            std::thread::sleep(Duration::from_nanos(next - now2));
+            let d = Duration::from_nanos(next - now2);
+            if searching(&sh) {
+                std::thread::sleep(d);
+            } else {
+                crate::server::wait_readable(&sh.sock, d);
+            }
         }
     }
     let elapsed = sh.clock.now().saturating_sub(first);

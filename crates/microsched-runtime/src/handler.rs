@@ -3,7 +3,7 @@
 
 use crate::clock::spin_for;
 
-/// A request as the handler sees it (validated by the receive thread).
+/// A request as the handler sees it (validated by the receive path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     pub session: u32,

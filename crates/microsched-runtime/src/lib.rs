@@ -7,7 +7,8 @@
 //! One concern per file:
 //!
 //! * [`wire`]: the versioned binary protocol and its never-panicking decoder.
-//! * [`server`]: socket, receive thread (validation, admission), startup and report.
+//! * [`server`]: socket, the receive path the workers and the controller poll (validation,
+//!   admission), startup and report.
 //! * [`worker`], [`queue`], [`park`]: the cores: run loop, queues with stealing, parking.
 //! * [`control`]: the controller thread that ticks the allocator and the credit controller.
 //! * [`rpc`]: session table and credit controller under one lock.

@@ -121,14 +121,10 @@ impl ClientCounters {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClientSeries {
     pub unix_ns: Vec<u64>,
-    pub t_ms: Vec<f64>,
-    pub arrivals: Vec<f64>,
-    pub completions: Vec<f64>,
-    pub drops: Vec<f64>,
-    pub throughput_rps: Vec<f64>,
-    pub offered_rps: Vec<f64>,
-    pub in_system: Vec<f64>,
-    pub client_queued: Vec<f64>,
+    /// The simulator's columns; the client fills t_ms, arrivals, completions, drops,
+    /// throughput_rps, offered_rps, in_system and client_queued (the server the others).
+    #[serde(flatten)]
+    pub cols: microsched_core::timeseries::TimeSeries,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -540,14 +536,14 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
         if now >= next_sample {
             let dt = now.saturating_sub(last_sample).max(1) as f64;
             series.unix_ns.push(clock.start_unix_ns() + now);
-            series.t_ms.push(now as f64 / 1e6);
-            series.arrivals.push(g.iv[0] as f64);
-            series.completions.push(g.iv[1] as f64);
-            series.drops.push(g.iv[2] as f64);
-            series.throughput_rps.push(g.iv[1] as f64 / dt * 1e9);
-            series.offered_rps.push(if now < end_send { arrivals.rate_at(now as f64) } else { 0.0 });
-            series.in_system.push(g.pending.len() as f64);
-            series.client_queued.push(g.clients.queued as f64);
+            series.cols.t_ms.push(now as f64 / 1e6);
+            series.cols.arrivals.push(g.iv[0] as f64);
+            series.cols.completions.push(g.iv[1] as f64);
+            series.cols.drops.push(g.iv[2] as f64);
+            series.cols.throughput_rps.push(g.iv[1] as f64 / dt * 1e9);
+            series.cols.offered_rps.push(if now < end_send { arrivals.rate_at(now as f64) } else { 0.0 });
+            series.cols.in_system.push(g.pending.len() as f64);
+            series.cols.client_queued.push(g.clients.queued as f64);
             if now >= warmup && now <= end_send {
                 queued_sum += g.clients.queued as f64;
                 samples += 1;

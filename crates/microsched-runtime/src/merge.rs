@@ -29,13 +29,13 @@ fn window_means(rep: &ServerReport, from: u64, to: u64) -> (f64, f64, f64, f64, 
         rep.be.ops_per_s
     };
     (
-        mean(&s.cores_allocated),
-        mean(&s.cores_busy),
-        mean(&s.cores_parked),
+        mean(&s.cols.cores_allocated),
+        mean(&s.cols.cores_busy),
+        mean(&s.cols.cores_parked),
         mean(&s.cores_waking),
-        mean(&s.credit_pool),
-        mean(&s.credits_issued),
-        mean(&s.drained_sessions),
+        mean(&s.cols.credit_pool),
+        mean(&s.cols.credits_issued),
+        mean(&s.cols.drained_sessions),
         be_rate,
     )
 }
@@ -130,24 +130,17 @@ pub fn merged_series(lg: &LoadgenResult, rep: &ServerReport) -> Vec<(&'static st
             })
             .collect()
     };
-    vec![
-        ("t_ms", c.t_ms.clone()),
-        ("cores_allocated", pick(&s.cores_allocated)),
-        ("cores_busy", pick(&s.cores_busy)),
-        ("cores_parked", pick(&s.cores_parked)),
-        ("queue_len", pick(&s.queue_len)),
-        ("oldest_delay_us", pick(&s.oldest_delay_us)),
-        ("arrivals", c.arrivals.clone()),
-        ("completions", c.completions.clone()),
-        ("drops", c.drops.clone()),
-        ("throughput_rps", c.throughput_rps.clone()),
-        ("offered_rps", c.offered_rps.clone()),
-        ("in_system", c.in_system.clone()),
-        ("alloc_signal", pick(&s.alloc_signal)),
-        ("credit_pool", pick(&s.credit_pool)),
-        ("credits_issued", pick(&s.credits_issued)),
-        ("drained_sessions", pick(&s.drained_sessions)),
-        ("client_queued", c.client_queued.clone()),
-        ("be_ops_per_s", pick(&s.be_ops_per_s)),
-    ]
+    let mut ts = c.cols.clone();
+    ts.cores_allocated = pick(&s.cols.cores_allocated);
+    ts.cores_busy = pick(&s.cols.cores_busy);
+    ts.cores_parked = pick(&s.cols.cores_parked);
+    ts.queue_len = pick(&s.cols.queue_len);
+    ts.oldest_delay_us = pick(&s.cols.oldest_delay_us);
+    ts.alloc_signal = pick(&s.cols.alloc_signal);
+    ts.credit_pool = pick(&s.cols.credit_pool);
+    ts.credits_issued = pick(&s.cols.credits_issued);
+    ts.drained_sessions = pick(&s.cols.drained_sessions);
+    let mut out = ts.into_columns();
+    out.push(("be_ops_per_s", pick(&s.be_ops_per_s)));
+    out
 }

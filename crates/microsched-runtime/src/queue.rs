@@ -1,9 +1,10 @@
-//! A core's queues: the packet inbox the receive thread fills (`crossbeam_deque::Injector`, one
-//! per core, sessions hashed to cores as RSS does) and the worker's run queue
+//! A core's queues: the packet inbox filled by whichever thread received the datagram (a worker
+//! polling the socket, or the controller when no worker is searching; `crossbeam_deque::Injector`,
+//! one per core, sessions hashed to active cores as Caladan's IOKernel steers) and the worker's run queue
 //! (`crossbeam_deque::Worker`, FIFO, others steal from it through its `Stealer`).
 //!
-//! Both are FIFO for every taker (owner pops and steals all take the front), and each has a
-//! single pusher (the receive thread, the owning worker). So the k-th item taken is the k-th
+//! Both are FIFO for every taker (owner pops and steals all take the front), and each has one
+//! pusher at a time (inbox pushers serialize on a per-core lock; the run queue's is its owner). So the k-th item taken is the k-th
 //! pushed, and a ring of enqueue timestamps indexed by push count gives the enqueue time of the
 //! oldest waiting item without a lock: Caladan's `oldest_tsc`, the signal of the core
 //! allocators and Breakwater. Items move one at a time (no opaque batch moves) so that every
@@ -27,7 +28,7 @@ pub struct Job {
     pub req_id: u64,
     pub rtype: u16,
     pub service_ns: u64,
-    /// When the receive thread admitted it.
+    /// When it was admitted (received and validated).
     pub arrived: Nanos,
     pub peer: std::net::SocketAddr,
 }
@@ -44,7 +45,7 @@ impl Stamps {
     fn new() -> Self {
         Self { ring: (0..RING).map(|_| AtomicU64::new(0)).collect(), pushed: AtomicU64::new(0), taken: AtomicU64::new(0) }
     }
-    /// The single pusher records an item's enqueue time, before pushing it.
+    /// The (serialized) pusher records an item's enqueue time, before pushing it.
     #[inline]
     fn pushed(&self, at: Nanos) {
         let n = self.pushed.load(Ordering::Relaxed);
@@ -81,6 +82,9 @@ pub struct CoreShared {
     pub runq: Stealer<Job>,
     pub runq_stamps: Stamps,
     pub parker: Parker,
+    /// Serializes the inbox's pushers (any worker that polled the socket, or the controller):
+    /// the stamp ring relies on the k-th stamp being the k-th item pushed.
+    deliver_lock: parking_lot::Mutex<()>,
     /// Set by the controller when the allocator asks this core to yield; the worker parks at its
     /// next idle point. Cleared by the controller at its next tick (a stale request is withdrawn).
     pub yield_requested: std::sync::atomic::AtomicBool,
@@ -102,6 +106,7 @@ impl CoreShared {
             runq: w.stealer(),
             runq_stamps: Stamps::new(),
             parker: Parker::new(initial),
+            deliver_lock: parking_lot::Mutex::new(()),
             yield_requested: Default::default(),
             enqueued_total: AtomicU64::new(0),
             dequeued_total: AtomicU64::new(0),
@@ -110,8 +115,10 @@ impl CoreShared {
         (s, w)
     }
 
-    /// The receive thread hands this core a request (the single inbox pusher).
+    /// The thread that received a request (a worker polling the socket, or the controller)
+    /// hands it to this core.
     pub fn deliver(&self, job: Job) {
+        let _g = self.deliver_lock.lock();
         self.inbox_stamps.pushed(job.arrived);
         self.enqueued_total.fetch_add(1, Ordering::Relaxed);
         self.inbox.push(job);
@@ -181,6 +188,11 @@ impl LocalQueue {
     /// queue or inbox (parked cores included), starting at a rotating victim. Counts the moves
     /// between cores. `None` is one fruitless work-search pass.
     pub fn find(&self, cores: &[CoreShared], me_idx: usize, rotor: &mut usize) -> Option<Job> {
+        self.find_own(cores, me_idx).or_else(|| self.steal(cores, me_idx, rotor))
+    }
+
+    /// Own run queue, then own inbox (moving a batch into the run queue).
+    pub fn find_own(&self, cores: &[CoreShared], me_idx: usize) -> Option<Job> {
         let me = &cores[me_idx];
         if let Some(j) = self.runq.pop() {
             me.runq_stamps.took();
@@ -197,6 +209,13 @@ impl LocalQueue {
             me.dequeued_total.fetch_add(1, Ordering::Relaxed);
             return Some(first);
         }
+        None
+    }
+
+    /// Steals half of another core's run queue or inbox (parked cores included), starting at a
+    /// rotating victim.
+    pub fn steal(&self, cores: &[CoreShared], me_idx: usize, rotor: &mut usize) -> Option<Job> {
+        let me = &cores[me_idx];
         let n = cores.len();
         for k in 1..n {
             *rotor = rotor.wrapping_add(1);

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use microsched_core::timeseries::TimeSeries;
 use serde::{Deserialize, Serialize};
 
 macro_rules! counters {
@@ -82,27 +83,17 @@ impl Counters {
 }
 
 /// Server-side time series: one row per sample interval, values at the sample time or means
-/// over the interval (cores). Column names match the simulator's where they mean the same.
+/// over the interval (cores). The simulator's columns are `cols` (the server fills t_ms, the core,
+/// queue, allocator and credit columns; the client columns stay empty: the load generator has
+/// them), flattened into the JSON; the rest only the real runtime has.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ServerSeries {
     /// Wall-clock time of each sample, ns since the Unix epoch (to align with the load generator).
     pub unix_ns: Vec<u64>,
-    pub t_ms: Vec<f64>,
-    pub cores_allocated: Vec<f64>,
-    pub cores_busy: Vec<f64>,
-    pub cores_parked: Vec<f64>,
+    #[serde(flatten)]
+    pub cols: TimeSeries,
     /// Granted cores not yet running (the real allocation delay), part of cores_allocated.
     pub cores_waking: Vec<f64>,
-    pub queue_len: Vec<f64>,
-    pub oldest_delay_us: Vec<f64>,
-    #[serde(deserialize_with = "nan_as_null")]
-    pub alloc_signal: Vec<f64>,
-    #[serde(deserialize_with = "nan_as_null")]
-    pub credit_pool: Vec<f64>,
-    #[serde(deserialize_with = "nan_as_null")]
-    pub credits_issued: Vec<f64>,
-    #[serde(deserialize_with = "nan_as_null")]
-    pub drained_sessions: Vec<f64>,
     pub be_ops_per_s: Vec<f64>,
     /// Cumulative core time per phase at the sample: busy, search, parked, waking (ns).
     pub core_ns: Vec<[u64; 4]>,
@@ -126,6 +117,10 @@ pub struct CoreReport {
     /// Core grants carried out, parks.
     pub grants: u64,
     pub parks: u64,
+    /// Parks decided while some session held no credits (counted at the decision, under the
+    /// RPC lock; CoreSync's rule (1) forbids them).
+    #[serde(default)]
+    pub parks_while_drained: u64,
     /// Requests run per worker.
     pub completed_per_worker: Vec<u64>,
 }
@@ -178,10 +173,4 @@ impl ServerReport {
     pub fn counter(&self, name: &str) -> u64 {
         self.counters.get(name).and_then(|v| v.as_u64()).unwrap_or(0)
     }
-}
-
-/// JSON has no NaN: serde_json writes it as `null`; read `null` back as NaN.
-fn nan_as_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    let v: Vec<Option<f64>> = Deserialize::deserialize(d)?;
-    Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
 }

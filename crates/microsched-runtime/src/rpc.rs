@@ -1,5 +1,5 @@
 //! The RPC layer's state: the session table (tokens, peers) and the credit controller, under one
-//! lock. The receive thread authenticates and admits requests through it, workers report
+//! lock. The receive path (workers polling the socket) authenticates and admits requests through it, workers report
 //! completions, the controller ticks the credit pool.
 //!
 //! The credit controller is `microsched_core::overload::build`'s object, the very one the
@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
-use microsched_core::overload::{Admission, CreditController, CreditStats};
+use microsched_core::overload::{Admission, CreditController, CreditLink, CreditStats};
 use microsched_core::Nanos;
 
 /// Advertised credit values remembered per session for the allowance.
@@ -105,6 +105,14 @@ impl Rpc {
     }
     pub fn stats(&self) -> Option<CreditStats> {
         self.ctl.as_ref().map(|c| c.stats())
+    }
+    /// The credit controller as the core allocator sees it (CoreSync's §III-D interface), if any.
+    pub fn link(&mut self) -> Option<&mut dyn CreditLink> {
+        self.ctl.as_mut().map(|c| &mut **c as &mut dyn CreditLink)
+    }
+    /// Sessions holding no credits (0 without a credit controller).
+    pub fn drained(&self) -> u32 {
+        self.ctl.as_ref().map_or(0, |c| c.drained())
     }
     pub fn connected(&self) -> u32 {
         self.connected

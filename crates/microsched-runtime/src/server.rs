@@ -1,12 +1,15 @@
-//! The server: a UDP socket, a receive thread that validates every datagram, N worker threads
-//! (the "cores", [`crate::worker`]), a controller thread ([`crate::control`]) and optionally the
-//! best-effort co-tenant ([`crate::be`]).
+//! The server: a UDP socket, N worker threads (the "cores", [`crate::worker`]), a controller
+//! thread ([`crate::control`]) and optionally the best-effort co-tenant ([`crate::be`]).
 //!
-//! The receive thread is the NIC and the RPC layer's ingress: it decodes (malformed → counted
-//! by reason, dropped), authenticates (unknown token, or a valid token from another address →
-//! counted, dropped, never answered), checks the request (type, service-time cap), asks the
-//! credit controller (credit-less → `Rejected` notice; AQM → `Dropped` notice with credits), and
-//! hands admitted requests to the inbox of the core their session hashes to.
+//! There is no receive thread: the workers poll the socket themselves in their work-search loop
+//! (a non-blocking `recvfrom`, as Caladan's kthreads poll their RX queue), and the controller
+//! drains it when no worker is searching (all busy, parked or waking: Caladan's IOKernel, which
+//! watches the queues of cores that do not poll). [`poll_socket`] is the NIC and the RPC layer's
+//! ingress, whoever calls it: it decodes (malformed → counted by reason, dropped), authenticates
+//! (unknown token, or a valid token from another address → counted, dropped, never answered),
+//! checks the request (type, service-time cap), asks the credit controller (credit-less →
+//! `Rejected` notice; AQM → `Dropped` notice with credits), and hands admitted requests to the
+//! inbox of the active core their session hashes to.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,7 +64,11 @@ pub(crate) struct Shared {
     pub yield_when_idle: bool,
     pub ntypes: u16,
     pub parks: AtomicU64,
-    /// Set by the receive thread in `once` mode when the last session left.
+    /// Parks decided while some session held no credits (CoreSync must never do this).
+    pub parks_while_drained: AtomicU64,
+    /// Stop once every session that connected has left.
+    pub once: bool,
+    /// Set in `once` mode when the last session left.
     pub clients_gone: AtomicBool,
 }
 
@@ -110,7 +117,6 @@ pub struct Server {
     opts: ServeOpts,
     scenario_name: String,
     workers: Vec<JoinHandle<()>>,
-    recv: Option<JoinHandle<()>>,
     control: Option<JoinHandle<ControlOut>>,
     be: Option<BeCoTenant>,
     be_threads: u32,
@@ -129,7 +135,6 @@ impl Server {
         check_loopback(opts.addr, opts.allow_remote, "--addr")?;
         let sock = UdpSocket::bind(opts.addr).map_err(|e| ConfigError(format!("--addr: cannot bind {}: {e}", opts.addr)))?;
         let addr = sock.local_addr().map_err(|e| ConfigError(format!("--addr: {e}")))?;
-        sock.set_read_timeout(Some(Duration::from_millis(20))).map_err(|e| ConfigError(e.to_string()))?;
         set_buffers(&sock, 8 << 20);
         let n = sc.server.max_cores;
         let allocator = alloc::build(&sc.policy.allocator, n);
@@ -161,6 +166,8 @@ impl Server {
             yield_when_idle: sc.runtime.yield_when_idle,
             ntypes: sc.workload.types.len() as u16,
             parks: AtomicU64::new(0),
+            parks_while_drained: AtomicU64::new(0),
+            once: opts.once,
             clients_gone: AtomicBool::new(false),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
@@ -175,11 +182,6 @@ impl Server {
                     .expect("spawn worker")
             })
             .collect();
-        let recv = {
-            let sh = sh.clone();
-            let once = opts.once;
-            std::thread::Builder::new().name("recv".into()).spawn(move || recv_loop(&sh, once)).expect("spawn recv")
-        };
         let control = {
             let sh = sh.clone();
             let tick = us(sc.runtime.tick_us).max(1);
@@ -196,7 +198,6 @@ impl Server {
             opts,
             scenario_name: sc.name.clone(),
             workers,
-            recv: Some(recv),
             control: Some(control),
             be,
             be_threads: sc.runtime.be_threads,
@@ -255,9 +256,6 @@ impl Server {
         }
         let abandoned: u64 = self.sh.cores.iter().map(|c| c.queued()).sum();
         let kernel_drops = crate::netstat::udp_drops(self.addr).unwrap_or(0);
-        if let Some(r) = self.recv.take() {
-            let _ = r.join();
-        }
         let ctl = self.control.take().map(|c| c.join().expect("controller thread"));
         let sched_idle = self.be.as_ref().is_some_and(|b| b.sched_idle.load(Ordering::Relaxed));
         let be_ops = self.be.take().map_or(0, |b| b.stop());
@@ -301,6 +299,7 @@ impl Server {
                 total_ns: times.iter().sum(),
                 grants,
                 parks: sh.parks.load(Ordering::Relaxed),
+                parks_while_drained: sh.parks_while_drained.load(Ordering::Relaxed),
                 completed_per_worker: sh.cores.iter().map(|c| c.completed.load(Ordering::Relaxed)).collect(),
             },
             be: BeReport {
@@ -346,14 +345,14 @@ pub(crate) fn set_socket_buffers(sock: &UdpSocket, bytes: i32) {
     set_buffers(sock, bytes)
 }
 
-fn recv_loop(sh: &Shared, once: bool) {
-    let mut buf = [0u8; 2048];
-    let mut msgs = Vec::new();
-    while !sh.stop.load(Ordering::Relaxed) {
-        let (len, peer) = match sh.sock.recv_from(&mut buf) {
-            Ok(x) => x,
-            Err(_) => continue, // read timeout: check the stop flag
-        };
+/// Receives up to `budget` datagrams without blocking and handles each (validation, admission,
+/// delivery to a core's inbox). Returns how many were received. Called by searching workers and
+/// by the controller; `buf` and `msgs` are the caller's scratch space.
+pub(crate) fn poll_socket(sh: &Shared, budget: usize, buf: &mut [u8; 2048], msgs: &mut Vec<CreditMsg>) -> usize {
+    let mut got = 0;
+    while got < budget {
+        let Some((len, peer)) = recv_nonblocking(&sh.sock, buf) else { break };
+        got += 1;
         Counters::bump(&sh.counters.datagrams);
         let now = sh.clock.now();
         // A datagram longer than any message is malformed even if truncated to a valid prefix.
@@ -373,10 +372,67 @@ fn recv_loop(sh: &Shared, once: bool) {
                 continue;
             }
         };
-        handle(sh, now, msg, peer, &mut msgs);
-        if once && sh.rpc.lock().all_gone() {
+        let disconnect = matches!(msg, Msg::Disconnect { .. });
+        handle(sh, now, msg, peer, msgs);
+        if disconnect && sh.once && sh.rpc.lock().all_gone() {
             sh.clients_gone.store(true, Ordering::Relaxed);
         }
+    }
+    got
+}
+
+/// `recvfrom(MSG_DONTWAIT)`: one datagram (truncated to `buf`, its length then > `MAX_LEN`) and
+/// its sender, or `None` when nothing is waiting (or on any error).
+fn recv_nonblocking(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr)> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    use std::os::fd::AsRawFd;
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut sl = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: buf and ss are valid for writes of the given lengths for the duration of the call.
+    let n = unsafe {
+        libc::recvfrom(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+            libc::MSG_DONTWAIT,
+            &mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr,
+            &mut sl,
+        )
+    };
+    if n < 0 {
+        return None;
+    }
+    let peer = match ss.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the kernel wrote a sockaddr_in (family AF_INET) into the storage.
+            let a = unsafe { &*(&ss as *const libc::sockaddr_storage as *const libc::sockaddr_in) };
+            SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)), u16::from_be(a.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the kernel wrote a sockaddr_in6 (family AF_INET6) into the storage.
+            let a = unsafe { &*(&ss as *const libc::sockaddr_storage as *const libc::sockaddr_in6) };
+            SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            ))
+        }
+        _ => return None,
+    };
+    Some((n as usize, peer))
+}
+
+/// Waits until the socket is readable or `timeout` passed (the controller's sleep when no worker
+/// polls the socket).
+pub(crate) fn wait_readable(sock: &UdpSocket, timeout: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut fds = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    unsafe {
+        libc::ppoll(&mut fds, 1, &ts, std::ptr::null());
     }
 }
 

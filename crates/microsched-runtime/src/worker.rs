@@ -1,12 +1,17 @@
 //! A worker thread: one "core" of the latency-critical application.
 //!
-//! Loop: find work (own run queue, own inbox, then steal: [`crate::queue::LocalQueue::find`]),
-//! run it through the [`Handler`](crate::handler::Handler), answer. A fruitless search is a pass;
-//! once the worker has searched for the allocator's poll period and pass count
+//! Loop: own run queue and own inbox, then the socket (a non-blocking receive of up to
+//! [`RX_BATCH`] datagrams, validated and steered like every datagram: Caladan's kthreads poll
+//! their RX queue in `schedule()`), then stealing ([`crate::queue::LocalQueue`]); run the request
+//! through the [`Handler`](crate::handler::Handler), answer. A fruitless search is a pass; once
+//! the worker has searched for the allocator's poll period and pass count
 //! ([`ParkRule`](microsched_core::alloc::ParkRule)), it asks the allocator
-//! ([`CoreAllocator::on_park_attempt`](microsched_core::alloc::CoreAllocator::on_park_attempt))
-//! and parks if allowed (Caladan's `schedule()` → `kthread_park`, reference §4.2). A yield request
-//! from the allocator parks it at its next idle point. Parking blocks the thread
+//! ([`CoreAllocator::on_park_attempt`](microsched_core::alloc::CoreAllocator::on_park_attempt),
+//! with the credit controller as its [`CreditLink`](microsched_core::overload::CreditLink), as the
+//! simulator does) and parks if allowed (Caladan's `schedule()` → `kthread_park`, reference §4.2).
+//! A worker whose attempt was refused (`KeepPolling`, CoreSync) and then finds work, or that wakes
+//! after parking, reports it with `on_park_abort` (CoreSync returns the credits it withheld). A
+//! yield request from the allocator parks it at its next idle point. Parking blocks the thread
 //! ([`crate::park`]); the controller's core grant wakes it.
 
 use std::sync::atomic::Ordering;
@@ -19,26 +24,51 @@ use crate::handler::Request;
 use crate::park::Phase;
 use crate::queue::{Job, LocalQueue};
 use crate::report::Counters;
-use crate::server::Shared;
+use crate::rpc::CreditMsg;
+use crate::server::{poll_socket, Shared};
 use crate::wire::{encode, Msg, Status};
+
+/// Datagrams received per socket poll (Caladan's RX batch).
+pub const RX_BATCH: usize = 16;
 
 pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
     let core = &sh.cores[me];
     core.parker.register();
     let stopping = || sh.stop.load(Ordering::Relaxed);
+    let mut buf = [0u8; 2048];
+    let mut msgs: Vec<CreditMsg> = Vec::new();
     if core.parker.phase() == Phase::Parked {
         core.parker.park(sh.clock.now(), stopping);
-        woke(&sh, me);
+        woke(&sh, me, &mut msgs);
     }
     let rule = sh.park_rule;
     let mut rotor = me;
     let mut idle_since: Option<Nanos> = None;
     let mut passes: u32 = 0;
+    // A park attempt was refused since the last work found (the allocator must hear the abort).
+    let mut attempting = false;
     while !stopping() {
-        if let Some(job) = local.find(&sh.cores, me, &mut rotor) {
+        let mut job = local.find_own(&sh.cores, me);
+        if job.is_none() && poll_socket(&sh, RX_BATCH, &mut buf, &mut msgs) > 0 {
+            job = local.find_own(&sh.cores, me);
+            if job.is_none() {
+                // Received something (for another core, or not a request): not a fruitless pass.
+                idle_since = None;
+                passes = 0;
+                continue;
+            }
+        }
+        if job.is_none() {
+            job = local.steal(&sh.cores, me, &mut rotor);
+        }
+        if let Some(job) = job {
             idle_since = None;
             passes = 0;
-            serve(&sh, me, job);
+            if attempting {
+                attempting = false;
+                park_abort(&sh, me, &mut msgs);
+            }
+            serve(&sh, me, job, &mut msgs);
             continue;
         }
         passes = passes.saturating_add(1);
@@ -53,13 +83,26 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
             };
             if eligible {
                 let active = sh.active_cores();
-                park = sh.alloc.lock().on_park_attempt(now, me as u16, active, None) == ParkVerdict::Park;
+                // Lock order: rpc, then alloc.
+                let mut rpc = sh.rpc.lock();
+                let verdict = sh.alloc.lock().on_park_attempt(now, me as u16, active, rpc.link());
+                park = verdict == ParkVerdict::Park;
+                if park && rpc.drained() > 0 {
+                    sh.parks_while_drained.fetch_add(1, Ordering::Relaxed);
+                }
+                attempting = !park;
+                rpc.wakeups(&mut msgs);
+                drop(rpc);
+                for m in msgs.drain(..) {
+                    sh.send_credit(m);
+                }
             }
         }
         if park {
             sh.parks.fetch_add(1, Ordering::Relaxed);
+            attempting = false;
             core.parker.park(now, stopping);
-            woke(&sh, me);
+            woke(&sh, me, &mut msgs);
             idle_since = None;
             passes = 0;
             continue;
@@ -70,14 +113,26 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
     }
 }
 
-/// Back from a park: the grant's transition time ends here.
-fn woke(sh: &Shared, me: usize) {
+/// The allocator hears that core `me` ended its park attempt (found work, or woke up).
+fn park_abort(sh: &Shared, me: usize, msgs: &mut Vec<CreditMsg>) {
     let now = sh.clock.now();
-    sh.cores[me].parker.set(now, Phase::Search);
-    sh.alloc.lock().on_park_abort(now, me as u16, None);
+    let mut rpc = sh.rpc.lock();
+    sh.alloc.lock().on_park_abort(now, me as u16, rpc.link());
+    rpc.wakeups(msgs);
+    drop(rpc);
+    for m in msgs.drain(..) {
+        sh.send_credit(m);
+    }
 }
 
-fn serve(sh: &Shared, me: usize, job: Job) {
+/// Back from a park: the grant's transition time ends here.
+fn woke(sh: &Shared, me: usize, msgs: &mut Vec<CreditMsg>) {
+    let now = sh.clock.now();
+    sh.cores[me].parker.set(now, Phase::Search);
+    park_abort(sh, me, msgs);
+}
+
+fn serve(sh: &Shared, me: usize, job: Job, msgs: &mut Vec<CreditMsg>) {
     let core = &sh.cores[me];
     let start = sh.clock.now();
     core.parker.set(start, Phase::Busy);
@@ -90,10 +145,9 @@ fn serve(sh: &Shared, me: usize, job: Job) {
         let delay = sh.delay_ns.load(Ordering::Relaxed);
         let mut rpc = sh.rpc.lock();
         let c = rpc.complete(done, job.session, delay);
-        let mut msgs = Vec::new();
-        rpc.wakeups(&mut msgs);
+        rpc.wakeups(msgs);
         drop(rpc);
-        for m in msgs {
+        for m in msgs.drain(..) {
             sh.send_credit(m);
         }
         c

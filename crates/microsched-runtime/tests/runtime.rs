@@ -1,7 +1,7 @@
 //! Integration tests of the real runtime on loopback: 2 workers, server and load generator in
 //! this process (threads), every run bounded (≤ ~2 s of load, request count bounded by the rate).
 //!
-//! This machine has 2 CPUs shared by the workers, the receive and controller threads and the
+//! This machine has 2 CPUs shared by the workers, the controller thread and the
 //! load generator (and whatever else runs), so absolute latencies are noisy; the assertions are
 //! about accounting (exact) and about comparisons made within one test.
 
@@ -162,6 +162,36 @@ fn overload_breakwater_goodput_near_capacity_and_p99_within_slo() {
     assert!(s_bw.latency_us.p99 < s_none.latency_us.p99 / 10.0, "breakwater p99 {} vs none {}", s_bw.latency_us.p99, s_none.latency_us.p99);
     assert!(s_bw.latency_us.p99 <= s_bw.slo_us, "breakwater p99 {} µs > SLO {} µs", s_bw.latency_us.p99, s_bw.slo_us);
     assert!(s_bw.goodput_rps >= 0.8 * capacity, "breakwater goodput {:.0} < 80 % of capacity {capacity:.0}", s_bw.goodput_rps);
+}
+
+/// CoreSync runs in the runtime: its park attempts see the credit controller (the
+/// `CreditLink`), it parks at low load, and it never parks while a session is drained (counted
+/// at every park decision, under the RPC lock), also at 2× overload where sessions are drained
+/// most of the time.
+#[test]
+fn coresync_parks_at_low_load_and_never_while_a_session_is_drained() {
+    let _g = serial();
+    for (rps, dur) in [("2000", "1000"), ("100000", "1000")] {
+        let sc = scenario(&[&[&format!("load.rps={rps}"), &format!("duration_ms={dur}"), "policy.allocator.kind=\"coresync\""][..], &BW[..]].concat());
+        let (lg, rep) = run(&sc);
+        check_accounting(&lg, &rep);
+        assert_eq!(rep.allocator, "coresync");
+        assert_eq!(rep.overload, "breakwater");
+        let drained_max = rep.timeseries.cols.drained_sessions.iter().cloned().fold(0.0, f64::max);
+        eprintln!(
+            "coresync at {rps}/s: {:.2} cores allocated, {} parks, {} grants, drained sessions up to {drained_max}, {} parks while drained, goodput {:.0}",
+            rep.cores.allocated_mean, rep.cores.parks, rep.cores.grants, rep.cores.parks_while_drained, lg.summary.goodput_rps
+        );
+        assert_eq!(rep.cores.parks_while_drained, 0, "CoreSync parked while a session was drained");
+        if rps == "2000" {
+            // (How much it parks depends on Breakwater's issued credits: above R per core beyond
+            // one per session, CoreSync withholds credits and keeps polling until they come down.)
+            assert!(rep.cores.parks > 0 && rep.cores.parked_ns > 0, "CoreSync parks at 4 % load: {:?}", rep.cores);
+            assert!(lg.client.completed as f64 >= 0.95 * lg.client.generated as f64, "{:?}", lg.client);
+        } else {
+            assert!(lg.summary.goodput_rps > 1000.0, "{:?}", lg.client);
+        }
+    }
 }
 
 /// Static vs Caladan at 4 % load with one best-effort thread: (allocated mean, BE ops/s, report).
