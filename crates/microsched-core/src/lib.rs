@@ -13,9 +13,11 @@ pub mod dist;
 pub mod error;
 pub mod metrics;
 pub mod overload;
+pub mod rng;
 pub mod scenario;
 pub mod summary;
 pub mod time;
+pub mod workload;
 pub mod timeseries;
 
 pub use error::ScenarioError;

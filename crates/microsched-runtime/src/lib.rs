@@ -39,10 +39,5 @@ pub use loadgen::{LoadgenOpts, LoadgenResult};
 pub use report::ServerReport;
 pub use server::{ServeOpts, Server};
 
-/// A well-mixed hash (splitmix64), for RSS-style session-to-core steering.
-pub fn hash(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// RSS-style session-to-core steering uses the simulator's hash.
+pub use microsched_core::rng::hash;

@@ -23,14 +23,13 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use microsched_core::dist::Sampler;
 use microsched_core::metrics::LatencyRecorder;
 use microsched_core::scenario::Loaded;
 use microsched_core::summary::{Credits, Requests, SimStats, Summary};
 use microsched_core::time::{ms, us};
+use microsched_core::workload::{load_steps, Arrivals, RequestMix};
 use microsched_core::Nanos;
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Exp1};
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::client::{ClientDrop, Clients, Out};
@@ -38,23 +37,7 @@ use crate::clock::{tight_timer_slack, Clock};
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
 use crate::wire::{decode, encode, Msg, Status};
 
-type Stream = rand_pcg::Pcg64Mcg;
-
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn fnv1a(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3))
-}
-
-/// The random stream called `name` of run `seed`, derived exactly as the simulator derives it.
-pub fn stream(seed: u64, name: &str) -> Stream {
-    Stream::seed_from_u64(splitmix64(seed ^ splitmix64(fnv1a(name))))
-}
+pub use microsched_core::rng::stream;
 
 #[derive(Debug, Clone)]
 pub struct LoadgenOpts {
@@ -147,61 +130,6 @@ struct Pending {
     measured: bool,
 }
 
-/// The workload draw, stream for stream as the simulator's.
-struct Workload {
-    cumulative: Vec<f64>,
-    samplers: Vec<Sampler>,
-    service_rngs: Vec<Stream>,
-    type_rng: Stream,
-}
-
-impl Workload {
-    fn draw(&mut self) -> (u16, Nanos) {
-        let t = if self.cumulative.len() == 1 {
-            0
-        } else {
-            let u: f64 = self.type_rng.gen();
-            self.cumulative.iter().position(|&c| u < c).unwrap_or(self.cumulative.len() - 1)
-        };
-        (t as u16, self.samplers[t].sample(&mut self.service_rngs[t]).min(MAX_SERVICE_NS))
-    }
-}
-
-/// Piecewise-constant Poisson arrivals (the simulator's algorithm: one unit exponential per
-/// arrival, walked across rate steps).
-struct Arrivals {
-    steps: Vec<(f64, f64)>,
-    idx: usize,
-    t: f64,
-    rng: Stream,
-}
-
-impl Arrivals {
-    fn next(&mut self) -> Option<Nanos> {
-        let mut e: f64 = Exp1.sample(&mut self.rng);
-        loop {
-            let rate = self.steps[self.idx].1;
-            let seg_end = self.steps.get(self.idx + 1).map_or(f64::INFINITY, |s| s.0);
-            if rate > 0.0 {
-                let dt = e / rate;
-                if self.t + dt < seg_end {
-                    self.t += dt;
-                    return Some(self.t.round() as Nanos);
-                }
-                e -= (seg_end - self.t) * rate;
-            }
-            if seg_end.is_infinite() {
-                return None;
-            }
-            self.t = seg_end;
-            self.idx += 1;
-        }
-    }
-    fn rate_at(&self, t: f64) -> f64 {
-        let i = self.steps.partition_point(|s| s.0 <= t).saturating_sub(1);
-        self.steps[i].1 * 1e9
-    }
-}
 
 struct Gen {
     sock: UdpSocket,
@@ -389,35 +317,18 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
     check_loopback(opts.addr, opts.allow_remote, "--addr")?;
     let seed = opts.seed.unwrap_or(sc.seed);
 
-    // Workload and arrivals, as the simulator builds them.
-    let total_ratio: f64 = sc.workload.types.iter().map(|t| t.ratio).sum();
-    let (mut acc, mut cumulative, mut samplers, mut service_rngs) = (0.0, vec![], vec![], vec![]);
-    for (i, t) in sc.workload.types.iter().enumerate() {
-        acc += t.ratio / total_ratio;
-        cumulative.push(acc);
-        let s = Sampler::build(&t.service, base, &format!("workload.types[{i}].service"))?;
-        if s.mean_us() * 1e3 > MAX_SERVICE_NS as f64 {
+    // Workload and arrivals, built by the same code as the simulator's.
+    let mut workload = RequestMix::new(&sc, base, seed)?;
+    for (i, sampler) in workload.samplers().iter().enumerate() {
+        if sampler.mean_us() * 1e3 > MAX_SERVICE_NS as f64 {
             return Err(ConfigError(format!(
                 "workload.types[{i}].service: a mean of {} µs is not allowed for the real runtime: at most {} µs",
-                s.mean_us(),
+                sampler.mean_us(),
                 MAX_SERVICE_NS / 1000
             )));
         }
-        samplers.push(s);
-        service_rngs.push(stream(seed, &format!("service.{i}")));
     }
-    let mut workload = Workload { cumulative, samplers, service_rngs, type_rng: stream(seed, "types") };
-    let capacity = sc.capacity_rps(base)?;
-    let rate = |fraction: Option<f64>, rps: Option<f64>| rps.unwrap_or_else(|| fraction.unwrap_or(0.0) * capacity);
-    let mut steps = vec![(0.0, rate(sc.load.fraction, sc.load.rps))];
-    for s in &sc.load.schedule {
-        let t = ms(s.at_ms) as f64;
-        if t == 0.0 {
-            steps[0].1 = rate(s.fraction, s.rps);
-        } else {
-            steps.push((t, rate(s.fraction, s.rps)));
-        }
-    }
+    let steps = load_steps(&sc, base)?;
     for (i, &(_, r)) in steps.iter().enumerate() {
         if r > MAX_RPS {
             let field = if i == 0 { "load".to_string() } else { format!("load.schedule[{}]", i - 1) };
@@ -426,7 +337,7 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
             )));
         }
     }
-    let mut arrivals = Arrivals { steps: steps.iter().map(|&(t, r)| (t, r / 1e9)).collect(), idx: 0, t: 0.0, rng: stream(seed, "arrivals") };
+    let mut arrivals = Arrivals::from_steps(&steps, seed);
     let mut session_rng = stream(seed, "sessions");
     let n = sc.clients.sessions;
     let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
@@ -495,6 +406,7 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
         while let Some(t) = next_arrival.filter(|&t| t <= now && t < end_send) {
             let session = session_rng.gen_range(0..n);
             let (rtype, service) = workload.draw();
+            let service = service.min(MAX_SERVICE_NS);
             let measured = t >= warmup;
             g.c.generated += 1;
             g.iv[0] += 1;

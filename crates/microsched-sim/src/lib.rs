@@ -3,12 +3,10 @@
 //! `run(&loaded, seed)` simulates one scenario; the same scenario and seed give bit-identical
 //! results (apart from the wall-clock fields of `summary.sim`).
 
-mod arrivals;
 mod clients;
 mod events;
 mod requests;
 mod result;
-mod rng;
 mod server;
 mod sim;
 

@@ -11,7 +11,7 @@ use rand::Rng;
 
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
-use crate::rng::{hash, Stream};
+use microsched_core::rng::{hash, Stream};
 
 const NONE: u32 = u32::MAX;
 

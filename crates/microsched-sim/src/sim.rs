@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs, ParkMode, ParkVerdict};
-use microsched_core::dist::Sampler;
 use microsched_core::metrics::LatencyRecorder;
 use microsched_core::overload::{self, Admission, CreditController, CreditLink, SessionId};
 use microsched_core::scenario::{DelaySignal, Loaded, Scenario};
@@ -13,12 +12,12 @@ use microsched_core::time::{ms, us, NS_PER_US};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
 
-use crate::arrivals::{pick, Arrivals};
 use crate::clients::{ClientDrop, Clients, Out};
 use crate::events::{Event, EventQueue};
 use crate::requests::{Req, Slab};
 use crate::result::{RequestLog, SimResult, TimeSeries};
-use crate::rng::{stream, Stream};
+use microsched_core::rng::{stream, Stream};
+use microsched_core::workload::{load_steps, pick, Arrivals, RequestMix};
 use crate::server::{Idle, Server, ServerCfg};
 
 struct Network {
@@ -37,27 +36,6 @@ impl Network {
         } else {
             evq.push(now + self.one_way + self.rng.gen_range(0..=self.jitter), ev);
         }
-    }
-}
-
-/// The request mix: type by weight, service time from the type's own stream.
-struct Workload {
-    cumulative: Vec<f64>,
-    samplers: Vec<Sampler>,
-    service_rngs: Vec<Stream>,
-    type_rng: Stream,
-}
-
-impl Workload {
-    #[inline]
-    fn draw(&mut self) -> (u16, Nanos) {
-        let t = if self.cumulative.len() == 1 {
-            0
-        } else {
-            let u: f64 = self.type_rng.gen();
-            self.cumulative.iter().position(|&c| u < c).unwrap_or(self.cumulative.len() - 1)
-        };
-        (t as u16, self.samplers[t].sample(&mut self.service_rngs[t]))
     }
 }
 
@@ -115,7 +93,7 @@ pub struct Sim {
     slab: Slab,
     server: Server,
     net: Network,
-    workload: Workload,
+    workload: RequestMix,
     arrivals: Arrivals,
     session_rng: Stream,
     sessions: u32,
@@ -148,28 +126,8 @@ impl Sim {
         let max_cores = sc.server.max_cores as usize;
         let allocator = alloc::build(&sc.policy.allocator, sc.server.max_cores);
 
-        let total_ratio: f64 = sc.workload.types.iter().map(|t| t.ratio).sum();
-        let mut acc = 0.0;
-        let mut cumulative = Vec::new();
-        let mut samplers = Vec::new();
-        let mut service_rngs = Vec::new();
-        for (i, t) in sc.workload.types.iter().enumerate() {
-            acc += t.ratio / total_ratio;
-            cumulative.push(acc);
-            samplers.push(Sampler::build(&t.service, base, &format!("workload.types[{i}].service"))?);
-            service_rngs.push(stream(seed, &format!("service.{i}")));
-        }
-        let capacity = sc.capacity_rps(base)?;
-        let rate = |fraction: Option<f64>, rps: Option<f64>| rps.unwrap_or_else(|| fraction.unwrap_or(0.0) * capacity) / 1e9;
-        let mut steps = vec![(0.0, rate(sc.load.fraction, sc.load.rps))];
-        for s in &sc.load.schedule {
-            let t = ms(s.at_ms) as f64;
-            if t == 0.0 {
-                steps[0].1 = rate(s.fraction, s.rps);
-            } else {
-                steps.push((t, rate(s.fraction, s.rps)));
-            }
-        }
+        let workload = RequestMix::new(&sc, base, seed)?;
+        let steps = load_steps(&sc, base)?;
         let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
         let slo_us = sc.slo_us(base)?;
         let warmup = ms(sc.warmup_ms);
@@ -223,8 +181,8 @@ impl Sim {
             slab: Slab::default(),
             server,
             net: Network { one_way: us(sc.network.rtt_us) / 2, jitter: us(sc.network.jitter_us), rng: stream(seed, "network") },
-            workload: Workload { cumulative, samplers, service_rngs, type_rng: stream(seed, "types") },
-            arrivals: Arrivals::new(steps, stream(seed, "arrivals")),
+            workload,
+            arrivals: Arrivals::from_steps(&steps, seed),
             session_rng: stream(seed, "sessions"),
             sessions: sc.clients.sessions,
             allocator,

@@ -1,0 +1,132 @@
+//! The open-loop workload both drivers generate: Poisson arrivals whose rate may change over
+//! time, sessions, and the request mix. The simulator and the real load generator build it from
+//! the same scenario and the same named streams, so one seed gives them the same requests.
+//!
+//! The next arrival is found by drawing one unit exponential and walking the integrated rate
+//! across steps, which is exact for a non-homogeneous Poisson process and consumes exactly one
+//! draw per arrival, whatever the schedule: the arrival stream stays aligned across scenarios.
+
+use std::path::Path;
+
+use rand::Rng;
+use rand_distr::{Distribution, Exp1};
+
+use crate::dist::Sampler;
+use crate::rng::{stream, Stream};
+use crate::scenario::Scenario;
+use crate::time::ms;
+use crate::{Nanos, ScenarioError};
+
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    /// (start time ns, rate in requests per ns), sorted, first at 0.
+    steps: Vec<(f64, f64)>,
+    idx: usize,
+    /// Time of the last arrival, unrounded, so that rounding never accumulates.
+    t: f64,
+    rng: Stream,
+}
+
+impl Arrivals {
+    pub fn new(steps: Vec<(f64, f64)>, rng: Stream) -> Self {
+        debug_assert!(!steps.is_empty() && steps[0].0 == 0.0);
+        Self { steps, idx: 0, t: 0.0, rng }
+    }
+
+    /// The next arrival time, or `None` if the rate stays 0 forever.
+    pub fn next(&mut self) -> Option<Nanos> {
+        let mut e: f64 = Exp1.sample(&mut self.rng);
+        loop {
+            let rate = self.steps[self.idx].1;
+            let seg_end = self.steps.get(self.idx + 1).map_or(f64::INFINITY, |s| s.0);
+            if rate > 0.0 {
+                let dt = e / rate;
+                if self.t + dt < seg_end {
+                    self.t += dt;
+                    return Some(self.t.round() as Nanos);
+                }
+                e -= (seg_end - self.t) * rate;
+            }
+            if seg_end.is_infinite() {
+                return None;
+            }
+            self.t = seg_end;
+            self.idx += 1;
+        }
+    }
+
+    /// Rate (requests/s) in force at time `t` ns.
+    pub fn rate_at(&self, t: f64) -> f64 {
+        let i = self.steps.partition_point(|s| s.0 <= t).saturating_sub(1);
+        self.steps[i].1 * 1e9
+    }
+}
+
+/// Uniform pick in 0..n from a stream (a thin wrapper so call sites say what they draw).
+#[inline]
+pub fn pick(rng: &mut Stream, n: u32) -> u32 {
+    rng.gen_range(0..n)
+}
+
+/// The offered-load steps of a scenario: (start ns, requests/s), the first at 0.
+pub fn load_steps(sc: &Scenario, base_dir: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
+    let capacity = sc.capacity_rps(base_dir)?;
+    let rate = |fraction: Option<f64>, rps: Option<f64>| rps.unwrap_or_else(|| fraction.unwrap_or(0.0) * capacity);
+    let mut steps = vec![(0.0, rate(sc.load.fraction, sc.load.rps))];
+    for s in &sc.load.schedule {
+        let t = ms(s.at_ms) as f64;
+        if t == 0.0 {
+            steps[0].1 = rate(s.fraction, s.rps);
+        } else {
+            steps.push((t, rate(s.fraction, s.rps)));
+        }
+    }
+    Ok(steps)
+}
+
+impl Arrivals {
+    /// The arrival process of run `seed` over `steps` (start ns, requests/s).
+    pub fn from_steps(steps: &[(f64, f64)], seed: u64) -> Self {
+        Self::new(steps.iter().map(|&(t, r)| (t, r / 1e9)).collect(), stream(seed, "arrivals"))
+    }
+}
+
+/// The request mix: type by weight, service time from the type's own stream.
+#[derive(Debug, Clone)]
+pub struct RequestMix {
+    cumulative: Vec<f64>,
+    samplers: Vec<Sampler>,
+    service_rngs: Vec<Stream>,
+    type_rng: Stream,
+}
+
+impl RequestMix {
+    pub fn new(sc: &Scenario, base_dir: &Path, seed: u64) -> Result<Self, ScenarioError> {
+        let total: f64 = sc.workload.types.iter().map(|t| t.ratio).sum();
+        let mut acc = 0.0;
+        let (mut cumulative, mut samplers, mut service_rngs) = (vec![], vec![], vec![]);
+        for (i, t) in sc.workload.types.iter().enumerate() {
+            acc += t.ratio / total;
+            cumulative.push(acc);
+            samplers.push(Sampler::build(&t.service, base_dir, &format!("workload.types[{i}].service"))?);
+            service_rngs.push(stream(seed, &format!("service.{i}")));
+        }
+        Ok(Self { cumulative, samplers, service_rngs, type_rng: stream(seed, "types") })
+    }
+
+    pub fn samplers(&self) -> &[Sampler] {
+        &self.samplers
+    }
+
+    /// The next request's type and service time.
+    #[inline]
+    pub fn draw(&mut self) -> (u16, Nanos) {
+        let t = if self.cumulative.len() == 1 {
+            0
+        } else {
+            let u: f64 = self.type_rng.gen();
+            self.cumulative.iter().position(|&c| u < c).unwrap_or(self.cumulative.len() - 1)
+        };
+        (t as u16, self.samplers[t].sample(&mut self.service_rngs[t]))
+    }
+}
