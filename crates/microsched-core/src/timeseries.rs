@@ -78,48 +78,10 @@ impl TimeSeries {
 }
 
 impl TimeSeries {
-    /// The columns by value, in the order of [`TimeSeries::columns`].
+    /// The columns by value, in the order of [`TimeSeries::columns`] (a series is a few
+    /// thousand rows, so copying it once per run costs nothing worth a second column list).
     pub fn into_columns(self) -> Vec<(&'static str, Vec<f64>)> {
-        let names: Vec<&'static str> = self.columns().iter().map(|(n, _)| *n).collect();
-        let TimeSeries {
-            t_ms,
-            cores_allocated,
-            cores_busy,
-            cores_parked,
-            queue_len,
-            oldest_delay_us,
-            arrivals,
-            completions,
-            drops,
-            throughput_rps,
-            offered_rps,
-            in_system,
-            alloc_signal,
-            credit_pool,
-            credits_issued,
-            drained_sessions,
-            client_queued,
-        } = self;
-        let cols = vec![
-            t_ms,
-            cores_allocated,
-            cores_busy,
-            cores_parked,
-            queue_len,
-            oldest_delay_us,
-            arrivals,
-            completions,
-            drops,
-            throughput_rps,
-            offered_rps,
-            in_system,
-            alloc_signal,
-            credit_pool,
-            credits_issued,
-            drained_sessions,
-            client_queued,
-        ];
-        names.into_iter().zip(cols).collect()
+        self.columns().into_iter().map(|(name, col)| (name, col.clone())).collect()
     }
 }
 

@@ -18,7 +18,6 @@
 //! * [`merge`]: the load generator's summary completed with the server's report.
 
 pub mod be;
-pub mod client;
 pub mod clock;
 pub mod config;
 pub(crate) mod control;

@@ -29,10 +29,13 @@ use microsched_core::summary::{Credits, Requests, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::workload::{load_steps, Arrivals, RequestMix};
 use microsched_core::Nanos;
+
+/// Over UDP a credit request can be lost: re-ask after this long without an answer.
+const CREDIT_RETRY_NS: Nanos = 5_000_000;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::client::{ClientDrop, Clients, Out};
+use microsched_core::overload::client::{ClientDrop, Clients, Out};
 use crate::clock::{tight_timer_slack, Clock};
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
 use crate::wire::{decode, encode, Msg, Status};
@@ -135,12 +138,12 @@ struct Gen {
     sock: UdpSocket,
     server: SocketAddr,
     tokens: Vec<u64>,
-    clients: Clients,
+    clients: Clients<u64>,
     pending: HashMap<u64, Pending>,
     /// (request, sent at) in send order, for in-flight timeouts.
     sent_order: VecDeque<(u64, Nanos)>,
     timers: BinaryHeap<Reverse<(Nanos, u32)>>,
-    out: Vec<Out>,
+    out: Vec<Out<u64>>,
     c: ClientCounters,
     rec: LatencyRecorder,
     lag_sum: f64,
@@ -357,7 +360,7 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
 
     let mut counters = ClientCounters::default();
     let conn = connect_all(&sock, opts.addr, n, &mut counters)?;
-    let mut clients = Clients::new(n, sc.clients.queue_capacity, us(sc.clients.timeout_us), credit_based);
+    let mut clients = Clients::new(n, sc.clients.queue_capacity, us(sc.clients.timeout_us), credit_based, Some(CREDIT_RETRY_NS));
     for (i, &(_, credits)) in conn.iter().enumerate() {
         clients.set_granted(i as u32, credits);
     }

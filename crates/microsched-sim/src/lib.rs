@@ -3,7 +3,6 @@
 //! `run(&loaded, seed)` simulates one scenario; the same scenario and seed give bit-identical
 //! results (apart from the wall-clock fields of `summary.sim`).
 
-mod clients;
 mod events;
 mod requests;
 mod result;

@@ -12,7 +12,7 @@ use microsched_core::time::{ms, us, NS_PER_US};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
 
-use crate::clients::{ClientDrop, Clients, Out};
+use microsched_core::overload::client::{ClientDrop, Clients, Out};
 use crate::events::{Event, EventQueue};
 use crate::requests::{Req, Slab};
 use crate::result::{RequestLog, SimResult, TimeSeries};
@@ -48,9 +48,9 @@ const DELAY_POLL_NS: Nanos = 10 * NS_PER_US;
 /// has no credit work at all.
 struct Credit {
     ctl: Box<dyn CreditController>,
-    clients: Clients,
+    clients: Clients<u32>,
     /// Reused buffers: what the clients do, the controller's wake-ups.
-    out: Vec<Out>,
+    out: Vec<Out<u32>>,
     wakeups: Vec<(SessionId, u32)>,
     /// Measure the signal at each decision instead of reading the cached sample.
     exact: bool,
@@ -151,7 +151,8 @@ impl Sim {
             let exact = sc.server.delay_signal == DelaySignal::Exact;
             Box::new(Credit {
                 ctl,
-                clients: Clients::new(sc.clients.sessions, sc.clients.queue_capacity, us(sc.clients.timeout_us)),
+                // The simulated network loses nothing: a credit request is never retried.
+                clients: Clients::new(sc.clients.sessions, sc.clients.queue_capacity, us(sc.clients.timeout_us), true, None),
                 out: Vec::with_capacity(64),
                 wakeups: Vec::with_capacity(64),
                 exact,
@@ -287,7 +288,7 @@ impl Sim {
             Event::ResponseArrive { req, credits } => {
                 let session = self.response(req);
                 if let Some(c) = &mut self.credit {
-                    c.clients.on_credits(session, credits, true, now, &self.slab, &mut c.out);
+                    c.clients.on_credits(session, credits, true, now, &mut c.out);
                     self.client_outs();
                 }
             }
@@ -310,12 +311,12 @@ impl Sim {
             }
             Event::CreditArrive { session, credits } => {
                 let c = self.credit.as_mut().expect("credit events need a credit controller");
-                c.clients.on_credits(session, credits, false, now, &self.slab, &mut c.out);
+                c.clients.on_credits(session, credits, false, now, &mut c.out);
                 self.client_outs();
             }
             Event::ClientTimeout { session, .. } => {
                 let c = self.credit.as_mut().expect("credit events need a credit controller");
-                c.clients.on_timer(session, now, &self.slab, &mut c.out);
+                c.clients.on_timer(session, now, &mut c.out);
                 self.client_outs();
             }
             Event::CreditTimer => {
@@ -466,7 +467,7 @@ impl Sim {
         match &mut self.credit {
             None => self.net.send(now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq),
             Some(c) => {
-                c.clients.submit(session, slot, now, &self.slab, &mut c.out);
+                c.clients.submit(session, slot, now, &mut c.out);
                 self.client_outs();
             }
         }

@@ -20,6 +20,7 @@
 //! returns `None`).
 
 mod breakwater;
+pub mod client;
 
 pub use breakwater::Breakwater;
 

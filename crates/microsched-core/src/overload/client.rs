@@ -27,14 +27,17 @@
 //! * Not modelled: Breakwater's `demand_sync` option (a zero-demand WINUPDATE when timeouts empty
 //!   the queue; off by default in the code).
 //!
-//! The functions here decide; the simulator carries the decisions out ([`Out`]): it owns the
-//! network, the slab and the counters.
+//! * **Lossy networks**: with `credit_retry = Some(t)` a session whose credit request got no
+//!   answer within `t` may ask again (the real load generator over UDP); with `None` it waits
+//!   (the simulator's network loses nothing).
+//!
+//! Pure state machine, shared by the simulator and the real load generator: it decides, the
+//! driver carries the decisions out ([`Out`]); it owns the network, the requests and the
+//! counters. `R` is the driver's request handle.
 
 use std::collections::VecDeque;
 
-use microsched_core::Nanos;
-
-use crate::requests::Slab;
+use crate::Nanos;
 
 /// Why a client dropped a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,98 +48,125 @@ pub enum ClientDrop {
     Overflow,
 }
 
-/// What a client does, for the simulator to carry out, in order.
+/// What a client does, for the driver to carry out, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Out {
+pub enum Out<R> {
     /// Send request `req` to the server, reporting `demand`.
-    Send { req: u32, demand: u32 },
+    Send { req: R, demand: u32 },
     /// Request `req` is dropped at the client.
-    Drop { req: u32, why: ClientDrop },
+    Drop { req: R, why: ClientDrop },
     /// Send an explicit credit request for `session`.
     CreditRequest { session: u32, demand: u32 },
     /// Arm `session`'s timer for `at`.
     Timer { session: u32, at: Nanos },
 }
 
-#[derive(Debug, Clone, Default)]
-struct Session {
+#[derive(Debug, Clone)]
+struct Session<R> {
     granted: u32,
     outstanding: u32,
-    queue: VecDeque<u32>,
-    awaiting_credit: bool,
+    /// (request, creation time), oldest first.
+    queue: VecDeque<(R, Nanos)>,
+    /// When the unanswered credit request was sent.
+    asked_at: Option<Nanos>,
     timer_armed: bool,
 }
 
 #[derive(Debug)]
-pub struct Clients {
-    sessions: Vec<Session>,
+pub struct Clients<R> {
+    sessions: Vec<Session<R>>,
     capacity: usize,
     timeout: Nanos,
+    /// Without a credit-based controller every request is sent at once.
+    credit_based: bool,
+    credit_retry: Option<Nanos>,
     /// Requests waiting for credits, over all sessions.
     pub queued: u64,
 }
 
-impl Clients {
-    pub fn new(sessions: u32, capacity: u32, timeout: Nanos) -> Self {
+impl<R: Copy> Clients<R> {
+    pub fn new(sessions: u32, capacity: u32, timeout: Nanos, credit_based: bool, credit_retry: Option<Nanos>) -> Self {
         // Queues grow to their working size once and keep it: no allocation per request.
         let reserve = (capacity as usize).min(16);
         let sessions = (0..sessions)
-            .map(|_| Session { queue: VecDeque::with_capacity(reserve), ..Session::default() })
+            .map(|_| Session {
+                granted: 0,
+                outstanding: 0,
+                queue: VecDeque::with_capacity(reserve),
+                asked_at: None,
+                timer_armed: false,
+            })
             .collect();
-        Self { sessions, capacity: capacity.max(1) as usize, timeout, queued: 0 }
+        Self { sessions, capacity: capacity.max(1) as usize, timeout, credit_based, credit_retry, queued: 0 }
     }
 
-    /// A new request `req` of `session` (already in the slab).
-    pub fn submit(&mut self, session: u32, req: u32, now: Nanos, slab: &Slab, out: &mut Vec<Out>) {
+    /// Credits a session got when it connected.
+    pub fn set_granted(&mut self, session: u32, credits: u32) {
+        self.sessions[session as usize].granted = credits;
+    }
+
+    /// A new request `req` of `session`, created at `now`.
+    pub fn submit(&mut self, session: u32, req: R, now: Nanos, out: &mut Vec<Out<R>>) {
+        let credit_based = self.credit_based;
         let s = &mut self.sessions[session as usize];
-        if s.outstanding < s.granted && s.queue.is_empty() {
+        if !credit_based || (s.outstanding < s.granted && s.queue.is_empty()) {
             s.outstanding += 1;
             out.push(Out::Send { req, demand: 0 });
             return;
         }
         if s.queue.len() >= self.capacity {
-            let old = s.queue.pop_front().expect("full queue");
+            let (old, _) = s.queue.pop_front().expect("full queue");
             self.queued -= 1;
             out.push(Out::Drop { req: old, why: ClientDrop::Overflow });
         }
-        s.queue.push_back(req);
+        s.queue.push_back((req, now));
         self.queued += 1;
-        self.drain(session, now, slab, out);
+        self.drain(session, now, out);
+        let retry = self.credit_retry;
         let s = &mut self.sessions[session as usize];
-        if !s.queue.is_empty() && s.granted == 0 && s.outstanding == 0 && !s.awaiting_credit {
-            s.awaiting_credit = true;
+        let may_ask = s.asked_at.is_none_or(|t| retry.is_some_and(|r| now.saturating_sub(t) >= r));
+        if !s.queue.is_empty() && s.granted == 0 && s.outstanding == 0 && may_ask {
+            s.asked_at = Some(now);
             out.push(Out::CreditRequest { session, demand: s.queue.len() as u32 });
         }
     }
 
     /// A response (`response`: frees a slot) or an explicit credit message reaches `session`,
     /// carrying the absolute credit count `credits`.
-    pub fn on_credits(&mut self, session: u32, credits: u32, response: bool, now: Nanos, slab: &Slab, out: &mut Vec<Out>) {
+    pub fn on_credits(&mut self, session: u32, credits: u32, response: bool, now: Nanos, out: &mut Vec<Out<R>>) {
         let s = &mut self.sessions[session as usize];
         if response {
-            debug_assert!(s.outstanding > 0, "a response for a session with nothing outstanding");
             s.outstanding = s.outstanding.saturating_sub(1);
         }
+        if !self.credit_based {
+            return;
+        }
         s.granted = credits;
-        s.awaiting_credit = false;
+        s.asked_at = None;
         if credits > 0 {
-            self.drain(session, now, slab, out);
+            self.drain(session, now, out);
         }
     }
 
+    /// A sent request will never be answered (timed out in flight): its slot is freed.
+    pub fn forget(&mut self, session: u32) {
+        let s = &mut self.sessions[session as usize];
+        s.outstanding = s.outstanding.saturating_sub(1);
+    }
+
     /// `session`'s timer fires.
-    pub fn on_timer(&mut self, session: u32, now: Nanos, slab: &Slab, out: &mut Vec<Out>) {
+    pub fn on_timer(&mut self, session: u32, now: Nanos, out: &mut Vec<Out<R>>) {
         self.sessions[session as usize].timer_armed = false;
-        self.drain(session, now, slab, out);
+        self.drain(session, now, out);
     }
 
     /// Drops expired head entries, sends while credits remain, and keeps the timer armed for the
     /// head's expiry.
-    fn drain(&mut self, session: u32, now: Nanos, slab: &Slab, out: &mut Vec<Out>) {
+    fn drain(&mut self, session: u32, now: Nanos, out: &mut Vec<Out<R>>) {
         let timeout = self.timeout;
         let s = &mut self.sessions[session as usize];
-        while let Some(&head) = s.queue.front() {
-            if now - slab[head].created <= timeout {
+        while let Some(&(head, created)) = s.queue.front() {
+            if now.saturating_sub(created) <= timeout {
                 break;
             }
             s.queue.pop_front();
@@ -144,77 +174,106 @@ impl Clients {
             out.push(Out::Drop { req: head, why: ClientDrop::Timeout });
         }
         while s.outstanding < s.granted {
-            let Some(req) = s.queue.pop_front() else { break };
+            let Some((req, _)) = s.queue.pop_front() else { break };
             self.queued -= 1;
             s.outstanding += 1;
             out.push(Out::Send { req, demand: s.queue.len() as u32 });
         }
-        if let Some(&head) = s.queue.front() {
+        if let Some(&(_, created)) = s.queue.front() {
             if !s.timer_armed {
                 s.timer_armed = true;
-                out.push(Out::Timer { session, at: slab[head].created + timeout + 1 });
+                out.push(Out::Timer { session, at: created + timeout + 1 });
             }
         }
     }
 
     /// Requests waiting at `session`.
-    #[cfg(test)]
     pub fn queued_at(&self, session: u32) -> usize {
         self.sessions[session as usize].queue.len()
+    }
+
+    /// Takes every queued request out (end of a run).
+    pub fn take_queued(&mut self) -> Vec<R> {
+        let mut v = Vec::new();
+        for s in &mut self.sessions {
+            v.extend(s.queue.drain(..).map(|(r, _)| r));
+        }
+        self.queued = 0;
+        v
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::requests::Req;
 
-    fn slab_with(created: &[Nanos]) -> (Slab, Vec<u32>) {
-        let mut slab = Slab::default();
-        let ids = created.iter().map(|&c| slab.insert(Req { created: c, ..Req::default() })).collect();
-        (slab, ids)
+    fn credit_clients(sessions: u32, capacity: u32, timeout: Nanos) -> Clients<u32> {
+        Clients::new(sessions, capacity, timeout, true, None)
     }
 
     #[test]
     fn first_request_asks_for_credits_then_credits_drain_the_queue() {
-        let (slab, r) = slab_with(&[0, 1, 2]);
-        let mut c = Clients::new(2, 16, 10_000);
+        let mut c = credit_clients(2, 16, 10_000);
         let mut out = vec![];
-        c.submit(0, r[0], 0, &slab, &mut out);
+        c.submit(0, 0, 0, &mut out);
         assert_eq!(out, vec![Out::Timer { session: 0, at: 10_001 }, Out::CreditRequest { session: 0, demand: 1 }]);
         out.clear();
-        c.submit(0, r[1], 1, &slab, &mut out);
+        c.submit(0, 1, 1, &mut out);
         assert!(out.is_empty(), "one credit request at a time, timer already armed: {out:?}");
-        c.on_credits(0, 1, false, 5, &slab, &mut out);
-        assert_eq!(out, vec![Out::Send { req: r[0], demand: 1 }]);
+        c.on_credits(0, 1, false, 5, &mut out);
+        assert_eq!(out, vec![Out::Send { req: 0, demand: 1 }]);
         out.clear();
         // The response brings two credits: the second queued request goes, then the third is
         // sent at once on submission.
-        c.on_credits(0, 2, true, 6, &slab, &mut out);
-        assert_eq!(out, vec![Out::Send { req: r[1], demand: 0 }]);
+        c.on_credits(0, 2, true, 6, &mut out);
+        assert_eq!(out, vec![Out::Send { req: 1, demand: 0 }]);
         out.clear();
-        c.submit(0, r[2], 7, &slab, &mut out);
-        assert_eq!(out, vec![Out::Send { req: r[2], demand: 0 }]);
+        c.submit(0, 2, 7, &mut out);
+        assert_eq!(out, vec![Out::Send { req: 2, demand: 0 }]);
         assert_eq!(c.queued, 0);
     }
 
     #[test]
     fn timeout_and_overflow_drop_the_oldest() {
-        let (slab, r) = slab_with(&[0, 5, 6, 7]);
-        let mut c = Clients::new(1, 2, 10);
+        let mut c = credit_clients(1, 2, 10);
         let mut out = vec![];
-        c.submit(0, r[0], 0, &slab, &mut out);
-        c.submit(0, r[1], 5, &slab, &mut out);
+        c.submit(0, 0, 0, &mut out);
+        c.submit(0, 1, 5, &mut out);
         out.clear();
-        c.submit(0, r[2], 6, &slab, &mut out);
-        assert_eq!(out, vec![Out::Drop { req: r[0], why: ClientDrop::Overflow }]);
+        c.submit(0, 2, 6, &mut out);
+        assert_eq!(out, vec![Out::Drop { req: 0, why: ClientDrop::Overflow }]);
         out.clear();
-        // The timer armed for r[0] (at 11) fires: r[1] (created 5) is not yet expired at 11.
-        c.on_timer(0, 11, &slab, &mut out);
+        // The timer armed for request 0 (at 11) fires: request 1 (created 5) is not yet expired.
+        c.on_timer(0, 11, &mut out);
         assert_eq!(out, vec![Out::Timer { session: 0, at: 16 }]);
         out.clear();
-        c.on_timer(0, 16, &slab, &mut out);
-        assert_eq!(out, vec![Out::Drop { req: r[1], why: ClientDrop::Timeout }, Out::Timer { session: 0, at: 17 }]);
+        c.on_timer(0, 16, &mut out);
+        assert_eq!(out, vec![Out::Drop { req: 1, why: ClientDrop::Timeout }, Out::Timer { session: 0, at: 17 }]);
         assert_eq!(c.queued_at(0), 1);
+        assert_eq!(c.take_queued(), vec![2]);
+        assert_eq!(c.queued, 0);
+    }
+
+    #[test]
+    fn credit_requests_are_retried_only_on_a_lossy_network() {
+        for (retry, asks) in [(None, 1), (Some(100), 2)] {
+            let mut c: Clients<u32> = Clients::new(1, 16, 1_000, true, retry);
+            let mut out = vec![];
+            c.submit(0, 0, 0, &mut out);
+            c.submit(0, 1, 50, &mut out);
+            c.submit(0, 2, 150, &mut out);
+            let n = out.iter().filter(|o| matches!(o, Out::CreditRequest { .. })).count();
+            assert_eq!(n, asks, "{retry:?}");
+        }
+    }
+
+    #[test]
+    fn without_credit_control_every_request_goes_at_once() {
+        let mut none: Clients<u64> = Clients::new(1, 2, 10, false, None);
+        let mut out = vec![];
+        for r in 0..5 {
+            none.submit(0, r, 0, &mut out);
+        }
+        assert!(out.iter().all(|o| matches!(o, Out::Send { .. })) && out.len() == 5);
     }
 }
