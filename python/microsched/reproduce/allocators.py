@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .claims import Claim
+from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .runner import mean_ci95
 
@@ -103,9 +103,6 @@ def paired(df: pd.DataFrame, load: float, metric: str, fn: Callable[..., Any], *
 def _mean(df: pd.DataFrame, variant: str, load: float, metric: str) -> float:
     return float(per_seed(df, variant, load, metric).mean())
 
-
-def _r(x: float, nd: int = 4) -> float | None:
-    return None if x is None or not math.isfinite(x) else round(float(x), nd)
 
 
 def _loads_note(df: pd.DataFrame) -> str:

@@ -18,6 +18,14 @@ from typing import Any, Iterable, Sequence
 REQUIRED_KEYS = ("id", "claim", "paper", "measured", "holds")
 
 
+def rounded(x: Any, nd: int = 4) -> float | None:
+    """A measured number as a claim shows it: rounded, and None when missing or not finite."""
+    if x is None:
+        return None
+    x = float(x)
+    return round(x, nd) if math.isfinite(x) else None
+
+
 def _jsonable(v: Any) -> Any:
     """numpy scalars → Python numbers, NaN/inf → None, containers recursively."""
     if isinstance(v, dict):

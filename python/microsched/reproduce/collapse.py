@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .claims import Claim
+from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .loadshift import binned, run_timeseries, setup_plt
 from .runner import mean_ci95
@@ -38,12 +38,6 @@ TS_SAMPLE_US = 1.0
 COLORS = {BASE: "tab:red", FIX: "tab:blue", STATIC: "tab:gray"}
 MARKERS = {BASE: "o", FIX: "s", STATIC: "^"}
 
-
-def _r(x: Any, nd: int = 4) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return round(x, nd) if math.isfinite(x) else None
 
 
 @register("collapse", paper="Core allocation vs overload control (simulation study)", figure="Fig. 2",

@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .claims import Claim
+from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .runner import mean_ci95
 
@@ -122,12 +122,6 @@ class Data:
 def _safe_ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
-
-def _r(x: Any, nd: int = 4) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return round(x, nd) if math.isfinite(x) else None
 
 
 def effect_holds(measured: float, paper: float, neutral: float = 1.0, upper: float | None = 2.0) -> bool:

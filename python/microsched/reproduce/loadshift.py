@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .claims import Claim
+from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .runner import default_jobs, mean_ci95
 from .spec import Point
@@ -92,12 +92,6 @@ def setup_plt():
 
     return plt
 
-
-def _r(x: Any, nd: int = 4) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return round(x, nd) if math.isfinite(x) else None
 
 
 # ---------------------------------------------------------------------------------------------
