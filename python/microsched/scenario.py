@@ -92,16 +92,21 @@ class Scenario:
         return copy.deepcopy(self._tree)
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The value at a dotted key (``"server.max_cores"``), or ``default`` if absent."""
+        """The value at a dotted key (``"server.max_cores"``; lists by position,
+        ``"workload.types.0.service"``), or ``default`` if absent."""
         node: Any = self._tree
         for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
                 return default
-            node = node[part]
         return copy.deepcopy(node)
 
     def set(self, key: str, value: Any) -> "Scenario":
-        """A new Scenario with ``value`` at the dotted ``key``; missing tables are created.
+        """A new Scenario with ``value`` at the dotted ``key``; missing tables are created, lists
+        are indexed by position (``"workload.types.0.service.mean_us"``).
 
         ``value`` is a Python value (``4``, ``0.5``, ``"central"``, a dict or a list), not a
         string to parse: ``s.set("server.max_cores", 4)``. Nothing is validated until the
@@ -111,13 +116,27 @@ class Scenario:
         if not parts or any(not p.strip() for p in parts):
             raise ValueError(f"--set: `{key}` is not a dotted key")
         tree = self.to_dict()
-        node = tree
-        for i, part in enumerate(parts[:-1]):
-            nxt = node.setdefault(part, {})
-            if not isinstance(nxt, dict):
-                raise ValueError(f"{'.'.join(parts[: i + 1])}: is not a table, cannot set a key inside it")
-            node = nxt
-        node[parts[-1]] = copy.deepcopy(value)
+        node: Any = tree
+        for i, part in enumerate(parts):
+            last = i + 1 == len(parts)
+            if isinstance(node, list):
+                at = ".".join(parts[:i])
+                if not part.isdigit():
+                    raise ValueError(f"{at}: is a list: index it by position (0..{len(node)}), e.g. `{at}.0`, not `{part}`")
+                n = int(part)
+                if n >= len(node):
+                    raise ValueError(f"{at}: has {len(node)} entries: index {n} is out of range (0..{len(node)})")
+                if last:
+                    node[n] = copy.deepcopy(value)
+                else:
+                    node = node[n]
+                continue
+            if not isinstance(node, dict):
+                raise ValueError(f"{'.'.join(parts[:i])}: is not a table, cannot set a key inside it")
+            if last:
+                node[part] = copy.deepcopy(value)
+            else:
+                node = node.setdefault(part, {})
         return Scenario(tree, base_dir=self.base_dir, source=self.source)
 
     # -- native bridge --------------------------------------------------------------------

@@ -120,6 +120,20 @@ class TestScenario:
         with pytest.raises(ValueError, match="duration_ms"):
             s.set("duration_ms.x", 1)  # duration_ms is a number, not a table
 
+    def test_lists_are_indexed_by_position(self):
+        s = Scenario.from_dict(SMALL)
+        t = s.set("workload.types.0.service.mean_us", 7)
+        assert t.get("workload.types.0.service.mean_us") == 7
+        assert s.get("workload.types.0.service.mean_us") != 7
+        assert microsched.run(t.set("duration_ms", 5)).scenario["workload"]["types"][0]["service"]["mean_us"] == 7
+        with pytest.raises(ValueError, match="out of range"):
+            s.set("workload.types.5.name", "x")
+        with pytest.raises(ValueError, match="is a list"):
+            s.set("workload.types.first.name", "x")
+        # The same through --set-style overrides, handled by the native loader.
+        r = microsched.run(SMALL | {"duration_ms": 5}, overrides=["workload.types.0.service.mean_us=7"])
+        assert r.scenario["workload"]["types"][0]["service"]["mean_us"] == 7
+
     def test_to_dict_is_a_copy(self):
         s = Scenario.from_dict(SMALL)
         d = s.to_dict()

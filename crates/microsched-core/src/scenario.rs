@@ -139,7 +139,10 @@ pub struct Network {
 
 impl Default for Network {
     fn default() -> Self {
-        Self { rtt_us: default_rtt_us(), jitter_us: 0.0 }
+        Self {
+            rtt_us: default_rtt_us(),
+            jitter_us: 0.0,
+        }
     }
 }
 
@@ -237,12 +240,21 @@ fn default_ratio() -> f64 {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Dist {
-    Constant { value_us: f64 },
-    Exponential { mean_us: f64 },
+    Constant {
+        value_us: f64,
+    },
+    Exponential {
+        mean_us: f64,
+    },
     /// Two point masses; their probabilities must sum to 1.
-    Bimodal { modes: Vec<Mode> },
+    Bimodal {
+        modes: Vec<Mode>,
+    },
     /// Log-normal with the given mean and sigma of the underlying normal.
-    Lognormal { mean_us: f64, sigma: f64 },
+    Lognormal {
+        mean_us: f64,
+        sigma: f64,
+    },
     /// Samples (µs) read from a CSV file, path relative to the scenario file. The first column,
     /// or `column` by header name; a header row is detected and skipped.
     Empirical {
@@ -511,6 +523,14 @@ pub struct RuntimeCfg {
     /// co-tenant, which then gets CPU from cores that are nominally allocated).
     #[serde(default)]
     pub yield_when_idle: bool,
+    /// The server's controller thread and the load generator's thread run under `SCHED_FIFO`
+    /// (priority 10) so that they get a CPU as soon as they wake: the controller stands for
+    /// Caladan's IOKernel, which has a core of its own, and the load generator for the papers'
+    /// client machines. Both sleep between events, so they take only what they use. Off, or
+    /// without the privilege (the reports say which), they queue behind spinning workers for
+    /// whole scheduler slices. Workers always run under the default scheduler.
+    #[serde(default = "default_true")]
+    pub realtime: bool,
 }
 
 impl Default for RuntimeCfg {
@@ -522,6 +542,7 @@ impl Default for RuntimeCfg {
             drain_ms: default_rt_drain_ms(),
             request_timeout_ms: default_rt_request_timeout_ms(),
             yield_when_idle: false,
+            realtime: true,
         }
     }
 }
@@ -543,10 +564,16 @@ impl RuntimeCfg {
     fn validate(&self) -> Result<(), ScenarioError> {
         positive("runtime.tick_us", self.tick_us)?;
         if self.tick_us > 1e6 {
-            return Err(ScenarioError::new("runtime.tick_us", format!("{} is not allowed: use at most 1000000 (1 s)", self.tick_us)));
+            return Err(ScenarioError::new(
+                "runtime.tick_us",
+                format!("{} is not allowed: use at most 1000000 (1 s)", self.tick_us),
+            ));
         }
         if self.be_threads > 256 {
-            return Err(ScenarioError::new("runtime.be_threads", format!("{} is not allowed: use 0..=256", self.be_threads)));
+            return Err(ScenarioError::new(
+                "runtime.be_threads",
+                format!("{} is not allowed: use 0..=256", self.be_threads),
+            ));
         }
         non_negative("runtime.drain_ms", self.drain_ms)?;
         positive("runtime.request_timeout_ms", self.request_timeout_ms)
@@ -569,7 +596,10 @@ pub struct MetricsCfg {
 
 impl Default for MetricsCfg {
     fn default() -> Self {
-        Self { sample_interval_us: default_sample_us(), record_requests: false }
+        Self {
+            sample_interval_us: default_sample_us(),
+            record_requests: false,
+        }
     }
 }
 
@@ -605,9 +635,11 @@ impl Scenario {
     ) -> Result<Loaded, ScenarioError> {
         let mut tree: serde_json::Value = match format {
             Format::Toml => {
-                let v: toml::Value = toml::from_str(text)
-                    .map_err(|e| ScenarioError::new("scenario", format!("invalid TOML: {}", e.message())))?;
-                serde_json::to_value(v).map_err(|e| ScenarioError::new("scenario", e.to_string()))?
+                let v: toml::Value = toml::from_str(text).map_err(|e| {
+                    ScenarioError::new("scenario", format!("invalid TOML: {}", e.message()))
+                })?;
+                serde_json::to_value(v)
+                    .map_err(|e| ScenarioError::new("scenario", e.to_string()))?
             }
             Format::Json => serde_json::from_str(text)
                 .map_err(|e| ScenarioError::new("scenario", format!("invalid JSON: {e}")))?,
@@ -617,7 +649,11 @@ impl Scenario {
         }
         let scenario: Scenario = serde_path_to_error::deserialize(&tree).map_err(|e| {
             let path = e.path().to_string();
-            let field = if path == "." || path.is_empty() { "scenario".to_string() } else { path };
+            let field = if path == "." || path.is_empty() {
+                "scenario".to_string()
+            } else {
+                path
+            };
             ScenarioError::new(field, e.into_inner().to_string())
         })?;
         // serde ignores extra keys in a field-less tagged variant (`kind = "static"`); comparing
@@ -625,7 +661,10 @@ impl Scenario {
         let understood = serde_json::to_value(&scenario).expect("scenario serialises");
         reject_unread_keys(&tree, &understood, "")?;
         scenario.validate(base_dir)?;
-        Ok(Loaded { scenario, base_dir: base_dir.to_path_buf() })
+        Ok(Loaded {
+            scenario,
+            base_dir: base_dir.to_path_buf(),
+        })
     }
 
     /// Mean service time over the mix, in µs.
@@ -634,7 +673,8 @@ impl Scenario {
         let mut mean = 0.0;
         for (i, t) in self.workload.types.iter().enumerate() {
             let field = format!("workload.types[{i}].service");
-            mean += t.ratio / total * crate::dist::Sampler::build(&t.service, base_dir, &field)?.mean_us();
+            mean += t.ratio / total
+                * crate::dist::Sampler::build(&t.service, base_dir, &field)?.mean_us();
         }
         Ok(mean)
     }
@@ -660,7 +700,10 @@ impl Scenario {
         }
         let s = &self.server;
         if s.max_cores == 0 || s.max_cores > 1024 {
-            return Err(ScenarioError::new("server.max_cores", format!("{} is not allowed: use 1..=1024", s.max_cores)));
+            return Err(ScenarioError::new(
+                "server.max_cores",
+                format!("{} is not allowed: use 1..=1024", s.max_cores),
+            ));
         }
         non_negative("server.steal_cost_ns", s.steal_cost_ns)?;
         non_negative("server.allocation_delay_us", s.allocation_delay_us)?;
@@ -673,21 +716,37 @@ impl Scenario {
             return Err(ScenarioError::new("clients.sessions", "must be at least 1"));
         }
         if c.queue_capacity == 0 {
-            return Err(ScenarioError::new("clients.queue_capacity", "must be at least 1"));
+            return Err(ScenarioError::new(
+                "clients.queue_capacity",
+                "must be at least 1",
+            ));
         }
         positive("clients.timeout_us", c.timeout_us)?;
         self.validate_load()?;
         if self.workload.types.is_empty() {
-            return Err(ScenarioError::new("workload.types", "needs at least one request type"));
+            return Err(ScenarioError::new(
+                "workload.types",
+                "needs at least one request type",
+            ));
         }
         if self.workload.types.len() > u16::MAX as usize {
-            return Err(ScenarioError::new("workload.types", "at most 65535 request types"));
+            return Err(ScenarioError::new(
+                "workload.types",
+                "at most 65535 request types",
+            ));
         }
         for (i, t) in self.workload.types.iter().enumerate() {
             positive(&format!("workload.types[{i}].ratio"), t.ratio)?;
-            crate::dist::Sampler::build(&t.service, base_dir, &format!("workload.types[{i}].service"))?;
+            crate::dist::Sampler::build(
+                &t.service,
+                base_dir,
+                &format!("workload.types[{i}].service"),
+            )?;
         }
-        positive("metrics.sample_interval_us", self.metrics.sample_interval_us)?;
+        positive(
+            "metrics.sample_interval_us",
+            self.metrics.sample_interval_us,
+        )?;
         crate::alloc::validate(&self.policy.allocator, "policy.allocator")?;
         crate::overload::validate(&self.policy.overload, "policy.overload")?;
         self.runtime.validate()?;
@@ -701,7 +760,10 @@ impl Scenario {
             let f = format!("load.schedule[{i}]");
             non_negative(&format!("{f}.at_ms"), step.at_ms)?;
             if step.at_ms <= last {
-                return Err(ScenarioError::new(format!("{f}.at_ms"), "steps must be in strictly increasing time order"));
+                return Err(ScenarioError::new(
+                    format!("{f}.at_ms"),
+                    "steps must be in strictly increasing time order",
+                ));
             }
             last = step.at_ms;
             one_rate(&f, step.fraction, step.rps)?;
@@ -714,7 +776,10 @@ fn one_rate(field: &str, fraction: Option<f64>, rps: Option<f64>) -> Result<(), 
     match (fraction, rps) {
         (Some(f), None) => non_negative(&format!("{field}.fraction"), f),
         (None, Some(r)) => non_negative(&format!("{field}.rps"), r),
-        _ => Err(ScenarioError::new(field, "give exactly one of `fraction` (of capacity) and `rps`")),
+        _ => Err(ScenarioError::new(
+            field,
+            "give exactly one of `fraction` (of capacity) and `rps`",
+        )),
     }
 }
 
@@ -722,7 +787,10 @@ pub(crate) fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(ScenarioError::new(field, format!("{v} is not allowed: must be a finite number > 0")))
+        Err(ScenarioError::new(
+            field,
+            format!("{v} is not allowed: must be a finite number > 0"),
+        ))
     }
 }
 
@@ -730,15 +798,28 @@ pub(crate) fn non_negative(field: &str, v: f64) -> Result<(), ScenarioError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(ScenarioError::new(field, format!("{v} is not allowed: must be a finite number >= 0")))
+        Err(ScenarioError::new(
+            field,
+            format!("{v} is not allowed: must be a finite number >= 0"),
+        ))
     }
 }
 
 /// Errors on the first key of `input` that `understood` (the deserialised scenario, serialised
 /// back) does not have.
-fn reject_unread_keys(input: &serde_json::Value, understood: &serde_json::Value, path: &str) -> Result<(), ScenarioError> {
+fn reject_unread_keys(
+    input: &serde_json::Value,
+    understood: &serde_json::Value,
+    path: &str,
+) -> Result<(), ScenarioError> {
     use serde_json::Value;
-    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    let at = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
     match (input, understood) {
         (Value::Object(i), Value::Object(u)) => {
             for (k, v) in i {
@@ -748,7 +829,10 @@ fn reject_unread_keys(input: &serde_json::Value, understood: &serde_json::Value,
                         let allowed: Vec<&str> = u.keys().map(String::as_str).collect();
                         return Err(ScenarioError::new(
                             at(k),
-                            format!("unknown field `{k}`, expected one of `{}`", allowed.join("`, `")),
+                            format!(
+                                "unknown field `{k}`, expected one of `{}`",
+                                allowed.join("`, `")
+                            ),
                         ));
                     }
                 }
@@ -767,12 +851,18 @@ fn reject_unread_keys(input: &serde_json::Value, understood: &serde_json::Value,
 
 /// Applies one `dotted.key=value` override to the value tree, creating tables as needed.
 fn apply_override(tree: &mut serde_json::Value, spec: &str) -> Result<(), ScenarioError> {
-    let (key, raw) = spec
-        .split_once('=')
-        .ok_or_else(|| ScenarioError::new("--set", format!("`{spec}` is not of the form dotted.key=value")))?;
+    let (key, raw) = spec.split_once('=').ok_or_else(|| {
+        ScenarioError::new(
+            "--set",
+            format!("`{spec}` is not of the form dotted.key=value"),
+        )
+    })?;
     let key = key.trim();
     if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
-        return Err(ScenarioError::new("--set", format!("`{key}` is not a dotted key")));
+        return Err(ScenarioError::new(
+            "--set",
+            format!("`{key}` is not a dotted key"),
+        ));
     }
     let raw = raw.trim();
     let value: serde_json::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
@@ -783,14 +873,38 @@ fn apply_override(tree: &mut serde_json::Value, spec: &str) -> Result<(), Scenar
     let mut node = tree;
     let parts: Vec<&str> = key.split('.').collect();
     for (i, part) in parts.iter().enumerate() {
-        let obj = node
-            .as_object_mut()
-            .ok_or_else(|| ScenarioError::new(parts[..i].join("."), "is not a table, cannot set a key inside it"))?;
-        if i + 1 == parts.len() {
+        let last = i + 1 == parts.len();
+        // A list (`[[workload.types]]`, `load.schedule`) is indexed by position:
+        // `workload.types.0.service.mean_us=50`.
+        if node.is_array() {
+            let list = node.as_array_mut().expect("checked: a list");
+            let len = list.len();
+            let at = parts[..i].join(".");
+            let n: usize = part.parse().map_err(|_| {
+                ScenarioError::new(
+                    &at,
+                    format!("is a list: index it by position (0..{len}), e.g. `{at}.0`, not `{part}`"),
+                )
+            })?;
+            let slot = list.get_mut(n).ok_or_else(|| {
+                ScenarioError::new(&at, format!("has {len} entries: index {n} is out of range (0..{len})"))
+            })?;
+            if last {
+                *slot = value;
+                return Ok(());
+            }
+            node = slot;
+            continue;
+        }
+        let obj = node.as_object_mut().ok_or_else(|| {
+            ScenarioError::new(parts[..i].join("."), "is not a table, cannot set a key inside it")
+        })?;
+        if last {
             // Switching a policy's kind drops the old kind's parameters: `--set
             // policy.allocator.kind=caladan` on a Shenango scenario means Caladan with its
             // defaults (plus any later overrides), not Caladan with Shenango's leftover keys.
-            if *part == "kind" && obj.get("kind").is_some_and(|old| *old != value) {
+            // The same for a service distribution's `dist`.
+            if (*part == "kind" || *part == "dist") && obj.get(*part).is_some_and(|old| *old != value) {
                 obj.clear();
             }
             obj.insert(part.to_string(), value);

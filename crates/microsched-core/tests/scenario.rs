@@ -165,6 +165,25 @@ fn overrides_reach_nested_tables_and_reject_bad_syntax() {
 }
 
 #[test]
+fn overrides_index_lists_by_position() {
+    use microsched_core::scenario::Dist;
+    let s = load(BASE, &["workload.types.0.service.mean_us=50"]).unwrap();
+    assert!(matches!(s.workload.types[0].service, Dist::Exponential { mean_us } if mean_us == 50.0));
+    // Switching the distribution drops the old one's parameters, as switching a policy's kind.
+    let s = load(BASE, &["workload.types.0.service.dist=constant", "workload.types.0.service.value_us=3"]).unwrap();
+    assert!(matches!(s.workload.types[0].service, Dist::Constant { value_us } if value_us == 3.0));
+    // A whole entry can be replaced.
+    let s = load(BASE, &["workload.types.0={name=\"b\", service={dist=\"constant\", value_us=1}}"]).unwrap();
+    assert_eq!(s.workload.types[0].name, "b");
+    let e = load(BASE, &["workload.types.1.service.mean_us=5"]).unwrap_err();
+    assert_eq!(e.field, "workload.types");
+    assert!(e.message.contains("has 1 entries") && e.message.contains("out of range"), "{e}");
+    let e = load(BASE, &["workload.types.first.service.mean_us=5"]).unwrap_err();
+    assert_eq!(e.field, "workload.types");
+    assert!(e.message.contains("is a list") && e.message.contains("workload.types.0"), "{e}");
+}
+
+#[test]
 fn samplers_have_the_configured_means() {
     // 200 k draws: the sample mean's standard error is mean·cv/sqrt(n) (cv = 1 exponential, ≈ 0.53
     // lognormal σ = 0.5): 5 standard errors ≈ 1.1 % and 0.6 %.

@@ -4,8 +4,8 @@
 //!    control, requests of 1 ns service time, against a minimal echo server (one thread:
 //!    `recv_from` then `send_to` the same bytes) measured in the same run, by the same closed-loop
 //!    client (one thread keeping 32 requests outstanding). Reported: both rates and their ratio.
-//! 2. **Simulator vs real.** experiments/real/overload-2x*.toml (2 workers) at 25 % of the
-//!    nominal capacity without overload control, and at 2× with Breakwater: p99 latency and
+//! 2. **Simulator vs real.** experiments/real/overload-2x*.toml (2 workers) at half the
+//!    measured capacity without overload control, and at 2× with Breakwater: p99 latency and
 //!    throughput from `microsched-sim` and from the real runtime, same scenario, same seed.
 //!
 //! Everything runs on loopback on this machine; the client, the server and the simulator share
@@ -26,7 +26,8 @@ const WINDOW: usize = 32;
 /// Closed loop: keeps WINDOW requests outstanding for `dur`; returns answers per second.
 fn closed_loop(server: SocketAddr, token: u64, dur: Duration) -> f64 {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     closed_loop_on(&sock, server, token, dur)
 }
 
@@ -36,7 +37,13 @@ fn closed_loop_on(sock: &UdpSocket, server: SocketAddr, token: u64, dur: Duratio
     let start = Instant::now();
     while start.elapsed() < dur {
         while inflight < WINDOW {
-            let m = Msg::Request { token, req_id: id, demand: 0, service_ns: 1, rtype: 0 };
+            let m = Msg::Request {
+                token,
+                req_id: id,
+                demand: 0,
+                service_ns: 1,
+                rtype: 0,
+            };
             id += 1;
             sock.send_to(&encode(&m), server).unwrap();
             inflight += 1;
@@ -54,7 +61,8 @@ fn closed_loop_on(sock: &UdpSocket, server: SocketAddr, token: u64, dur: Duratio
 
 fn echo_server(stop: Arc<AtomicBool>) -> (SocketAddr, std::thread::JoinHandle<()>) {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
     let addr = sock.local_addr().unwrap();
     let h = std::thread::spawn(move || {
         let mut buf = [0u8; 2048];
@@ -68,13 +76,20 @@ fn echo_server(stop: Arc<AtomicBool>) -> (SocketAddr, std::thread::JoinHandle<()
 }
 
 fn load(path: &str, overrides: &[&str]) -> Loaded {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e} (run from the repository root)"));
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (run from the repository root)"));
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Scenario::load(&text, Format::Toml, Path::new(path).parent().unwrap(), &o).unwrap_or_else(|e| panic!("{e}"))
+    Scenario::load(&text, Format::Toml, Path::new(path).parent().unwrap(), &o)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn serve(loaded: &Loaded) -> Server {
-    let opts = ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(600)), once: true };
+    let opts = ServeOpts {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        allow_remote: false,
+        duration: Some(Duration::from_secs(600)),
+        once: true,
+    };
     Server::start(loaded, opts).unwrap()
 }
 
@@ -84,7 +99,10 @@ fn main() {
     let rounds = if quick { 1 } else { 3 };
 
     // 1. Peak throughput: runtime with one worker vs plain echo, alternating, best of rounds.
-    let one = load("experiments/real/overload-2x-none.toml", &["server.max_cores=1", "clients.sessions=1"]);
+    let one = load(
+        "experiments/real/overload-2x-none.toml",
+        &["server.max_cores=1", "clients.sessions=1"],
+    );
     let (mut best_echo, mut best_rt) = (0f64, 0f64);
     for _ in 0..rounds {
         let stop = Arc::new(AtomicBool::new(false));
@@ -95,13 +113,24 @@ fn main() {
 
         let server = serve(&one);
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-        sock.send_to(&encode(&Msg::Connect { cookie: 0, demand: 0 }), server.addr()).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        sock.send_to(
+            &encode(&Msg::Connect {
+                cookie: 0,
+                demand: 0,
+            }),
+            server.addr(),
+        )
+        .unwrap();
         let mut buf = [0u8; 256];
         let (n, _) = sock.recv_from(&mut buf).unwrap();
-        let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else { panic!("no ConnectAck") };
+        let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else {
+            panic!("no ConnectAck")
+        };
         best_rt = best_rt.max(closed_loop_on(&sock, server.addr(), token, dur));
-        sock.send_to(&encode(&Msg::Disconnect { token }), server.addr()).unwrap();
+        sock.send_to(&encode(&Msg::Disconnect { token }), server.addr())
+            .unwrap();
         let rep = server.wait(|| false);
         assert_eq!(rep.rejected_total, 0);
     }
@@ -109,15 +138,26 @@ fn main() {
     println!("| server | requests/s |\n|---|---:|");
     println!("| plain UDP echo (1 thread) | {best_echo:.0} |");
     println!("| microsched runtime (1 worker polling the socket) | {best_rt:.0} |");
-    println!("| **ratio runtime / echo** | **{:.2}** |\n", best_rt / best_echo);
+    println!(
+        "| **ratio runtime / echo** | **{:.2}** |\n",
+        best_rt / best_echo
+    );
 
     // 2. Simulator vs real, same scenario and seed.
     let dur_ms = if quick { "1000" } else { "3000" };
     let cases: [(&str, &str, Vec<String>); 2] = [
-        ("none, 25 k req/s", "experiments/real/overload-2x-none.toml", vec!["load.rps=25000".into()]),
-        ("breakwater, 100 k req/s (2×)", "experiments/real/overload-2x.toml", vec![]),
+        (
+            "none, 8 k req/s",
+            "experiments/real/overload-2x-none.toml",
+            vec!["load.rps=8000".into()],
+        ),
+        (
+            "breakwater, 32 k req/s (2×)",
+            "experiments/real/overload-2x.toml",
+            vec![],
+        ),
     ];
-    println!("## Simulator vs real runtime, 2 workers, exponential 20 µs, {dur_ms} ms measured\n");
+    println!("## Simulator vs real runtime, 2 workers, exponential 100 µs, {dur_ms} ms measured\n");
     println!("| case | sim p99 µs | real p99 µs | sim throughput | real throughput | sim goodput | real goodput |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for (label, path, extra) in cases {
@@ -126,9 +166,15 @@ fn main() {
         o.push(&d);
         o.extend(extra.iter().map(|s| s.as_str()));
         let loaded = load(path, &o);
-        let sim = microsched_sim::run(&loaded, None).expect("simulates").summary;
+        let sim = microsched_sim::run(&loaded, None)
+            .expect("simulates")
+            .summary;
         let server = serve(&loaded);
-        let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
+        let lo = LoadgenOpts {
+            addr: server.addr(),
+            allow_remote: false,
+            seed: None,
+        };
         let lg = loadgen::run(&loaded, &lo, &|| false).expect("load generator");
         let rep = server.wait(|| false);
         let real = merge::merge(&lg, &rep);

@@ -15,8 +15,13 @@ pub struct Clock {
 
 impl Clock {
     pub fn new() -> Self {
-        let start_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        Self { start: Instant::now(), start_unix_ns }
+        let start_unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Self {
+            start: Instant::now(),
+            start_unix_ns,
+        }
     }
     #[inline]
     pub fn now(&self) -> Nanos {
@@ -48,7 +53,56 @@ pub fn spin_for(ns: Nanos) {
 pub fn tight_timer_slack() {
     // SAFETY: prctl(PR_SET_TIMERSLACK) takes an integer argument and touches no memory.
     unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        );
     }
 }
 
+/// The calling thread under `SCHED_FIFO` at priority 10 (see `runtime.realtime`) until the
+/// guard drops, when its previous policy comes back (threads it spawns meanwhile inherit the
+/// policy, so callers spawn none). `None`: the kernel refused (it needs `CAP_SYS_NICE` or an
+/// `RLIMIT_RTPRIO` ≥ 10).
+pub fn realtime_priority() -> Option<RealtimeGuard> {
+    // SAFETY: sched_getscheduler/sched_getparam/sched_setscheduler on the calling thread (pid 0)
+    // with valid sched_param pointers.
+    unsafe {
+        let policy = libc::sched_getscheduler(0);
+        let mut param: libc::sched_param = std::mem::zeroed();
+        if policy < 0 || libc::sched_getparam(0, &mut param) != 0 {
+            return None;
+        }
+        let fifo = libc::sched_param { sched_priority: 10 };
+        (libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) == 0)
+            .then_some(RealtimeGuard { policy, param })
+    }
+}
+
+/// Restores the thread's scheduling policy (see [`realtime_priority`]).
+pub struct RealtimeGuard {
+    policy: i32,
+    param: libc::sched_param,
+}
+
+impl Drop for RealtimeGuard {
+    fn drop(&mut self) {
+        // SAFETY: as above; lowering a thread's own policy needs no privilege.
+        unsafe {
+            libc::sched_setscheduler(0, self.policy, &self.param);
+        }
+    }
+}
+
+/// Puts the calling thread under the default scheduler, whatever it inherited: workers must
+/// never spin under a real-time policy (they would starve the threads that feed them).
+pub fn default_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler on the calling thread with a valid sched_param.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &param);
+    }
+}

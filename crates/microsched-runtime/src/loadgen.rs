@@ -10,15 +10,16 @@
 //!   a late sender (the machine is busy) shows up as latency, never as a lower offered load.
 //! * **One thread**, an event loop: receive everything pending, send what is due, fire client
 //!   timers, expire requests in flight longer than `runtime.request_timeout_ms`, sample. It
-//!   waits in `ppoll` (1 ns timer slack) when the next event is more than 50 µs away, otherwise
-//!   it yields the CPU while spinning: on a 2-CPU machine the server needs the other cycles.
+//!   waits in `ppoll` (1 ns timer slack) until the next event: on a 2-CPU machine the server
+//!   needs the other cycles. With `runtime.realtime` it runs under `SCHED_FIFO`, standing for
+//!   the papers' separate client machines: it gets a CPU when it wakes.
 //! * **Accounting.** Every generated request ends exactly once: completed, dropped with a notice
 //!   (AQM `Dropped`, or `Rejected` for want of credit), dropped at the client (timeout or full
 //!   queue, never sent), timed out in flight (no response), or still in flight / queued when the
 //!   drain period ends ([`ClientCounters`]).
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -35,10 +36,10 @@ const CREDIT_RETRY_NS: Nanos = 5_000_000;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use microsched_core::overload::client::{ClientDrop, Clients, Out};
-use crate::clock::{tight_timer_slack, Clock};
+use crate::clock::{realtime_priority, tight_timer_slack, Clock};
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
 use crate::wire::{decode, encode, Msg, Status};
+use microsched_core::overload::client::{ClientDrop, Clients, Out};
 
 pub use microsched_core::rng::stream;
 
@@ -85,6 +86,9 @@ pub struct ClientCounters {
     /// own lag; it counts in the latency).
     pub send_lag_us_mean: f64,
     pub send_lag_us_max: f64,
+    /// Whether the load generator's thread got `SCHED_FIFO` (`runtime.realtime`).
+    #[serde(default)]
+    pub realtime: bool,
 }
 
 impl ClientCounters {
@@ -133,7 +137,6 @@ struct Pending {
     measured: bool,
 }
 
-
 struct Gen {
     sock: UdpSocket,
     server: SocketAddr,
@@ -169,7 +172,9 @@ impl Gen {
         for o in out.drain(..) {
             match o {
                 Out::Send { req, demand } => {
-                    let Some(p) = self.pending.get(&req) else { continue };
+                    let Some(p) = self.pending.get(&req) else {
+                        continue;
+                    };
                     let m = Msg::Request {
                         token: self.tokens[p.session as usize],
                         req_id: req,
@@ -224,7 +229,12 @@ impl Gen {
             return;
         }
         match decode(bytes) {
-            Ok(Msg::Response { req_id, credits, status, qdelay_ns }) => {
+            Ok(Msg::Response {
+                req_id,
+                credits,
+                status,
+                qdelay_ns,
+            }) => {
                 let Some(p) = self.pending.remove(&req_id) else {
                     self.c.late_responses += 1;
                     return;
@@ -234,7 +244,12 @@ impl Gen {
                         self.c.completed += 1;
                         self.iv[1] += 1;
                         if p.measured {
-                            self.rec.completed(p.rtype as usize, now.saturating_sub(p.sched).max(1), qdelay_ns, p.service);
+                            self.rec.completed(
+                                p.rtype as usize,
+                                now.saturating_sub(p.sched).max(1),
+                                qdelay_ns,
+                                p.service,
+                            );
                         }
                     }
                     Status::Dropped => {
@@ -247,12 +262,14 @@ impl Gen {
                         self.ended_dropped(&p);
                     }
                 }
-                self.clients.on_credits(p.session, credits, true, now, &mut self.out);
+                self.clients
+                    .on_credits(p.session, credits, true, now, &mut self.out);
                 self.flush(now);
             }
             Ok(Msg::Credit { cookie, credits }) if (cookie as usize) < self.tokens.len() => {
                 self.c.credit_messages += 1;
-                self.clients.on_credits(cookie, credits, false, now, &mut self.out);
+                self.clients
+                    .on_credits(cookie, credits, false, now, &mut self.out);
                 self.flush(now);
             }
             _ => self.c.bad_datagrams += 1,
@@ -262,8 +279,15 @@ impl Gen {
 
 /// Waits until `fd` is readable or `ns` have passed.
 fn wait_readable(fd: i32, ns: Nanos) {
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd, a valid timespec, no signal mask.
     unsafe {
         libc::ppoll(&mut pfd, 1, &ts, std::ptr::null());
@@ -272,7 +296,12 @@ fn wait_readable(fd: i32, ns: Nanos) {
 
 /// Connects every session: `Connect` for each, resent every 100 ms to those unanswered, for up
 /// to 3 s.
-fn connect_all(sock: &UdpSocket, server: SocketAddr, n: u32, c: &mut ClientCounters) -> Result<Vec<(u64, u32)>, ConfigError> {
+fn connect_all(
+    sock: &UdpSocket,
+    server: SocketAddr,
+    n: u32,
+    c: &mut ClientCounters,
+) -> Result<Vec<(u64, u32)>, ConfigError> {
     let mut got: Vec<Option<(u64, u32)>> = vec![None; n as usize];
     let start = Instant::now();
     let mut buf = [0u8; 2048];
@@ -289,7 +318,13 @@ fn connect_all(sock: &UdpSocket, server: SocketAddr, n: u32, c: &mut ClientCount
             for (i, g) in got.iter().enumerate() {
                 if g.is_none() {
                     c.datagrams_out += 1;
-                    let _ = sock.send_to(&encode(&Msg::Connect { cookie: i as u32, demand: 0 }), server);
+                    let _ = sock.send_to(
+                        &encode(&Msg::Connect {
+                            cookie: i as u32,
+                            demand: 0,
+                        }),
+                        server,
+                    );
                 }
             }
             last_send = Some(Instant::now());
@@ -298,7 +333,11 @@ fn connect_all(sock: &UdpSocket, server: SocketAddr, n: u32, c: &mut ClientCount
         while let Ok((len, from)) = sock.recv_from(&mut buf) {
             c.datagrams_in += 1;
             match decode(&buf[..len]) {
-                Ok(Msg::ConnectAck { cookie, token, credits }) if from == server && cookie < n => {
+                Ok(Msg::ConnectAck {
+                    cookie,
+                    token,
+                    credits,
+                }) if from == server && cookie < n => {
                     if got[cookie as usize].is_none() {
                         got[cookie as usize] = Some((token, credits));
                         left -= 1;
@@ -313,7 +352,11 @@ fn connect_all(sock: &UdpSocket, server: SocketAddr, n: u32, c: &mut ClientCount
 
 /// Runs the scenario's load against the server at `opts.addr`. `interrupted` is polled every
 /// few milliseconds; when it returns true the run ends early (results so far are returned).
-pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) -> Result<LoadgenResult, ConfigError> {
+pub fn run(
+    loaded: &Loaded,
+    opts: &LoadgenOpts,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<LoadgenResult, ConfigError> {
     let sc = &loaded.scenario;
     let base = &loaded.base_dir;
     check_scenario(sc)?;
@@ -334,7 +377,11 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
     let steps = load_steps(&sc, base)?;
     for (i, &(_, r)) in steps.iter().enumerate() {
         if r > MAX_RPS {
-            let field = if i == 0 { "load".to_string() } else { format!("load.schedule[{}]", i - 1) };
+            let field = if i == 0 {
+                "load".to_string()
+            } else {
+                format!("load.schedule[{}]", i - 1)
+            };
             return Err(ConfigError(format!(
                 "{field}: an offered load of {r:.0} requests/s is not allowed for the real load generator: at most {MAX_RPS:.0}"
             )));
@@ -345,22 +392,53 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
     let n = sc.clients.sessions;
     let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
     let slo_us = sc.slo_us(base)?;
-    let credit_based = !matches!(sc.policy.overload, microsched_core::scenario::OverloadCfg::None);
+    let credit_based = !matches!(
+        sc.policy.overload,
+        microsched_core::scenario::OverloadCfg::None
+    );
 
-    let bind: SocketAddr = if opts.addr.is_ipv4() { "127.0.0.1:0" } else { "[::1]:0" }.parse().expect("literal");
+    let bind: SocketAddr = if opts.addr.is_ipv4() {
+        "127.0.0.1:0"
+    } else {
+        "[::1]:0"
+    }
+    .parse()
+    .expect("literal");
     let bind = if opts.allow_remote && !opts.addr.ip().is_loopback() {
-        if opts.addr.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") }
+        if opts.addr.is_ipv4() {
+            "0.0.0.0:0".parse().expect("literal")
+        } else {
+            "[::]:0".parse().expect("literal")
+        }
     } else {
         bind
     };
-    let sock = UdpSocket::bind(bind).map_err(|e| ConfigError(format!("cannot bind the load generator's socket: {e}")))?;
+    let sock = UdpSocket::bind(bind)
+        .map_err(|e| ConfigError(format!("cannot bind the load generator's socket: {e}")))?;
     crate::server::set_socket_buffers(&sock, 8 << 20);
-    sock.set_nonblocking(true).map_err(|e| ConfigError(e.to_string()))?;
+    sock.set_nonblocking(true)
+        .map_err(|e| ConfigError(e.to_string()))?;
     tight_timer_slack();
+    // Without it the loop waits out a spinning worker's scheduler slice (up to milliseconds)
+    // whenever both CPUs are busy, and that wait is latency of the requests it should send.
+    let _realtime = if sc.runtime.realtime {
+        realtime_priority()
+    } else {
+        None
+    };
 
-    let mut counters = ClientCounters::default();
+    let mut counters = ClientCounters {
+        realtime: _realtime.is_some(),
+        ..ClientCounters::default()
+    };
     let conn = connect_all(&sock, opts.addr, n, &mut counters)?;
-    let mut clients = Clients::new(n, sc.clients.queue_capacity, us(sc.clients.timeout_us), credit_based, Some(CREDIT_RETRY_NS));
+    let mut clients = Clients::new(
+        n,
+        sc.clients.queue_capacity,
+        us(sc.clients.timeout_us),
+        credit_based,
+        Some(CREDIT_RETRY_NS),
+    );
     for (i, &(_, credits)) in conn.iter().enumerate() {
         clients.set_granted(i as u32, credits);
     }
@@ -417,7 +495,16 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
                 g.w_generated += 1;
                 g.rec.generated(rtype as usize);
             }
-            g.pending.insert(seq, Pending { session, rtype, service, sched: t, measured });
+            g.pending.insert(
+                seq,
+                Pending {
+                    session,
+                    rtype,
+                    service,
+                    sched: t,
+                    measured,
+                },
+            );
             g.clients.submit(session, seq, t, &mut g.out);
             g.flush(now);
             seq += 1;
@@ -456,7 +543,11 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
             series.cols.completions.push(g.iv[1] as f64);
             series.cols.drops.push(g.iv[2] as f64);
             series.cols.throughput_rps.push(g.iv[1] as f64 / dt * 1e9);
-            series.cols.offered_rps.push(if now < end_send { arrivals.rate_at(now as f64) } else { 0.0 });
+            series.cols.offered_rps.push(if now < end_send {
+                arrivals.rate_at(now as f64)
+            } else {
+                0.0
+            });
             series.cols.in_system.push(g.pending.len() as f64);
             series.cols.client_queued.push(g.clients.queued as f64);
             if now >= warmup && now <= end_send {
@@ -519,9 +610,17 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
     for &t in &g.tokens.clone() {
         g.send(&Msg::Disconnect { token: t });
     }
-    g.c.send_lag_us_mean = if g.c.sent > 0 { g.lag_sum / g.c.sent as f64 } else { 0.0 };
+    g.c.send_lag_us_mean = if g.c.sent > 0 {
+        g.lag_sum / g.c.sent as f64
+    } else {
+        0.0
+    };
 
-    let window_end = if stopped_early { end.min(end_send) } else { end_send };
+    let window_end = if stopped_early {
+        end.min(end_send)
+    } else {
+        end_send
+    };
     let window_ns = window_end.saturating_sub(warmup).max(1);
     let window_s = window_ns as f64 / 1e9;
     let (all, by_type) = g.rec.finish(window_s);
@@ -531,7 +630,11 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
         scenario: sc.name.clone(),
         seed,
         allocator: alloc_name(sc),
-        overload: if credit_based { "breakwater".into() } else { "none".into() },
+        overload: if credit_based {
+            "breakwater".into()
+        } else {
+            "none".into()
+        },
         duration_s: window_s,
         slo_us,
         offered_rps: g.w_generated as f64 / window_s,
@@ -544,12 +647,20 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
         requests: Requests {
             generated: c.generated,
             completed: c.completed,
-            dropped: c.aqm_dropped + c.rejected + c.client_timeouts + c.client_overflows + c.timed_out,
+            dropped: c.aqm_dropped
+                + c.rejected
+                + c.client_timeouts
+                + c.client_overflows
+                + c.timed_out,
             in_flight: c.in_flight_end + c.queued_end,
         },
         by_type,
         credits: credit_based.then(|| Credits {
-            client_queued_mean: if samples > 0 { queued_sum / samples as f64 } else { 0.0 },
+            client_queued_mean: if samples > 0 {
+                queued_sum / samples as f64
+            } else {
+                0.0
+            },
             aqm_drops: g.w_aqm,
             client_drops: g.w_timeouts + g.w_overflows,
             client_timeouts: g.w_timeouts,
@@ -561,7 +672,11 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
         sim: SimStats {
             events: c.datagrams_in + c.datagrams_out,
             wall_s,
-            requests_per_wall_s: if wall_s > 0.0 { c.generated as f64 / wall_s } else { 0.0 },
+            requests_per_wall_s: if wall_s > 0.0 {
+                c.generated as f64 / wall_s
+            } else {
+                0.0
+            },
         },
         ..Summary::default()
     };
@@ -577,5 +692,7 @@ pub fn run(loaded: &Loaded, opts: &LoadgenOpts, interrupted: &dyn Fn() -> bool) 
 }
 
 fn alloc_name(sc: &microsched_core::scenario::Scenario) -> String {
-    microsched_core::alloc::build(&sc.policy.allocator, sc.server.max_cores).name().to_string()
+    microsched_core::alloc::build(&sc.policy.allocator, sc.server.max_cores)
+        .name()
+        .to_string()
 }

@@ -4,59 +4,94 @@
 //! (rejection counters, best-effort throughput, the controller's real tick period, the client's
 //! accounting). The summary keys are those of `microsched run`.
 
-use microsched_core::summary::{Cores, CoreTime, Summary};
+use microsched_core::summary::{CoreTime, Cores, Summary};
 use serde_json::{json, Value};
 
 use crate::loadgen::LoadgenResult;
 use crate::report::ServerReport;
 
+/// The server's series over the load generator's measured window.
+struct Window {
+    allocated: f64,
+    busy: f64,
+    parked: f64,
+    waking: f64,
+    pool: f64,
+    issued: f64,
+    drained: f64,
+    be_ops_per_s: f64,
+    completed_per_s: f64,
+}
+
 /// Means of the server's series over the samples inside `[from, to]` (wall-clock ns), or over
-/// all samples if none falls inside.
-fn window_means(rep: &ServerReport, from: u64, to: u64) -> (f64, f64, f64, f64, f64, f64, f64, f64) {
+/// all samples if none falls inside; rates of its cumulative counters over the same samples.
+fn window(rep: &ServerReport, from: u64, to: u64) -> Window {
     let s = &rep.timeseries;
-    let idx: Vec<usize> = (0..s.unix_ns.len()).filter(|&i| s.unix_ns[i] > from && s.unix_ns[i] <= to).collect();
-    let idx = if idx.is_empty() { (0..s.unix_ns.len()).collect() } else { idx };
-    let mean = |v: &Vec<f64>| {
-        let xs: Vec<f64> = idx.iter().filter_map(|&i| v.get(i).copied()).filter(|x| x.is_finite()).collect();
-        if xs.is_empty() { f64::NAN } else { xs.iter().sum::<f64>() / xs.len() as f64 }
-    };
-    // Core time and BE work over the window: differences of the cumulative counters.
-    let (first, last) = (idx.first().copied().unwrap_or(0), idx.last().copied().unwrap_or(0));
-    let be_rate = if idx.len() >= 2 && s.be_ops.len() > last {
-        let dt = (s.unix_ns[last] - s.unix_ns[first]) as f64 / 1e9;
-        (s.be_ops[last] - s.be_ops[first]) as f64 / dt.max(1e-9)
+    let idx: Vec<usize> = (0..s.unix_ns.len())
+        .filter(|&i| s.unix_ns[i] > from && s.unix_ns[i] <= to)
+        .collect();
+    let idx = if idx.is_empty() {
+        (0..s.unix_ns.len()).collect()
     } else {
-        rep.be.ops_per_s
+        idx
     };
-    (
-        mean(&s.cols.cores_allocated),
-        mean(&s.cols.cores_busy),
-        mean(&s.cols.cores_parked),
-        mean(&s.cores_waking),
-        mean(&s.cols.credit_pool),
-        mean(&s.cols.credits_issued),
-        mean(&s.cols.drained_sessions),
-        be_rate,
-    )
+    let mean = |v: &Vec<f64>| {
+        let xs: Vec<f64> = idx
+            .iter()
+            .filter_map(|&i| v.get(i).copied())
+            .filter(|x| x.is_finite())
+            .collect();
+        if xs.is_empty() {
+            f64::NAN
+        } else {
+            xs.iter().sum::<f64>() / xs.len() as f64
+        }
+    };
+    let (first, last) = (
+        idx.first().copied().unwrap_or(0),
+        idx.last().copied().unwrap_or(0),
+    );
+    let rate = |cum: &Vec<u64>| {
+        (idx.len() >= 2 && cum.len() > last).then(|| {
+            let dt = (s.unix_ns[last] - s.unix_ns[first]) as f64 / 1e9;
+            (cum[last] - cum[first]) as f64 / dt.max(1e-9)
+        })
+    };
+    Window {
+        allocated: mean(&s.cols.cores_allocated),
+        busy: mean(&s.cols.cores_busy),
+        parked: mean(&s.cols.cores_parked),
+        waking: mean(&s.cores_waking),
+        pool: mean(&s.cols.credit_pool),
+        issued: mean(&s.cols.credits_issued),
+        drained: mean(&s.cols.drained_sessions),
+        be_ops_per_s: rate(&s.be_ops).unwrap_or(rep.be.ops_per_s),
+        completed_per_s: rate(&s.completed)
+            .unwrap_or(rep.counter("completed") as f64 / rep.duration_s.max(1e-9)),
+    }
 }
 
 /// The merged summary (same keys as the simulator's, plus `runtime`).
 pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
     let mut s: Summary = lg.summary.clone();
     let (from, to) = lg.window_unix_ns;
-    let (alloc, busy, parked, waking, pool, issued, drained, be_rate) = window_means(rep, from, to);
+    let w = window(rep, from, to);
     let or = |v: f64, d: f64| if v.is_finite() { v } else { d };
-    let allocated = or(alloc, rep.cores.allocated_mean);
+    let allocated = or(w.allocated, rep.cores.allocated_mean);
     s.allocator = rep.allocator.clone();
     s.overload = rep.overload.clone();
     s.cores = Cores {
         max: rep.cores.max,
         allocated_mean: allocated,
-        busy_mean: or(busy, rep.cores.busy_mean),
-        transition_mean: or(waking, rep.cores.waking_mean),
+        busy_mean: or(w.busy, rep.cores.busy_mean),
+        transition_mean: or(w.waking, rep.cores.waking_mean),
     };
-    s.cpu_utilization = if rep.cores.max > 0 { allocated / rep.cores.max as f64 } else { 0.0 };
-    s.be_cores_mean = or(parked, rep.cores.parked_mean);
+    s.cpu_utilization = if rep.cores.max > 0 {
+        allocated / rep.cores.max as f64
+    } else {
+        0.0
+    };
+    s.be_cores_mean = or(w.parked, rep.cores.parked_mean);
     s.core_time = CoreTime {
         busy_ns: rep.cores.busy_ns,
         search_ns: rep.cores.search_ns,
@@ -65,9 +100,9 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         total_ns: rep.cores.total_ns,
     };
     if let Some(c) = s.credits.as_mut() {
-        c.pool_mean = or(pool, 0.0);
-        c.issued_mean = or(issued, 0.0);
-        c.drained_mean = or(drained, 0.0);
+        c.pool_mean = or(w.pool, 0.0);
+        c.issued_mean = or(w.issued, 0.0);
+        c.drained_mean = or(w.drained, 0.0);
         c.credit_messages = rep.counter("credit_messages");
     }
     let mut v = serde_json::to_value(&s).expect("summary serialises");
@@ -80,6 +115,10 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             "rejected_total": rep.rejected_total,
             "abandoned": rep.abandoned,
             "duration_s": rep.duration_s,
+            // The server's own throughput over the measured window: with no overload control
+            // and an offered load above it, the capacity (the client's throughput_rps misses the
+            // responses that came after their request timed out).
+            "completed_rps": w.completed_per_s,
             "stop_reason": rep.stop_reason,
             "cores": rep.cores,
             "controller": rep.controller,
@@ -87,7 +126,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         "be": {
             "threads": rep.be.threads,
             "sched_idle": rep.be.sched_idle,
-            "ops_per_s": be_rate,
+            "ops_per_s": w.be_ops_per_s,
             "ops_per_s_whole_run": rep.be.ops_per_s,
         },
         // Requests the client put on the wire vs. those the server received with a valid token.
@@ -126,7 +165,11 @@ pub fn merged_series(lg: &LoadgenResult, rep: &ServerReport) -> Vec<(&'static st
             .iter()
             .map(|&t| {
                 let i = s.unix_ns.partition_point(|&u| u <= t);
-                if i == 0 { f64::NAN } else { col.get(i - 1).copied().unwrap_or(f64::NAN) }
+                if i == 0 {
+                    f64::NAN
+                } else {
+                    col.get(i - 1).copied().unwrap_or(f64::NAN)
+                }
             })
             .collect()
     };

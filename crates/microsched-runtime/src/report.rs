@@ -99,6 +99,9 @@ pub struct ServerSeries {
     pub core_ns: Vec<[u64; 4]>,
     /// Cumulative best-effort square roots at the sample.
     pub be_ops: Vec<u64>,
+    /// Cumulative requests completed by the server at the sample.
+    #[serde(default)]
+    pub completed: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -141,6 +144,9 @@ pub struct ControllerReport {
     /// Mean real period between ticks.
     pub mean_tick_us: f64,
     pub alloc_ticks: u64,
+    /// Whether the controller thread got `SCHED_FIFO` (`runtime.realtime`).
+    #[serde(default)]
+    pub realtime: bool,
 }
 
 /// What `microsched serve` prints at the end (JSON).
@@ -171,6 +177,9 @@ pub struct ServerReport {
 
 impl ServerReport {
     pub fn counter(&self, name: &str) -> u64 {
-        self.counters.get(name).and_then(|v| v.as_u64()).unwrap_or(0)
+        self.counters
+            .get(name)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
     }
 }

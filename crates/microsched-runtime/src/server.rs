@@ -74,7 +74,10 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub fn active_cores(&self) -> usize {
-        self.cores.iter().filter(|c| matches!(c.parker.phase(), Phase::Busy | Phase::Search)).count()
+        self.cores
+            .iter()
+            .filter(|c| matches!(c.parker.phase(), Phase::Busy | Phase::Search))
+            .count()
     }
 
     /// The core a request of `sid` goes to: RSS-style hashing over the *active* cores, as
@@ -106,7 +109,13 @@ impl Shared {
 
     pub fn send_credit(&self, m: CreditMsg) {
         Counters::bump(&self.counters.credit_messages);
-        self.send(&encode(&Msg::Credit { cookie: m.cookie, credits: m.credits }), m.peer);
+        self.send(
+            &encode(&Msg::Credit {
+                cookie: m.cookie,
+                credits: m.credits,
+            }),
+            m.peer,
+        );
     }
 }
 
@@ -129,25 +138,40 @@ impl Server {
         Self::start_with(loaded, opts, Arc::new(Synthetic))
     }
 
-    pub fn start_with(loaded: &Loaded, opts: ServeOpts, handler: Arc<dyn Handler>) -> Result<Server, ConfigError> {
+    pub fn start_with(
+        loaded: &Loaded,
+        opts: ServeOpts,
+        handler: Arc<dyn Handler>,
+    ) -> Result<Server, ConfigError> {
         let sc = &loaded.scenario;
         check_scenario(sc)?;
         check_loopback(opts.addr, opts.allow_remote, "--addr")?;
-        let sock = UdpSocket::bind(opts.addr).map_err(|e| ConfigError(format!("--addr: cannot bind {}: {e}", opts.addr)))?;
-        let addr = sock.local_addr().map_err(|e| ConfigError(format!("--addr: {e}")))?;
+        let sock = UdpSocket::bind(opts.addr)
+            .map_err(|e| ConfigError(format!("--addr: cannot bind {}: {e}", opts.addr)))?;
+        let addr = sock
+            .local_addr()
+            .map_err(|e| ConfigError(format!("--addr: {e}")))?;
         set_buffers(&sock, 8 << 20);
         let n = sc.server.max_cores;
         let allocator = alloc::build(&sc.policy.allocator, n);
         let park_rule = allocator.park_rule();
         // Static allocation starts with every core; dynamic ones with one, as the simulator.
-        let initially_active = if park_rule.mode == ParkMode::Never { n } else { 1 };
+        let initially_active = if park_rule.mode == ParkMode::Never {
+            n
+        } else {
+            1
+        };
         let rtt = us(sc.network.rtt_us);
         let ctl = overload::build(&sc.policy.overload, sc.clients.sessions, n, rtt);
         let credit_based = ctl.is_some();
         let mut cores = Vec::new();
         let mut locals = Vec::new();
         for i in 0..n {
-            let (c, w) = CoreShared::new(if i < initially_active { Phase::Search } else { Phase::Parked });
+            let (c, w) = CoreShared::new(if i < initially_active {
+                Phase::Search
+            } else {
+                Phase::Parked
+            });
             cores.push(c);
             locals.push(LocalQueue { runq: w });
         }
@@ -187,9 +211,10 @@ impl Server {
             let tick = us(sc.runtime.tick_us).max(1);
             let sample = us(sc.metrics.sample_interval_us.max(1000.0));
             let ops = be.as_ref().map(|b| b.counter());
+            let realtime = sc.runtime.realtime;
             std::thread::Builder::new()
                 .name("control".into())
-                .spawn(move || control::run(sh, tick, sample, ops))
+                .spawn(move || control::run(sh, tick, sample, ops, realtime))
                 .expect("spawn controller")
         };
         Ok(Server {
@@ -231,7 +256,9 @@ impl Server {
                 return self.stop_with("stopped");
             }
             std::thread::sleep(Duration::from_millis(50).min(
-                self.opts.duration.map_or(Duration::from_millis(50), |d| d.saturating_sub(self.started.elapsed())),
+                self.opts.duration.map_or(Duration::from_millis(50), |d| {
+                    d.saturating_sub(self.started.elapsed())
+                }),
             ));
         }
     }
@@ -256,8 +283,14 @@ impl Server {
         }
         let abandoned: u64 = self.sh.cores.iter().map(|c| c.queued()).sum();
         let kernel_drops = crate::netstat::udp_drops(self.addr).unwrap_or(0);
-        let ctl = self.control.take().map(|c| c.join().expect("controller thread"));
-        let sched_idle = self.be.as_ref().is_some_and(|b| b.sched_idle.load(Ordering::Relaxed));
+        let ctl = self
+            .control
+            .take()
+            .map(|c| c.join().expect("controller thread"));
+        let sched_idle = self
+            .be
+            .as_ref()
+            .is_some_and(|b| b.sched_idle.load(Ordering::Relaxed));
         let be_ops = self.be.take().map_or(0, |b| b.stop());
         let sh = &self.sh;
         let mut times = [0u64; 4];
@@ -300,7 +333,11 @@ impl Server {
                 grants,
                 parks: sh.parks.load(Ordering::Relaxed),
                 parks_while_drained: sh.parks_while_drained.load(Ordering::Relaxed),
-                completed_per_worker: sh.cores.iter().map(|c| c.completed.load(Ordering::Relaxed)).collect(),
+                completed_per_worker: sh
+                    .cores
+                    .iter()
+                    .map(|c| c.completed.load(Ordering::Relaxed))
+                    .collect(),
             },
             be: BeReport {
                 threads: self.be_threads,
@@ -348,15 +385,26 @@ pub(crate) fn set_socket_buffers(sock: &UdpSocket, bytes: i32) {
 /// Receives up to `budget` datagrams without blocking and handles each (validation, admission,
 /// delivery to a core's inbox). Returns how many were received. Called by searching workers and
 /// by the controller; `buf` and `msgs` are the caller's scratch space.
-pub(crate) fn poll_socket(sh: &Shared, budget: usize, buf: &mut [u8; 2048], msgs: &mut Vec<CreditMsg>) -> usize {
+pub(crate) fn poll_socket(
+    sh: &Shared,
+    budget: usize,
+    buf: &mut [u8; 2048],
+    msgs: &mut Vec<CreditMsg>,
+) -> usize {
     let mut got = 0;
     while got < budget {
-        let Some((len, peer)) = recv_nonblocking(&sh.sock, buf) else { break };
+        let Some((len, peer)) = recv_nonblocking(&sh.sock, buf) else {
+            break;
+        };
         got += 1;
         Counters::bump(&sh.counters.datagrams);
         let now = sh.clock.now();
         // A datagram longer than any message is malformed even if truncated to a valid prefix.
-        let msg = if len > MAX_LEN { Err(DecodeError::BadLength { kind: buf[3], len }) } else { decode(&buf[..len]) };
+        let msg = if len > MAX_LEN {
+            Err(DecodeError::BadLength { kind: buf[3], len })
+        } else {
+            decode(&buf[..len])
+        };
         let msg = match msg {
             Ok(m) => m,
             Err(e) => {
@@ -407,11 +455,15 @@ fn recv_nonblocking(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAd
         libc::AF_INET => {
             // SAFETY: the kernel wrote a sockaddr_in (family AF_INET) into the storage.
             let a = unsafe { &*(&ss as *const libc::sockaddr_storage as *const libc::sockaddr_in) };
-            SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)), u16::from_be(a.sin_port)))
+            SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            ))
         }
         libc::AF_INET6 => {
             // SAFETY: the kernel wrote a sockaddr_in6 (family AF_INET6) into the storage.
-            let a = unsafe { &*(&ss as *const libc::sockaddr_storage as *const libc::sockaddr_in6) };
+            let a =
+                unsafe { &*(&ss as *const libc::sockaddr_storage as *const libc::sockaddr_in6) };
             SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(a.sin6_addr.s6_addr),
                 u16::from_be(a.sin6_port),
@@ -428,8 +480,15 @@ fn recv_nonblocking(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAd
 /// polls the socket).
 pub(crate) fn wait_readable(sock: &UdpSocket, timeout: Duration) {
     use std::os::fd::AsRawFd;
-    let mut fds = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+    let mut fds = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
     // SAFETY: one valid pollfd, a valid timespec, no signal mask.
     unsafe {
         libc::ppoll(&mut fds, 1, &ts, std::ptr::null());
@@ -444,12 +503,25 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
             match r {
                 Some((token, credits)) => {
                     Counters::bump(&c.connects);
-                    sh.send(&encode(&Msg::ConnectAck { cookie, token, credits }), peer);
+                    sh.send(
+                        &encode(&Msg::ConnectAck {
+                            cookie,
+                            token,
+                            credits,
+                        }),
+                        peer,
+                    );
                 }
                 None => Counters::bump(&c.no_slot),
             }
         }
-        Msg::Request { token, req_id, demand, service_ns, rtype } => {
+        Msg::Request {
+            token,
+            req_id,
+            demand,
+            service_ns,
+            rtype,
+        } => {
             let delay = sh.delay_ns.load(Ordering::Relaxed);
             let mut rpc = sh.rpc.lock();
             let sid = match rpc.auth(token, peer) {
@@ -471,15 +543,38 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
                 Verdict::Admit => {
                     Counters::bump(&c.admitted);
                     let core = sh.steer(sid);
-                    sh.cores[core].deliver(Job { session: sid, req_id, rtype, service_ns, arrived: now, peer });
+                    sh.cores[core].deliver(Job {
+                        session: sid,
+                        req_id,
+                        rtype,
+                        service_ns,
+                        arrived: now,
+                        peer,
+                    });
                 }
                 Verdict::Drop { credits } => {
                     Counters::bump(&c.aqm_dropped);
-                    sh.send(&encode(&Msg::Response { req_id, credits, status: Status::Dropped, qdelay_ns: 0 }), peer);
+                    sh.send(
+                        &encode(&Msg::Response {
+                            req_id,
+                            credits,
+                            status: Status::Dropped,
+                            qdelay_ns: 0,
+                        }),
+                        peer,
+                    );
                 }
                 Verdict::Reject { credits } => {
                     Counters::bump(&c.rejected_no_credit);
-                    sh.send(&encode(&Msg::Response { req_id, credits, status: Status::Rejected, qdelay_ns: 0 }), peer);
+                    sh.send(
+                        &encode(&Msg::Response {
+                            req_id,
+                            credits,
+                            status: Status::Rejected,
+                            qdelay_ns: 0,
+                        }),
+                        peer,
+                    );
                 }
             }
         }
@@ -495,7 +590,11 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
             rpc.wakeups(msgs);
             drop(rpc);
             if let Some((peer, cookie, credits)) = answer {
-                msgs.push(CreditMsg { peer, cookie, credits });
+                msgs.push(CreditMsg {
+                    peer,
+                    cookie,
+                    credits,
+                });
             }
             for m in msgs.drain(..) {
                 sh.send_credit(m);
@@ -512,6 +611,8 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
                 Auth::WrongPeer => Counters::bump(&c.wrong_peer),
             }
         }
-        Msg::ConnectAck { .. } | Msg::Response { .. } | Msg::Credit { .. } => Counters::bump(&c.unexpected_kind),
+        Msg::ConnectAck { .. } | Msg::Response { .. } | Msg::Credit { .. } => {
+            Counters::bump(&c.unexpected_kind)
+        }
     }
 }

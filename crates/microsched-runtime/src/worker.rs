@@ -32,6 +32,7 @@ use crate::wire::{encode, Msg, Status};
 pub const RX_BATCH: usize = 16;
 
 pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
+    crate::clock::default_priority();
     let core = &sh.cores[me];
     core.parker.register();
     let stopping = || sh.stop.load(Ordering::Relaxed);
@@ -85,7 +86,10 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
                 let active = sh.active_cores();
                 // Lock order: rpc, then alloc.
                 let mut rpc = sh.rpc.lock();
-                let verdict = sh.alloc.lock().on_park_attempt(now, me as u16, active, rpc.link());
+                let verdict = sh
+                    .alloc
+                    .lock()
+                    .on_park_attempt(now, me as u16, active, rpc.link());
                 park = verdict == ParkVerdict::Park;
                 if park && rpc.drained() > 0 {
                     sh.parks_while_drained.fetch_add(1, Ordering::Relaxed);
@@ -136,7 +140,12 @@ fn serve(sh: &Shared, me: usize, job: Job, msgs: &mut Vec<CreditMsg>) {
     let core = &sh.cores[me];
     let start = sh.clock.now();
     core.parker.set(start, Phase::Busy);
-    let req = Request { session: job.session, req_id: job.req_id, rtype: job.rtype, service_ns: job.service_ns };
+    let req = Request {
+        session: job.session,
+        req_id: job.req_id,
+        rtype: job.rtype,
+        service_ns: job.service_ns,
+    };
     let _outcome = sh.handler.handle(&req);
     let done = sh.clock.now();
     core.parker.set(done, Phase::Search);
@@ -155,6 +164,11 @@ fn serve(sh: &Shared, me: usize, job: Job, msgs: &mut Vec<CreditMsg>) {
         0
     };
     Counters::bump(&sh.counters.completed);
-    let msg = Msg::Response { req_id: job.req_id, credits, status: Status::Ok, qdelay_ns: start.saturating_sub(job.arrived) };
+    let msg = Msg::Response {
+        req_id: job.req_id,
+        credits,
+        status: Status::Ok,
+        qdelay_ns: start.saturating_sub(job.arrived),
+    };
     sh.send(&encode(&msg), job.peer);
 }

@@ -14,23 +14,26 @@ use microsched_runtime::loadgen::{self, LoadgenOpts, LoadgenResult};
 use microsched_runtime::wire::{decode, encode, Msg, Status};
 use microsched_runtime::{merge, ServeOpts, Server, ServerReport};
 
+/// The shipped experiments' set-up (`experiments/real/overload-2x.toml`): 2 workers,
+/// exponential 100 µs (capacity ≈ 16 k req/s on this machine), Breakwater-sized client timeout
+/// and SLO, 1 s runs.
 const BASE: &str = r#"
 name = "test"
 duration_ms = 1000
 warmup_ms = 100
-slo_us = 500
+slo_us = 1500
 [server]
 max_cores = 2
 [network]
 rtt_us = 50
 [clients]
 sessions = 20
-timeout_us = 200
+timeout_us = 50
 [load]
-rps = 5000
+rps = 3000
 [[workload.types]]
-name = "exp20"
-service = { dist = "exponential", mean_us = 20 }
+name = "exp100"
+service = { dist = "exponential", mean_us = 100 }
 [runtime]
 tick_us = 50
 drain_ms = 300
@@ -42,7 +45,12 @@ fn scenario(overrides: &[&str]) -> Loaded {
 }
 
 fn opts() -> ServeOpts {
-    ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(20)), once: true }
+    ServeOpts {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        allow_remote: false,
+        duration: Some(Duration::from_secs(20)),
+        once: true,
+    }
 }
 
 /// Tests that start a server run one at a time: they measure, and the machine has 2 CPUs.
@@ -52,17 +60,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Breakwater as the shipped experiments configure it for the real loopback RTT.
-const BW: [&str; 4] = [
+/// Breakwater as the shipped experiment configures it (its defaults, the delay target of its
+/// table for 100 µs requests).
+const BW: [&str; 2] = [
     "policy.overload.kind=\"breakwater\"",
-    "policy.overload.target_us=100",
-    "policy.overload.alpha_mode=\"absolute\"",
-    "policy.overload.alpha=1",
+    "policy.overload.target_us=500",
 ];
 
 fn run(loaded: &Loaded) -> (LoadgenResult, ServerReport) {
     let server = Server::start(loaded, opts()).expect("server starts");
-    let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
+    let lo = LoadgenOpts {
+        addr: server.addr(),
+        allow_remote: false,
+        seed: None,
+    };
     let lg = loadgen::run(loaded, &lo, &|| false).expect("load generator runs");
     let rep = server.wait(|| false);
     (lg, rep)
@@ -74,94 +85,150 @@ fn check_accounting(lg: &LoadgenResult, rep: &ServerReport) {
     assert!(c.conserved(), "client accounting: {c:?}");
     // What the client sent reached the server, or was dropped by the kernel at its full socket.
     let received = rep.counter("requests");
-    assert!(c.sent >= received && c.sent <= received + rep.kernel_drops, "sent {} vs received {received} + kernel drops {}", c.sent, rep.kernel_drops);
+    assert!(
+        c.sent >= received && c.sent <= received + rep.kernel_drops,
+        "sent {} vs received {received} + kernel drops {}",
+        c.sent,
+        rep.kernel_drops
+    );
     assert_eq!(c.aqm_dropped, rep.counter("aqm_dropped"));
     assert_eq!(c.rejected, rep.counter("rejected_no_credit"));
     // Completions: the server's count includes responses the client counted as timed out
     // (late) or that were still on their way when it stopped listening.
     let server_done = rep.counter("completed");
-    assert!(server_done >= c.completed, "server completed {server_done} < client {}", c.completed);
-    assert!(server_done <= c.completed + c.late_responses + c.in_flight_end + c.kernel_drops, "{server_done} vs {c:?}");
-    assert_eq!(rep.counter("admitted"), server_done + rep.abandoned, "admitted = completed + abandoned");
-    assert_eq!(rep.rejected_total, 0, "no malformed or unauthorised datagrams from our own client: {:?}", rep.counters);
-    assert_eq!(rep.cores.total_ns, rep.cores.busy_ns + rep.cores.search_ns + rep.cores.parked_ns + rep.cores.waking_ns);
+    assert!(
+        server_done >= c.completed,
+        "server completed {server_done} < client {}",
+        c.completed
+    );
+    assert!(
+        server_done <= c.completed + c.late_responses + c.in_flight_end + c.kernel_drops,
+        "{server_done} vs {c:?}"
+    );
+    assert_eq!(
+        rep.counter("admitted"),
+        server_done + rep.abandoned,
+        "admitted = completed + abandoned"
+    );
+    assert_eq!(
+        rep.rejected_total, 0,
+        "no malformed or unauthorised datagrams from our own client: {:?}",
+        rep.counters
+    );
+    assert_eq!(
+        rep.cores.total_ns,
+        rep.cores.busy_ns + rep.cores.search_ns + rep.cores.parked_ns + rep.cores.waking_ns
+    );
 }
 
 #[test]
 fn below_capacity_every_request_completes() {
     let _g = serial();
-    let (lg, rep) = run(&scenario(&[&["load.rps=5000"][..], &BW[..]].concat()));
+    let (lg, rep) = run(&scenario(&BW));
     check_accounting(&lg, &rep);
     let c = &lg.client;
-    assert!(c.generated > 4000, "{c:?}");
-    // With Breakwater, when the machine stalls a worker or the load generator for longer than
-    // the AQM threshold (200 µs) or the client timeout (200 µs) (other processes share these 2
-    // CPUs), a request may be dropped with a notice or at the client: still accounted for (never
-    // lost in flight), and rare.
-    assert_eq!(c.timed_out + c.in_flight_end + c.queued_end, 0, "at 10 % load nothing is lost: {c:?}");
-    assert!(c.completed as f64 >= 0.95 * c.generated as f64, "at 10 % load nearly every request completes: {c:?}");
+    assert!(c.generated > 2500, "{c:?}");
+    // With Breakwater, when a session waits longer than the client timeout (50 µs) for a credit,
+    // or the machine stalls a worker for longer than the AQM threshold (1 ms), a request is
+    // dropped at the client or with a notice: still accounted for (never lost in flight), and
+    // rare.
+    assert_eq!(
+        c.timed_out + c.in_flight_end + c.queued_end,
+        0,
+        "at 20 % load nothing is lost: {c:?}"
+    );
+    assert!(
+        c.completed as f64 >= 0.95 * c.generated as f64,
+        "at 20 % load nearly every request completes: {c:?}"
+    );
     assert_eq!(rep.abandoned, 0);
     // Without overload control nothing can be dropped: every request completes.
-    let (lg, rep) = run(&scenario(&["load.rps=5000"]));
+    let (lg, rep) = run(&scenario(&[]));
     check_accounting(&lg, &rep);
     assert_eq!(lg.client.completed, lg.client.generated, "{:?}", lg.client);
     let m = merge::merge(&lg, &rep);
-    for key in ["throughput_rps", "goodput_rps", "latency_us", "cores", "core_time", "requests", "by_type", "runtime"] {
+    for key in [
+        "throughput_rps",
+        "goodput_rps",
+        "latency_us",
+        "cores",
+        "core_time",
+        "requests",
+        "by_type",
+        "runtime",
+    ] {
         assert!(m.get(key).is_some(), "merged summary has {key}");
     }
     assert_eq!(m["runtime"]["accounting"]["agree"], true);
 }
 
-/// The overload pair: the same 2× load (100 k req/s against a measured capacity of about
-/// 50 k req/s) without overload control and with Breakwater. Returns (capacity, none, breakwater).
-fn overload_pair() -> (f64, LoadgenResult, LoadgenResult) {
-    // Capacity is measured here: the throughput of the same scenario without overload control at
-    // a load well above it (the workers never idle).
-    let _g = serial();
-    let none = scenario(&["load.rps=100000", "duration_ms=1500", "runtime.request_timeout_ms=5000", "runtime.drain_ms=0"]);
-    let (lg_none, rep_none) = run(&none);
-    let capacity = rep_none.counter("completed") as f64 / rep_none.duration_s;
-    let bw = scenario(&[&["load.rps=100000", "duration_ms=1500"][..], &BW[..]].concat());
-    let (lg_bw, rep_bw) = run(&bw);
-    check_accounting(&lg_bw, &rep_bw);
-    (capacity, lg_none, lg_bw)
+/// A shipped experiment, shortened for the test suite.
+fn experiment(file: &str, overrides: &[&str]) -> Loaded {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments/real")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("shipped experiment");
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    Scenario::load(&text, Format::Toml, path.parent().unwrap(), &o).expect("valid experiment")
 }
 
+/// The issue's overload claim on the shipped pair `experiments/real/overload-2x{,-none}.toml`
+/// (2 workers, exponential 100 µs, offered 2 × the measured capacity), 3 s each instead of 10.
+///
+/// Capacity is measured here, in the same test, as the server's own throughput
+/// (`runtime.server.completed_rps`) without overload control at that load: the workers never
+/// idle. Breakwater must keep its goodput within 20 % of it and its p99 within the SLO
+/// (1.5 ms = 10 × (service + RTT), the Breakwater artifact's rule), while without control the
+/// queue grows for the whole run. On this 2-CPU machine Breakwater measured 86–87 % of capacity
+/// with p99 0.94–0.97 ms (3 runs of 3 s), so the 80 % and 1.5 ms bars leave room for run-to-run
+/// noise without being loose: a 10 % goodput loss or a 50 % longer tail fails the test.
 #[test]
-fn overload_breakwater_bounds_latency_while_none_explodes() {
-    let (capacity, lg_none, lg_bw) = overload_pair();
+fn overload_breakwater_goodput_near_capacity_and_p99_within_slo_while_none_explodes() {
+    let _g = serial();
+    let short = ["duration_ms=3000", "warmup_ms=300"];
+    let (lg_none, rep_none) = run(&experiment(
+        "overload-2x-none.toml",
+        &[&short[..], &["runtime.drain_ms=0"]].concat(),
+    ));
+    let capacity = merge::merge(&lg_none, &rep_none)["runtime"]["server"]["completed_rps"]
+        .as_f64()
+        .unwrap();
+    let (lg_bw, rep_bw) = run(&experiment("overload-2x.toml", &short));
+    check_accounting(&lg_bw, &rep_bw);
     let (s_none, s_bw) = (&lg_none.summary, &lg_bw.summary);
     eprintln!(
-        "capacity {capacity:.0}/s; none: p99 {:.0} µs, goodput {:.0}; breakwater: p99 {:.0} µs, goodput {:.0}, throughput {:.0}",
-        s_none.latency_us.p99, s_none.goodput_rps, s_bw.latency_us.p99, s_bw.goodput_rps, s_bw.throughput_rps
+        "capacity {capacity:.0}/s; none: p99 {:.0} µs, goodput {:.0}; breakwater: p99 {:.0} µs, goodput {:.0}, throughput {:.0}, realtime {}",
+        s_none.latency_us.p99, s_none.goodput_rps, s_bw.latency_us.p99, s_bw.goodput_rps, s_bw.throughput_rps, lg_bw.client.realtime
     );
     // Without overload control the queue grows for the whole run: latency far beyond the SLO,
     // and almost nothing within it.
-    assert!(s_none.latency_us.p99 > 10.0 * s_none.slo_us, "none: p99 {} µs", s_none.latency_us.p99);
-    assert!(s_bw.latency_us.p99 < s_none.latency_us.p99 / 10.0, "breakwater p99 {} vs none {}", s_bw.latency_us.p99, s_none.latency_us.p99);
-    assert!(s_bw.goodput_rps > 2.0 * s_none.goodput_rps.max(100.0), "breakwater goodput {} vs none {}", s_bw.goodput_rps, s_none.goodput_rps);
-    assert!(lg_bw.client.in_flight_end == 0 && lg_bw.client.timed_out == 0, "credits bound what is in flight: {:?}", lg_bw.client);
-}
-
-/// The issue's full claim, which needs the 2 CPUs to itself: Breakwater's goodput within 20 % of
-/// the measured capacity and its p99 within the SLO. On a machine shared with other work (a
-/// developer's, CI's) the OS stalls workers for milliseconds and neither holds; run it on a quiet
-/// machine: `cargo test --release -p microsched-runtime --test runtime -- --ignored`.
-#[test]
-#[ignore = "needs a quiet machine: goodput and p99 depend on the workers getting the CPUs"]
-fn overload_breakwater_goodput_near_capacity_and_p99_within_slo() {
-    let (capacity, lg_none, lg_bw) = overload_pair();
-    let (s_none, s_bw) = (&lg_none.summary, &lg_bw.summary);
-    eprintln!(
-        "capacity {capacity:.0}/s; none: p99 {:.0} µs, goodput {:.0}; breakwater: p99 {:.0} µs, goodput {:.0}, throughput {:.0}",
-        s_none.latency_us.p99, s_none.goodput_rps, s_bw.latency_us.p99, s_bw.goodput_rps, s_bw.throughput_rps
+    assert!(
+        s_none.latency_us.p99 > 10.0 * s_none.slo_us,
+        "none: p99 {} µs",
+        s_none.latency_us.p99
     );
-    // Without overload control the queue grows for the whole run: latency far beyond the SLO.
-    assert!(s_none.latency_us.p99 > 10.0 * s_none.slo_us, "none: p99 {} µs", s_none.latency_us.p99);
-    // Breakwater: bounded latency, most of the capacity as goodput.
-    assert!(s_bw.latency_us.p99 < s_none.latency_us.p99 / 10.0, "breakwater p99 {} vs none {}", s_bw.latency_us.p99, s_none.latency_us.p99);
-    assert!(s_bw.latency_us.p99 <= s_bw.slo_us, "breakwater p99 {} µs > SLO {} µs", s_bw.latency_us.p99, s_bw.slo_us);
-    assert!(s_bw.goodput_rps >= 0.8 * capacity, "breakwater goodput {:.0} < 80 % of capacity {capacity:.0}", s_bw.goodput_rps);
+    assert!(
+        s_none.goodput_rps < 0.1 * capacity,
+        "none: goodput {}",
+        s_none.goodput_rps
+    );
+    // Breakwater: bounded latency, most of the capacity as goodput, nothing lost in flight.
+    assert!(
+        s_bw.latency_us.p99 <= s_bw.slo_us,
+        "breakwater p99 {} µs > SLO {} µs",
+        s_bw.latency_us.p99,
+        s_bw.slo_us
+    );
+    assert!(
+        s_bw.goodput_rps >= 0.8 * capacity,
+        "breakwater goodput {:.0} < 80 % of capacity {capacity:.0}",
+        s_bw.goodput_rps
+    );
+    assert!(
+        lg_bw.client.in_flight_end == 0 && lg_bw.client.timed_out == 0,
+        "credits bound what is in flight: {:?}",
+        lg_bw.client
+    );
 }
 
 /// CoreSync runs in the runtime: its park attempts see the credit controller (the
@@ -171,41 +238,75 @@ fn overload_breakwater_goodput_near_capacity_and_p99_within_slo() {
 #[test]
 fn coresync_parks_at_low_load_and_never_while_a_session_is_drained() {
     let _g = serial();
-    for (rps, dur) in [("2000", "1000"), ("100000", "1000")] {
-        let sc = scenario(&[&[&format!("load.rps={rps}"), &format!("duration_ms={dur}"), "policy.allocator.kind=\"coresync\""][..], &BW[..]].concat());
+    for (rps, dur) in [("800", "1000"), ("32000", "1000")] {
+        let sc = scenario(
+            &[
+                &[
+                    &format!("load.rps={rps}"),
+                    &format!("duration_ms={dur}"),
+                    "policy.allocator.kind=\"coresync\"",
+                ][..],
+                &BW[..],
+            ]
+            .concat(),
+        );
         let (lg, rep) = run(&sc);
         check_accounting(&lg, &rep);
         assert_eq!(rep.allocator, "coresync");
         assert_eq!(rep.overload, "breakwater");
-        let drained_max = rep.timeseries.cols.drained_sessions.iter().cloned().fold(0.0, f64::max);
+        let drained_max = rep
+            .timeseries
+            .cols
+            .drained_sessions
+            .iter()
+            .cloned()
+            .fold(0.0, f64::max);
         eprintln!(
             "coresync at {rps}/s: {:.2} cores allocated, {} parks, {} grants, drained sessions up to {drained_max}, {} parks while drained, goodput {:.0}",
             rep.cores.allocated_mean, rep.cores.parks, rep.cores.grants, rep.cores.parks_while_drained, lg.summary.goodput_rps
         );
-        assert_eq!(rep.cores.parks_while_drained, 0, "CoreSync parked while a session was drained");
-        if rps == "2000" {
+        assert_eq!(
+            rep.cores.parks_while_drained, 0,
+            "CoreSync parked while a session was drained"
+        );
+        if rps == "800" {
             // (How much it parks depends on Breakwater's issued credits: above R per core beyond
             // one per session, CoreSync withholds credits and keeps polling until they come down.)
-            assert!(rep.cores.parks > 0 && rep.cores.parked_ns > 0, "CoreSync parks at 4 % load: {:?}", rep.cores);
-            assert!(lg.client.completed as f64 >= 0.95 * lg.client.generated as f64, "{:?}", lg.client);
+            assert!(
+                rep.cores.parks > 0 && rep.cores.parked_ns > 0,
+                "CoreSync parks at 5 % load: {:?}",
+                rep.cores
+            );
+            assert!(
+                lg.client.completed as f64 >= 0.95 * lg.client.generated as f64,
+                "{:?}",
+                lg.client
+            );
         } else {
             assert!(lg.summary.goodput_rps > 1000.0, "{:?}", lg.client);
         }
     }
 }
 
-/// Static vs Caladan at 4 % load with one best-effort thread: (allocated mean, BE ops/s, report).
+/// Static vs Caladan at 5 % load with one best-effort thread: (allocated mean, BE ops/s, report).
 fn low_load_pair() -> [(f64, f64, ServerReport); 2] {
     let _g = serial();
     ["static", "caladan"].map(|alloc| {
-        let sc = scenario(&["load.rps=2000", &format!("policy.allocator.kind=\"{alloc}\""), "runtime.be_threads=1"]);
+        let sc = scenario(&[
+            "load.rps=800",
+            &format!("policy.allocator.kind=\"{alloc}\""),
+            "runtime.be_threads=1",
+        ]);
         let (lg, rep) = run(&sc);
         check_accounting(&lg, &rep);
         assert_eq!(lg.client.completed, lg.client.generated, "{:?}", lg.client);
         let m = merge::merge(&lg, &rep);
         let alloc_mean = m["cores"]["allocated_mean"].as_f64().unwrap();
         let be = m["runtime"]["be"]["ops_per_s"].as_f64().unwrap();
-        eprintln!("{alloc}: {alloc_mean:.2} cores allocated, BE {be:.3e} sqrt/s, {} parks", rep.cores.parks);
+        eprintln!(
+            "{alloc}: {alloc_mean:.2} cores allocated, BE {be:.3e} sqrt/s, {} parks",
+            rep.cores.parks
+        );
         (alloc_mean, be, rep)
     })
 }
@@ -213,22 +314,34 @@ fn low_load_pair() -> [(f64, f64, ServerReport); 2] {
 #[test]
 fn low_load_dynamic_allocator_parks_workers() {
     let [(alloc_static, _, rep_static), (alloc_caladan, _, rep)] = low_load_pair();
-    assert!(alloc_static > 1.9 && rep_static.cores.parks == 0, "static keeps both cores: {alloc_static}");
-    assert!(alloc_caladan < 1.0, "caladan at 4 % load holds well below 2 cores: {alloc_caladan}");
+    assert!(
+        alloc_static > 1.9 && rep_static.cores.parks == 0,
+        "static keeps both cores: {alloc_static}"
+    );
+    assert!(
+        alloc_caladan < 1.0,
+        "caladan at 5 % load holds well below 2 cores: {alloc_caladan}"
+    );
     assert!(rep.cores.parks > 0 && rep.cores.grants > 0);
     // The CPU given back: parked core time, more than one core's worth on average.
-    assert!(rep.cores.parked_mean > 1.0, "parked {:.2} cores", rep.cores.parked_mean);
+    assert!(
+        rep.cores.parked_mean > 1.0,
+        "parked {:.2} cores",
+        rep.cores.parked_mean
+    );
 }
 
 /// The best-effort co-tenant (SCHED_IDLE) gets the CPU the parked workers give back. It runs
-/// only when nothing else wants a CPU, so on a machine shared with other work it gets nothing in
-/// either case; run on a quiet machine: `cargo test --release -p microsched-runtime --test
-/// runtime -- --ignored`.
+/// only when nothing else wants a CPU: the test needs the machine to itself (as CI's is while the
+/// runtime tests run, one at a time). Measured: 8.4 × 10⁷ vs 2–3 × 10⁵ sqrt/s, a 250–400× ratio
+/// against the 10× asserted.
 #[test]
-#[ignore = "needs a quiet machine: SCHED_IDLE threads only get CPUs nothing else wants"]
 fn low_load_be_co_tenant_gets_the_parked_cpu() {
     let [(_, be_static, _), (_, be_caladan, _)] = low_load_pair();
-    assert!(be_caladan > 10.0 * be_static.max(1.0), "BE gets the parked CPU: {be_caladan:.3e} vs {be_static:.3e}");
+    assert!(
+        be_caladan > 10.0 * be_static.max(1.0),
+        "BE gets the parked CPU: {be_caladan:.3e} vs {be_static:.3e}"
+    );
 }
 
 #[test]
@@ -240,17 +353,45 @@ fn spoofed_tokens_credit_less_and_malformed_datagrams_are_rejected() {
     let server = Server::start(&sc, o).expect("server starts");
     let addr = server.addr();
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let mut buf = [0u8; 256];
     // Connect with no demand: a token, no credits.
-    sock.send_to(&encode(&Msg::Connect { cookie: 1, demand: 0 }), addr).unwrap();
+    sock.send_to(
+        &encode(&Msg::Connect {
+            cookie: 1,
+            demand: 0,
+        }),
+        addr,
+    )
+    .unwrap();
     let (n, _) = sock.recv_from(&mut buf).unwrap();
-    let Ok(Msg::ConnectAck { cookie: 1, token, credits: 0 }) = decode(&buf[..n]) else { panic!("{:?}", decode(&buf[..n])) };
-    let req = |token| Msg::Request { token, req_id: 7, demand: 0, service_ns: 1000, rtype: 0 };
+    let Ok(Msg::ConnectAck {
+        cookie: 1,
+        token,
+        credits: 0,
+    }) = decode(&buf[..n])
+    else {
+        panic!("{:?}", decode(&buf[..n]))
+    };
+    let req = |token| Msg::Request {
+        token,
+        req_id: 7,
+        demand: 0,
+        service_ns: 1000,
+        rtype: 0,
+    };
     // A credit-less request: refused with a notice, never run.
     sock.send_to(&encode(&req(token)), addr).unwrap();
     let (n, _) = sock.recv_from(&mut buf).unwrap();
-    assert!(matches!(decode(&buf[..n]), Ok(Msg::Response { req_id: 7, status: Status::Rejected, .. })));
+    assert!(matches!(
+        decode(&buf[..n]),
+        Ok(Msg::Response {
+            req_id: 7,
+            status: Status::Rejected,
+            ..
+        })
+    ));
     // A wrong token, the right token from another socket, garbage, a truncated message, a
     // wrong version, a server-only message, an absurd service time: counted, never answered.
     sock.send_to(&encode(&req(token ^ 1)), addr).unwrap();
@@ -261,12 +402,44 @@ fn spoofed_tokens_credit_less_and_malformed_datagrams_are_rejected() {
     let mut v = encode(&req(token)).to_vec();
     v[2] = 99;
     sock.send_to(&v, addr).unwrap();
-    sock.send_to(&encode(&Msg::Credit { cookie: 0, credits: 1000 }), addr).unwrap();
-    sock.send_to(&encode(&Msg::Request { token, req_id: 8, demand: 0, service_ns: u64::MAX, rtype: 0 }), addr).unwrap();
-    sock.send_to(&encode(&Msg::Request { token, req_id: 9, demand: 0, service_ns: 10, rtype: 9 }), addr).unwrap();
-    sock.send_to(&encode(&Msg::Disconnect { token: 12345 }), addr).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    assert!(sock.recv_from(&mut buf).is_err(), "nothing answers a bad datagram");
+    sock.send_to(
+        &encode(&Msg::Credit {
+            cookie: 0,
+            credits: 1000,
+        }),
+        addr,
+    )
+    .unwrap();
+    sock.send_to(
+        &encode(&Msg::Request {
+            token,
+            req_id: 8,
+            demand: 0,
+            service_ns: u64::MAX,
+            rtype: 0,
+        }),
+        addr,
+    )
+    .unwrap();
+    sock.send_to(
+        &encode(&Msg::Request {
+            token,
+            req_id: 9,
+            demand: 0,
+            service_ns: 10,
+            rtype: 9,
+        }),
+        addr,
+    )
+    .unwrap();
+    sock.send_to(&encode(&Msg::Disconnect { token: 12345 }), addr)
+        .unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(
+        sock.recv_from(&mut buf).is_err(),
+        "nothing answers a bad datagram"
+    );
     std::thread::sleep(Duration::from_millis(100));
     let rep = server.stop();
     let c = |k: &str| rep.counter(k);
@@ -278,28 +451,60 @@ fn spoofed_tokens_credit_less_and_malformed_datagrams_are_rejected() {
     assert_eq!(c("bad_version"), 1);
     assert_eq!(c("unexpected_kind"), 1);
     assert_eq!(c("bad_request"), 2);
-    assert_eq!(c("admitted") + c("completed"), 0, "nothing unauthorised ran");
+    assert_eq!(
+        c("admitted") + c("completed"),
+        0,
+        "nothing unauthorised ran"
+    );
 }
 
 #[test]
 fn bad_configuration_is_refused_with_a_clear_error() {
     let sc = scenario(&[]);
-    let err = |o: ServeOpts| Server::start(&sc, o).err().map(|e| e.to_string()).expect("refused");
+    let err = |o: ServeOpts| {
+        Server::start(&sc, o)
+            .err()
+            .map(|e| e.to_string())
+            .expect("refused")
+    };
     let mut o = opts();
     o.addr = "10.1.2.3:7878".parse().unwrap();
     let e = err(o.clone());
-    assert!(e.contains("--addr") && e.contains("not a loopback address") && e.contains("--allow-remote"), "{e}");
+    assert!(
+        e.contains("--addr")
+            && e.contains("not a loopback address")
+            && e.contains("--allow-remote"),
+        "{e}"
+    );
     let too_many = scenario(&["server.max_cores=512"]);
-    let e = Server::start(&too_many, opts()).err().map(|e| e.to_string()).expect("refused");
+    let e = Server::start(&too_many, opts())
+        .err()
+        .map(|e| e.to_string())
+        .expect("refused");
     assert!(e.starts_with("server.max_cores: 512"), "{e}");
     // The load generator refuses a remote target, an absurd rate, and a server that is not there.
-    let lo = |a: &str| LoadgenOpts { addr: a.parse().unwrap(), allow_remote: false, seed: None };
-    let e = loadgen::run(&sc, &lo("192.168.1.1:7878"), &|| false).expect_err("refused").to_string();
+    let lo = |a: &str| LoadgenOpts {
+        addr: a.parse().unwrap(),
+        allow_remote: false,
+        seed: None,
+    };
+    let e = loadgen::run(&sc, &lo("192.168.1.1:7878"), &|| false)
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("not a loopback address"), "{e}");
-    let e = loadgen::run(&scenario(&["load.rps=1e9"]), &lo("127.0.0.1:9"), &|| false).expect_err("refused").to_string();
+    let e = loadgen::run(&scenario(&["load.rps=1e9"]), &lo("127.0.0.1:9"), &|| false)
+        .expect_err("refused")
+        .to_string();
     assert!(e.starts_with("load:") && e.contains("at most"), "{e}");
     // [runtime] fields are validated by the scenario loader, naming the field.
-    for (ovr, field) in [("runtime.tick_us=0", "runtime.tick_us"), ("runtime.request_timeout_ms=-1", "runtime.request_timeout_ms"), ("runtime.nope=1", "runtime")] {
+    for (ovr, field) in [
+        ("runtime.tick_us=0", "runtime.tick_us"),
+        (
+            "runtime.request_timeout_ms=-1",
+            "runtime.request_timeout_ms",
+        ),
+        ("runtime.nope=1", "runtime"),
+    ] {
         let e = Scenario::load(BASE, Format::Toml, Path::new("."), &[ovr.to_string()]).unwrap_err();
         assert!(e.field.starts_with(field), "{ovr}: {e}");
     }
@@ -309,8 +514,17 @@ fn bad_configuration_is_refused_with_a_clear_error() {
 fn unanswered_server_is_a_clear_error_within_seconds() {
     // A bound socket that never answers.
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let lo = LoadgenOpts { addr: silent.local_addr().unwrap(), allow_remote: false, seed: None };
+    let lo = LoadgenOpts {
+        addr: silent.local_addr().unwrap(),
+        allow_remote: false,
+        seed: None,
+    };
     let t = std::time::Instant::now();
-    let e = loadgen::run(&scenario(&[]), &lo, &|| false).expect_err("no server").to_string();
-    assert!(e.contains("no answer") && t.elapsed() < Duration::from_secs(5), "{e}");
+    let e = loadgen::run(&scenario(&[]), &lo, &|| false)
+        .expect_err("no server")
+        .to_string();
+    assert!(
+        e.contains("no answer") && t.elapsed() < Duration::from_secs(5),
+        "{e}"
+    );
 }
