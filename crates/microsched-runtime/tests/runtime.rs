@@ -173,19 +173,20 @@ fn experiment(file: &str, overrides: &[&str]) -> Loaded {
 }
 
 /// The overload claim on the shipped pair `experiments/real/overload-2x{,-none}.toml`
-/// (2 workers, exponential 100 µs, offered 2 × the measured capacity), 3 s each instead of 10.
+/// (2 workers, exponential 100 µs, offered 2 × the measured capacity), 5 s each instead of 10.
 ///
 /// Capacity is measured here, in the same test, as the server's own throughput
 /// (`runtime.server.completed_rps`) without overload control at that load: the workers never
 /// idle. Breakwater must keep its goodput within 20 % of it and its p99 within the SLO
 /// (1.5 ms = 10 × (service + RTT), the Breakwater artifact's rule), while without control the
-/// queue grows for the whole run. On this 2-CPU machine Breakwater measured 86–87 % of capacity
-/// with p99 0.94–0.97 ms (3 runs of 3 s), so the 80 % and 1.5 ms bars leave room for run-to-run
-/// noise without being loose: a 10 % goodput loss or a 50 % longer tail fails the test.
+/// queue grows for the whole run. The 80 % bar is the issue's own; on this 2-CPU machine
+/// Breakwater measured 83–85 % of capacity with p99 0.93–0.95 ms in 5 s runs (sd ≈ 1 point; 3 s
+/// runs: 81–86 %), the simulator 88 % for the same file. The shortfall is Breakwater's additive
+/// increase with 20 sessions (0.02 credits per period) after each cut, in both drivers.
 #[test]
 fn overload_breakwater_goodput_near_capacity_and_p99_within_slo_while_none_explodes() {
     let _g = serial();
-    let short = ["duration_ms=3000", "warmup_ms=300"];
+    let short = ["duration_ms=5000", "warmup_ms=300"];
     let (lg_none, rep_none) = run(&experiment(
         "overload-2x-none.toml",
         &[&short[..], &["runtime.drain_ms=0"]].concat(),
@@ -283,7 +284,11 @@ fn coresync_parks_at_low_load_and_never_while_a_session_is_drained() {
                 lg.client
             );
         } else {
-            assert!(lg.summary.goodput_rps > 1000.0, "{:?}", lg.client);
+            // 2× load: capacity is about half the offered rate. Static Breakwater keeps ~85 % of it
+            // (the overload test); CoreSync allocates both cores here and should come close. Bar:
+            // 60 % of capacity = 30 % of the offered rate (measured: 13.7 k of 32 k req/s offered,
+            // 43 %; 6.6 k, 21 %, when the controller still woke at the allocator's 5 µs interval).
+            assert!(lg.summary.goodput_rps >= 0.3 * lg.summary.offered_rps, "goodput {:.0} of {:.0} offered: {:?}", lg.summary.goodput_rps, lg.summary.offered_rps, lg.client);
         }
     }
 }
