@@ -97,9 +97,7 @@ mod tests {
 
     #[test]
     fn columns_are_named_in_order_and_round_trip_json_with_nan() {
-        let mut ts = TimeSeries::default();
-        ts.t_ms = vec![1.0];
-        ts.credit_pool = vec![f64::NAN];
+        let ts = TimeSeries { t_ms: vec![1.0], credit_pool: vec![f64::NAN], ..TimeSeries::default() };
         let names: Vec<&str> = ts.columns().iter().map(|(n, _)| *n).collect();
         assert_eq!(names.len(), 17);
         assert_eq!(names[0], "t_ms");

@@ -33,8 +33,19 @@ impl Arrivals {
         Self { steps, idx: 0, t: 0.0, rng }
     }
 
+    /// Rate (requests/s) in force at time `t` ns.
+    pub fn rate_at(&self, t: f64) -> f64 {
+        let i = self.steps.partition_point(|s| s.0 <= t).saturating_sub(1);
+        self.steps[i].1 * 1e9
+    }
+}
+
+/// Arrival times in ns, in order (an endless stream unless the rate drops to 0 for good).
+impl Iterator for Arrivals {
+    type Item = Nanos;
+
     /// The next arrival time, or `None` if the rate stays 0 forever.
-    pub fn next(&mut self) -> Option<Nanos> {
+    fn next(&mut self) -> Option<Nanos> {
         let mut e: f64 = Exp1.sample(&mut self.rng);
         loop {
             let rate = self.steps[self.idx].1;
@@ -53,12 +64,6 @@ impl Arrivals {
             self.t = seg_end;
             self.idx += 1;
         }
-    }
-
-    /// Rate (requests/s) in force at time `t` ns.
-    pub fn rate_at(&self, t: f64) -> f64 {
-        let i = self.steps.partition_point(|s| s.0 <= t).saturating_sub(1);
-        self.steps[i].1 * 1e9
     }
 }
 

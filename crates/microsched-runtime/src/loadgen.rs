@@ -364,7 +364,7 @@ pub fn run(
     let seed = opts.seed.unwrap_or(sc.seed);
 
     // Workload and arrivals, built by the same code as the simulator's.
-    let mut workload = RequestMix::new(&sc, base, seed)?;
+    let mut workload = RequestMix::new(sc, base, seed)?;
     for (i, sampler) in workload.samplers().iter().enumerate() {
         if sampler.mean_us() * 1e3 > MAX_SERVICE_NS as f64 {
             return Err(ConfigError(format!(
@@ -374,7 +374,7 @@ pub fn run(
             )));
         }
     }
-    let steps = load_steps(&sc, base)?;
+    let steps = load_steps(sc, base)?;
     for (i, &(_, r)) in steps.iter().enumerate() {
         if r > MAX_RPS {
             let field = if i == 0 {

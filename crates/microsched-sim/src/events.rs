@@ -80,7 +80,7 @@ impl EventQueue {
     /// Schedules an event no earlier than every event pushed to the lane before it.
     #[inline]
     pub fn push_in_order(&mut self, time: Nanos, event: Event) {
-        debug_assert!(self.lane.back().map_or(true, |e| e.time <= time));
+        debug_assert!(self.lane.back().is_none_or(|e| e.time <= time));
         self.seq += 1;
         self.lane.push_back(Entry { time, seq: self.seq, event });
     }
