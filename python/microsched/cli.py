@@ -602,7 +602,24 @@ def cmd_real(args: argparse.Namespace) -> int:
                          f"{_num(be.get('ops_per_s'), ',.0f')} sqrt/s")
         if args.out:
             _console().print(f"results written to [bold]{args.out}/[/bold]")
+    lag_warning = _schedule_lag_warning(res.summary)
+    if lag_warning:
+        sys.stderr.write(f"microsched: warning: {lag_warning}\n")
     return 0
+
+
+def _schedule_lag_warning(summary: dict) -> str | None:
+    """A warning when the load generator fell behind its own schedule by a tenth of the SLO or
+    more at the 99th percentile: that lag is in every latency it measured, so the client, not
+    the server, shaped the tail (on a small machine: try `runtime.realtime = true`, fewer
+    workers, or longer requests)."""
+    lag = ((summary.get("runtime") or {}).get("client") or {}).get("schedule_lag_us") or {}
+    p99, slo = lag.get("p99"), summary.get("slo_us")
+    if p99 is None or not slo or p99 < 0.1 * slo:
+        return None
+    return (f"the load generator processed arrivals up to {p99:,.0f} µs late (p99 of "
+            f"runtime.client.schedule_lag_us; SLO {slo:,.0f} µs): that lag is part of every latency "
+            f"measured, so the load generator, not the server, shaped the tail")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -110,3 +110,17 @@ def test_serve_stops_on_ctrl_c_and_reports():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_schedule_lag_warning_names_the_lag_and_the_slo():
+    from microsched.cli import _schedule_lag_warning
+
+    def summary(p99):
+        return {"slo_us": 1500.0, "runtime": {"client": {"schedule_lag_us": {"p50": 1.0, "p99": p99}}}}
+
+    # Below a tenth of the SLO the load generator kept up: no warning.
+    assert _schedule_lag_warning(summary(149.0)) is None
+    w = _schedule_lag_warning(summary(3836.0))
+    assert w is not None and "3,836 µs" in w and "1,500 µs" in w and "schedule_lag_us" in w
+    # Summaries without the field (older results, the simulator) give no warning.
+    assert _schedule_lag_warning({"slo_us": 1500.0}) is None

@@ -33,6 +33,7 @@ use microsched_core::Nanos;
 
 /// Over UDP a credit request can be lost: re-ask after this long without an answer.
 const CREDIT_RETRY_NS: Nanos = 5_000_000;
+use hdrhistogram::Histogram;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -82,13 +83,43 @@ pub struct ClientCounters {
     pub send_errors: u64,
     /// Datagrams the kernel dropped at the load generator's socket (responses never seen).
     pub kernel_drops: u64,
-    /// How late requests were put on the wire after their scheduled time (the load generator's
-    /// own lag; it counts in the latency).
+    /// How late requests were put on the wire after their scheduled time: the wait for a credit
+    /// at the client plus the load generator's own lag (`schedule_lag_us`); it counts in the
+    /// latency.
     pub send_lag_us_mean: f64,
     pub send_lag_us_max: f64,
+    /// How late the load generator processed arrivals after their scheduled time: its own lag,
+    /// without any wait for credits, part of every latency it measures. A p99 that is a sizeable
+    /// part of the SLO means the load generator, not the server, shaped the result.
+    #[serde(default)]
+    pub schedule_lag_us: LagStats,
     /// Whether the load generator's thread got `SCHED_FIFO` (`runtime.realtime`).
     #[serde(default)]
     pub realtime: bool,
+}
+
+/// Percentiles of the load generator's schedule lag (µs).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LagStats {
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl LagStats {
+    fn of(h: &Histogram<u64>) -> Self {
+        let us = |ns: u64| ns as f64 / 1e3;
+        if h.is_empty() {
+            return Self::default();
+        }
+        Self {
+            p50: us(h.value_at_quantile(0.5)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+        }
+    }
 }
 
 impl ClientCounters {
@@ -150,6 +181,8 @@ struct Gen {
     c: ClientCounters,
     rec: LatencyRecorder,
     lag_sum: f64,
+    /// Arrival processing lag (ns, up to 60 s), 3 significant digits.
+    schedule_lag: Histogram<u64>,
     // Window counters (for the summary) and interval counters (for the series).
     w_generated: u64,
     w_aqm: u64,
@@ -454,6 +487,7 @@ pub fn run(
         c: counters,
         rec: LatencyRecorder::new(&names, us(slo_us)),
         lag_sum: 0.0,
+        schedule_lag: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
         w_generated: 0,
         w_aqm: 0,
         w_timeouts: 0,
@@ -490,6 +524,7 @@ pub fn run(
             let service = service.min(MAX_SERVICE_NS);
             let measured = t >= warmup;
             g.c.generated += 1;
+            g.schedule_lag.saturating_record(now - t);
             g.iv[0] += 1;
             if measured {
                 g.w_generated += 1;
@@ -610,6 +645,7 @@ pub fn run(
     for &t in &g.tokens.clone() {
         g.send(&Msg::Disconnect { token: t });
     }
+    g.c.schedule_lag_us = LagStats::of(&g.schedule_lag);
     g.c.send_lag_us_mean = if g.c.sent > 0 {
         g.lag_sum / g.c.sent as f64
     } else {

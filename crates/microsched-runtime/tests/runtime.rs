@@ -142,6 +142,13 @@ fn below_capacity_every_request_completes() {
         "at 20 % load nearly every request completes: {c:?}"
     );
     assert_eq!(rep.abandoned, 0);
+    // The load generator's own lag is measured (every arrival is processed after its scheduled
+    // time, never before) and ordered.
+    let lag = &c.schedule_lag_us;
+    assert!(
+        lag.max > 0.0 && lag.p50 <= lag.p99 && lag.p99 <= lag.p999 && lag.p999 <= lag.max,
+        "{lag:?}"
+    );
     // Without overload control nothing can be dropped: every request completes.
     let (lg, rep) = run(&scenario(&[]));
     check_accounting(&lg, &rep);
@@ -288,7 +295,13 @@ fn coresync_parks_at_low_load_and_never_while_a_session_is_drained() {
             // (the overload test); CoreSync allocates both cores here and should come close. Bar:
             // 60 % of capacity = 30 % of the offered rate (measured: 13.7 k of 32 k req/s offered,
             // 43 %; 6.6 k, 21 %, when the controller still woke at the allocator's 5 µs interval).
-            assert!(lg.summary.goodput_rps >= 0.3 * lg.summary.offered_rps, "goodput {:.0} of {:.0} offered: {:?}", lg.summary.goodput_rps, lg.summary.offered_rps, lg.client);
+            assert!(
+                lg.summary.goodput_rps >= 0.3 * lg.summary.offered_rps,
+                "goodput {:.0} of {:.0} offered: {:?}",
+                lg.summary.goodput_rps,
+                lg.summary.offered_rps,
+                lg.client
+            );
         }
     }
 }
