@@ -252,6 +252,34 @@ def test_bad_backend_arguments(tmp_path: Path) -> None:
         SweepSpec.from_dict({"base": str(BASE), "grid": {}}, SMOKE)
 
 
+def test_real_driver_runs_points_on_the_real_runtime_one_at_a_time(tmp_path: Path) -> None:
+    """`--driver real`: every point is a `microsched real` run (server and load generator
+    processes on loopback); rows carry the summary keys of the simulator's plus `runtime.*`."""
+    base = REPO / "experiments" / "real" / "overload-2x-none.toml"
+    spec = tmp_path / "real.toml"
+    spec.write_text(f'base = "{base}"\nseeds = 1\noverrides = ["duration_ms=300", "warmup_ms=50", '
+                    f'"runtime.drain_ms=100"]\n[grid]\n"load.rps" = [1000, 3000]\n', encoding="utf-8")
+    # One at a time on this machine: anything else is refused before anything runs.
+    for extra, needle in ((["--jobs", "2"], "--jobs: 2 is not allowed with --driver real"),
+                          (["--backend", "ray"], "--backend local")):
+        r = run_cli("sweep", spec, "--driver", "real", "--out", tmp_path / "bad", *extra)
+        assert r.code == 2 and needle in r.err, r.err
+    assert not (tmp_path / "bad").exists()
+    out = tmp_path / "out"
+    r = run_cli("sweep", spec, "--driver", "real", "--out", out)
+    assert r.code == 0, r.err
+    df = pd.read_parquet(out / "results.parquet")
+    assert list(df["load.rps"]) == [1000, 3000]
+    # Below capacity every request completes, and client and server agree on the count.
+    assert (df["requests.completed"] == df["requests.generated"]).all()
+    assert (df["runtime.accounting.agree"]).all()
+    assert (df["runtime.server.completed_rps"] > 0).all()
+    assert json.loads((out / "sweep.json").read_text())["driver"] == "real"
+    # The simulator's results cannot complete a real sweep, nor the other way round.
+    r = run_cli("sweep", spec, "--out", out, "--resume")
+    assert r.code == 2 and "--driver real" in r.err, r.err
+
+
 # ---------------------------------------------------------------------------------------------
 # plots
 

@@ -73,6 +73,10 @@ def add_commands(sub: Any, formatter: Any) -> None:
                          "Ray instance)")
     sw.add_argument("--backend", choices=("local", "ray"), default="local",
                     help="local process pool (default) or Ray")
+    sw.add_argument("--driver", choices=("sim", "real"), default="sim",
+                    help="sim: the simulator (default); real: the real runtime, each point a server and a load "
+                         "generator on this machine's loopback (`microsched real`), one point at a time "
+                         "(--jobs 1, --backend local)")
     sw.add_argument("--address", metavar="ADDR",
                     help="Ray cluster to connect to: auto (the cluster `ray start --head` started on this "
                          "machine), HOST:PORT, or ray://HOST:10001 (Ray Client); default: start a local Ray "
@@ -139,8 +143,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 progress.update(task, completed=done, total=total)
 
             outcome = engine.run_sweep(args.spec, out, jobs=args.jobs, backend=args.backend, address=args.address,
-                                       resume=args.resume, quick=args.quick, seeds=args.seeds, progress=tick,
-                                       on_start=start)
+                                       resume=args.resume, quick=args.quick, seeds=args.seeds, driver=args.driver,
+                                       progress=tick, on_start=start)
     except (SpecError, engine.SweepError) as e:
         raise CliError(e) from None
     except engine.PointFailed as e:

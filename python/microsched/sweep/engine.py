@@ -51,6 +51,7 @@ WALL_COLUMNS = ("sim.wall_s", "sim.requests_per_wall_s")
 ID_COLUMNS = ("point_id", "point")
 PARQUET_META_KEY = b"microsched"
 BACKENDS = ("local", "ray")
+DRIVERS = ("sim", "real")
 
 
 class SweepError(ValueError):
@@ -101,22 +102,35 @@ class Task:
     overrides: tuple[str, ...]
     seed: int
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: ``sim`` (the simulator) or ``real`` (the real runtime on this machine's loopback).
+    driver: str = "sim"
+    #: The base scenario file, for the real runtime's processes (real runs are local only).
+    path: str = ""
 
 
 def run_task(task: Task) -> dict[str, Any]:
     """Runs one point and returns its row: ``point_id``, ``point``, the parameters, then
-    every summary metric flattened with dots. Runs in a worker (pool process or Ray task)."""
-    from .._native_loader import native
+    every summary metric flattened with dots. Runs in a worker (pool process or Ray task), or,
+    with the ``real`` driver, in the sweep's own process (server and load generator processes)."""
+    if task.driver == "real":
+        from ..real import RealError, run_real
 
-    raw = native().run(task.text, task.fmt, task.base_dir, list(task.overrides), int(task.seed))
-    summary = raw["summary"]
-    summary = json.loads(summary) if isinstance(summary, str) else dict(summary)
+        try:
+            summary = run_real(task.path, overrides=list(task.overrides), seed=int(task.seed)).summary
+        except RealError as e:
+            raise RuntimeError(str(e)) from None
+    else:
+        from .._native_loader import native
+
+        raw = native().run(task.text, task.fmt, task.base_dir, list(task.overrides), int(task.seed))
+        summary = raw["summary"]
+        summary = json.loads(summary) if isinstance(summary, str) else dict(summary)
     row = flatten(summary)
     row.pop("seed", None)
     return {"point_id": task.id, "point": task.index, **task.params, **row}
 
 
-def make_tasks(spec: SweepSpec, points: Sequence[Point]) -> list[Task]:
+def make_tasks(spec: SweepSpec, points: Sequence[Point], driver: str = "sim") -> list[Task]:
     """The tasks of a spec's points; two points with the same overrides and seed are an error."""
     base = Path(spec.base)
     text = base.read_text(encoding="utf-8")
@@ -130,7 +144,8 @@ def make_tasks(spec: SweepSpec, points: Sequence[Point]) -> list[Task]:
                             f"(same overrides and seed): remove the duplicate grid value or variant")
         seen[pid] = p
         tasks.append(Task(id=pid, index=p.index, text=text, fmt=fmt, base_dir=str(base.parent),
-                          overrides=tuple(p.overrides), seed=p.seed, params=point_params(p)))
+                          overrides=tuple(p.overrides), seed=p.seed, params=point_params(p), driver=driver,
+                          path=str(base)))
     return tasks
 
 
@@ -414,18 +429,19 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def prepare(spec_path: str | Path, quick: bool = False, seeds: int | None = None) -> tuple[SweepSpec, list[Task]]:
+def prepare(spec_path: str | Path, quick: bool = False, seeds: int | None = None,
+            driver: str = "sim") -> tuple[SweepSpec, list[Task]]:
     """Loads and checks a spec and every point's scenario; raises before anything runs."""
     spec = SweepSpec.load(spec_path, quick=quick, seeds=seeds)
     points = spec.points()
-    tasks = make_tasks(spec, points)
+    tasks = make_tasks(spec, points, driver)
     validate_points(spec, points)
     return spec, tasks
 
 
 def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None, backend: str = "local",
               address: str | None = None, resume: bool = False, quick: bool = False, seeds: int | None = None,
-              progress: Callable[[int, int], None] | None = None,
+              driver: str = "sim", progress: Callable[[int, int], None] | None = None,
               on_start: Callable[[int, int], None] | None = None) -> SweepOutcome:
     """Runs a sweep spec and writes its results to ``out`` (see the module's doc).
 
@@ -437,7 +453,18 @@ def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None
         raise SweepError(f"--backend: unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
     if address and backend != "ray":
         raise SweepError("--address is for --backend ray")
-    spec, tasks = prepare(spec_path, quick=quick, seeds=seeds)
+    if driver not in DRIVERS:
+        raise SweepError(f"--driver: unknown driver {driver!r}: use one of {', '.join(DRIVERS)}")
+    if driver == "real":
+        # A real run measures this machine: two at once, or one beside a Ray worker, would
+        # measure each other.
+        if backend != "local":
+            raise SweepError("--driver real runs on this machine: use --backend local")
+        if jobs not in (None, 1):
+            raise SweepError(f"--jobs: {jobs} is not allowed with --driver real: real runs measure the machine, "
+                             f"so they run one at a time (--jobs 1)")
+        jobs = 1
+    spec, tasks = prepare(spec_path, quick=quick, seeds=seeds, driver=driver)
     if backend == "ray":  # fail before writing anything
         try:
             import ray  # noqa: F401
@@ -458,6 +485,9 @@ def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None
             old = json.loads(meta_path.read_text(encoding="utf-8"))
         except ValueError:
             old = {}
+        if old.get("driver", "sim") != driver:
+            raise SweepError(f"--resume: the results in {out} were made with --driver {old.get('driver', 'sim')}, "
+                             f"not {driver}: use the same driver, or another --out")
         if old.get("base_sha256") not in (None, fingerprint):
             raise SweepError(f"--resume: the results in {out} were made from another version of the base scenario "
                              f"{spec.base} (its text changed): use another --out")
@@ -472,7 +502,7 @@ def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None
     (out / RESOLVED_FILE).write_text(json.dumps(resolved, indent=2) + "\n", encoding="utf-8")
     meta: dict[str, Any] = {
         "name": spec.name, "description": spec.description, "spec_file": str(spec.path),
-        "base_sha256": fingerprint, "quick": quick, "backend": backend, "address": address,
+        "base_sha256": fingerprint, "quick": quick, "backend": backend, "driver": driver, "address": address,
         "jobs": (default_jobs() if jobs is None else jobs) if backend == "local" else jobs,
         "points": len(tasks), "params": param_columns(tasks), "wall_columns": list(WALL_COLUMNS),
         "spec": spec.to_dict(), "microsched_version": _version(), "finished": False,
