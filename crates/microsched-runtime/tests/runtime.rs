@@ -180,20 +180,21 @@ fn experiment(file: &str, overrides: &[&str]) -> Loaded {
 }
 
 /// The overload claim on the shipped pair `experiments/real/overload-2x{,-none}.toml`
-/// (2 workers, exponential 100 µs, offered 2 × the measured capacity), 5 s each instead of 10.
+/// (2 workers, exponential 100 µs, offered 2 × the measured capacity), 8 s each instead of 10.
 ///
 /// Capacity is measured here, in the same test, as the server's own throughput
 /// (`runtime.server.completed_rps`) without overload control at that load: the workers never
 /// idle. Breakwater must keep its goodput within 20 % of it and its p99 within the SLO
 /// (1.5 ms = 10 × (service + RTT), the Breakwater artifact's rule), while without control the
 /// queue grows for the whole run. The 80 % bar is the issue's own; on this 2-CPU machine
-/// Breakwater measured 83–85 % of capacity with p99 0.93–0.95 ms in 5 s runs (sd ≈ 1 point; 3 s
-/// runs: 81–86 %), the simulator 88 % for the same file. The shortfall is Breakwater's additive
-/// increase with 20 sessions (0.02 credits per period) after each cut, in both drivers.
+/// Breakwater measured 81.7–85.9 % of capacity with p99 0.92–0.97 ms over 12 runs of 2–5 s
+/// (mean 83.5 %, sd 1.5 points), the simulator 88 % for the same file: 8 s runs keep a failure
+/// by noise alone rare (the shortfall is Breakwater's additive increase with 20 sessions, 0.02
+/// credits per period after each cut, in both drivers).
 #[test]
 fn overload_breakwater_goodput_near_capacity_and_p99_within_slo_while_none_explodes() {
     let _g = serial();
-    let short = ["duration_ms=5000", "warmup_ms=300"];
+    let short = ["duration_ms=8000", "warmup_ms=300"];
     let (lg_none, rep_none) = run(&experiment(
         "overload-2x-none.toml",
         &[&short[..], &["runtime.drain_ms=0"]].concat(),
