@@ -482,6 +482,7 @@ examples:
   microsched real experiments/real/overload-2x.toml
   microsched real experiments/real/overload-2x-none.toml --json | jq .latency_us.p99
   microsched real scen.toml --out out/real   # summary.json, timeseries.parquet, server_report.json, ...
+  microsched real experiments/real/overload-2x.toml --compare-sim   # real vs simulated, side by side
 """
 
 
@@ -533,6 +534,10 @@ def _add_real_commands(sub: Any) -> None:
                                                  "timeseries.parquet, latency_cdf.parquet, latency_cdf.png, "
                                                  "server_report.json")
     rl.add_argument("--json", action="store_true", help="print the merged summary as JSON on stdout")
+    rl.add_argument("--compare-sim", action="store_true",
+                    help="also simulate the same scenario (same overrides and seed: the same arrivals, sessions "
+                         "and service times) and print the two side by side; with --json the simulator's summary "
+                         "is added under the key `sim`, with --out it is written to DIR/sim_summary.json")
     rl.add_argument("--set", dest="overrides", action="append", type=_override, default=[], metavar="KEY=VALUE",
                     help=SET_HELP)
     rl.set_defaults(func=cmd_real)
@@ -586,26 +591,73 @@ def cmd_real(args: argparse.Namespace) -> int:
 
     try:
         res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out)
+        sim = _simulate(args) if args.compare_sim else None
     except ValueError as e:
         raise CliError(_with_file(e, args.scenario)) from None
     except real.RealError as e:
         raise CliError(e) from None
+    if sim is not None and args.out:
+        (Path(args.out) / "sim_summary.json").write_text(json.dumps(sim, indent=2) + "\n", encoding="utf-8")
     if args.json:
-        sys.stdout.write(json.dumps(res.summary, indent=2) + "\n")
+        out = dict(res.summary, sim=sim) if sim is not None else res.summary
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
         print_summary(res.summary)
         rt = res.summary.get("runtime", {})
         acc = rt.get("accounting", {})
         be = rt.get("be", {})
+        lag = (rt.get("client") or {}).get("schedule_lag_us") or {}
         _console().print(f"real runtime: client sent {acc.get('client_sent')}, server received "
                          f"{acc.get('server_requests')} (agree: {acc.get('agree')}); best-effort "
-                         f"{_num(be.get('ops_per_s'), ',.0f')} sqrt/s")
+                         f"{_num(be.get('ops_per_s'), ',.0f')} sqrt/s; load generator's schedule lag p99 "
+                         f"{_num(lag.get('p99'))} µs")
+        if sim is not None:
+            print_comparison(res.summary, sim)
         if args.out:
             _console().print(f"results written to [bold]{args.out}/[/bold]")
     lag_warning = _schedule_lag_warning(res.summary)
     if lag_warning:
         sys.stderr.write(f"microsched: warning: {lag_warning}\n")
     return 0
+
+
+def _simulate(args: argparse.Namespace) -> dict:
+    """The simulator's summary of the scenario `real` just ran (same overrides and seed)."""
+    from .api import run
+
+    return run(args.scenario, seed=args.seed, overrides=args.overrides).summary
+
+
+def print_comparison(real_summary: dict, sim_summary: dict) -> None:
+    """Real vs simulated key metrics, side by side, with the real/sim ratio."""
+    from rich.table import Table
+
+    def get(s: dict, path: str) -> Any:
+        for k in path.split("."):
+            s = (s or {}).get(k) if isinstance(s, dict) else None
+        return s
+
+    t = Table(title="real runtime vs simulator (same scenario, overrides and seed)", title_justify="left")
+    for col, just in (("metric", "left"), ("real", "right"), ("sim", "right"), ("real / sim", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for label, path, fmt in [
+        ("throughput (req/s)", "throughput_rps", ",.0f"),
+        ("goodput (req/s)", "goodput_rps", ",.0f"),
+        ("drop rate", "drop_rate", ".4f"),
+        ("latency p50 (µs)", "latency_us.p50", ",.1f"),
+        ("latency p99 (µs)", "latency_us.p99", ",.1f"),
+        ("latency p99.9 (µs)", "latency_us.p999", ",.1f"),
+        ("queueing delay p99 (µs)", "queueing_delay_us.p99", ",.1f"),
+        ("cores allocated (mean)", "cores.allocated_mean", ".2f"),
+        ("cores busy (mean)", "cores.busy_mean", ".2f"),
+        ("credit pool (mean)", "credits.pool_mean", ",.1f"),
+    ]:
+        r, m = get(real_summary, path), get(sim_summary, path)
+        if r is None and m is None:
+            continue
+        ratio = f"{float(r) / float(m):.2f}" if isinstance(r, (int, float)) and isinstance(m, (int, float)) and m else "-"
+        t.add_row(label, _num(r, fmt), _num(m, fmt), ratio)
+    _console().print(t)
 
 
 def _schedule_lag_warning(summary: dict) -> str | None:

@@ -124,3 +124,21 @@ def test_schedule_lag_warning_names_the_lag_and_the_slo():
     assert w is not None and "3,836 µs" in w and "1,500 µs" in w and "schedule_lag_us" in w
     # Summaries without the field (older results, the simulator) give no warning.
     assert _schedule_lag_warning({"slo_us": 1500.0}) is None
+
+
+def test_compare_sim_runs_the_same_workload_in_the_simulator(tmp_path):
+    """`real --compare-sim`: the simulator runs the same scenario, overrides and seed, so it
+    sees the very same arrivals (the load generator uses the simulator's random streams)."""
+    out = tmp_path / "out"
+    r = cli("real", SCEN_NONE, "--compare-sim", "--json", "--out", str(out), "--set", "load.rps=4000", *SHORT)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    sim = d["sim"]
+    assert sim["requests"]["generated"] == d["requests"]["generated"] > 1000
+    assert sim["offered_rps"] == d["offered_rps"]
+    assert "runtime" not in sim and sim["overload"] == "none"
+    assert json.loads((out / "sim_summary.json").read_text())["requests"] == sim["requests"]
+    # Without --json: both summaries side by side.
+    r = cli("real", SCEN_NONE, "--compare-sim", "--set", "load.rps=4000", *SHORT)
+    assert r.returncode == 0, r.stderr
+    assert "real runtime vs simulator" in r.stdout and "real / sim" in r.stdout
