@@ -511,7 +511,8 @@ def plot_timeseries(run: RunData, out_dir: Path) -> list[Path]:
             ax.plot(t, w / dt_s / 1e3, lw=1, alpha=0.6, label=lab)
     ax.set_ylabel("k requests/s")
     ax.set_title("drops (and arrivals, completions) per second", fontsize=10)
-    ax.set_xlabel("simulated time (ms)")
+    # A real run (`microsched real`) has a runtime section: its clock is the wall clock.
+    ax.set_xlabel("time since start (ms)" if "runtime" in run.summary else "simulated time (ms)")
     for a in axes:
         a.grid(alpha=0.3)
         if a.get_legend_handles_labels()[0]:
