@@ -48,8 +48,9 @@ pub(crate) fn run(
     realtime: bool,
 ) -> ControlOut {
     tight_timer_slack();
-    let _realtime = if realtime { realtime_priority() } else { None };
-    let realtime = _realtime.is_some();
+    // Held for the thread's life: the policy goes back when the controller returns.
+    let realtime_guard = if realtime { realtime_priority() } else { None };
+    let realtime = realtime_guard.is_some();
     let n = sh.cores.len();
     let alloc_iv = sh.alloc.lock().interval();
     let credit_iv = sh.rpc.lock().timer_interval();

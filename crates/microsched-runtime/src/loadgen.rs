@@ -454,14 +454,14 @@ pub fn run(
     tight_timer_slack();
     // Without it the loop waits out a spinning worker's scheduler slice (up to milliseconds)
     // whenever both CPUs are busy, and that wait is latency of the requests it should send.
-    let _realtime = if sc.runtime.realtime {
+    let realtime_guard = if sc.runtime.realtime {
         realtime_priority()
     } else {
         None
     };
 
     let mut counters = ClientCounters {
-        realtime: _realtime.is_some(),
+        realtime: realtime_guard.is_some(),
         ..ClientCounters::default()
     };
     let conn = connect_all(&sock, opts.addr, n, &mut counters)?;
