@@ -328,19 +328,28 @@ def plot_latency(data: SweepData, out_dir: Path, x: str | None = None, hue: str 
     cols = [(c, n) for c, n in cols if c in data.df.columns]
     if not cols:
         raise PlotError(f"{data.path}: no latency_us.* columns")
-    curves = series(data, x, hue, [c for c, _ in cols])
-    fig, axes = plt.subplots(1, len(cols), figsize=(max(7.0, 5 * len(cols)), 4.4), constrained_layout=True, squeeze=False)
-    for ax, (c, n) in zip(axes[0], cols):
+    panels = [(c, f"{n} end-to-end latency (µs, log scale)", f"{n} latency") for c, n in cols]
+    fig = _log_panels(data, x, hue, panels)
+    fig.suptitle(f"End-to-end latency vs {label(x).split(' (')[0]}: {data.title}", fontsize=11)
+    return _finish(fig, out_dir, "latency")
+
+
+def _log_panels(data: SweepData, x: str, hue: str | None, panels: list[tuple[str, str, str]]) -> Any:
+    """One log-scale panel per (column, y label, title), side by side, one curve per `hue`
+    value in each; the legend on the last panel."""
+    curves = series(data, x, hue, [c for c, _, _ in panels])
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(7.0, 5 * len(panels)), 4.4), constrained_layout=True,
+                             squeeze=False)
+    for ax, (c, ylabel, title) in zip(axes[0], panels):
         for i, (name, g) in enumerate(curves):
             _line(ax, g, x, c, name, marker=MARKERS[i % len(MARKERS)])
         _log_y(ax)
         ax.set_xlabel(label(x))
-        ax.set_ylabel(f"{n} end-to-end latency (µs, log scale)")
-        ax.set_title(f"{n} latency", fontsize=10)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3, which="both")
     _legend(axes[0][-1], len(curves) > 1 or bool(curves and curves[0][0]))
-    fig.suptitle(f"End-to-end latency vs {label(x).split(' (')[0]}: {data.title}", fontsize=11)
-    return _finish(fig, out_dir, "latency")
+    return fig
 
 
 def plot_throughput(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None) -> list[Path]:
@@ -433,17 +442,7 @@ def plot_slowdown(data: SweepData, out_dir: Path, x: str | None = None, hue: str
     cols = [(f"by_type.{t}.slowdown.p99", t) for t in types] or [("slowdown.p99", "all requests (one type)")]
     for c, _ in cols:
         _check_col(data, c, "column")
-    curves = series(data, x, hue, [c for c, _ in cols])
-    fig, axes = plt.subplots(1, len(cols), figsize=(max(7.0, 5 * len(cols)), 4.4), constrained_layout=True, squeeze=False)
-    for ax, (c, t) in zip(axes[0], cols):
-        for i, (name, g) in enumerate(curves):
-            _line(ax, g, x, c, name, marker=MARKERS[i % len(MARKERS)])
-        _log_y(ax)
-        ax.set_xlabel(label(x))
-        ax.set_ylabel("p99 slowdown (latency / service time, log)")
-        ax.set_title(f"type {t}", fontsize=10)
-        ax.grid(alpha=0.3, which="both")
-    _legend(axes[0][-1], len(curves) > 1 or bool(curves and curves[0][0]))
+    fig = _log_panels(data, x, hue, [(c, "p99 slowdown (latency / service time, log)", f"type {t}") for c, t in cols])
     fig.suptitle(f"p99 slowdown vs {label(x).split(' (')[0]}, per request type: {data.title}", fontsize=11)
     return _finish(fig, out_dir, "slowdown")
 

@@ -3,7 +3,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::summary::{Percentiles, Slowdown, TypeSummary};
+use crate::summary::{Percentiles, Slowdown, Summary, TypeSummary};
 use crate::time::Nanos;
 
 /// Slowdown is stored in thousandths so that an integer histogram keeps three decimals.
@@ -116,6 +116,27 @@ impl LatencyRecorder {
             all.generated += t.generated;
         }
         (summarize(&all, window_s), per)
+    }
+
+    /// The measured window's part of a run summary, the same for every driver: duration, offered
+    /// load (the requests recorded as generated), throughput, goodput, drop rate, latency,
+    /// queueing delay and slowdown, overall and per type. The driver fills in the rest (names,
+    /// cores, requests over the whole run, credits, its own statistics).
+    pub fn summary(&self, window_s: f64) -> Summary {
+        let (all, by_type) = self.finish(window_s);
+        let generated: u64 = self.types.iter().map(|t| t.generated).sum();
+        Summary {
+            duration_s: window_s,
+            offered_rps: generated as f64 / window_s,
+            throughput_rps: all.throughput_rps,
+            goodput_rps: all.goodput_rps,
+            drop_rate: all.drop_rate,
+            latency_us: all.latency_us,
+            queueing_delay_us: all.queueing_delay_us,
+            slowdown: all.slowdown,
+            by_type,
+            ..Summary::default()
+        }
     }
 }
 

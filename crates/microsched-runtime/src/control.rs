@@ -63,18 +63,7 @@ pub(crate) fn run(
     } else {
         tick_ns
     };
-    let mut obs = vec![
-        CoreObs {
-            state: microsched_core::alloc::CoreState::Active,
-            queued: 0,
-            oldest_enqueued_at: None,
-            enqueued_total: 0,
-            dequeued_total: 0,
-            busy_ns: 0,
-            search_ns: 0,
-        };
-        n
-    ];
+    let mut obs = vec![CoreObs::new(microsched_core::alloc::CoreState::Active); n];
     let mut series = ServerSeries::default();
     let (mut next_alloc, mut next_credit, mut next_sample) = (
         alloc_iv.unwrap_or(u64::MAX),

@@ -184,7 +184,6 @@ struct Gen {
     /// Arrival processing lag (ns, up to 60 s), 3 significant digits.
     schedule_lag: Histogram<u64>,
     // Window counters (for the summary) and interval counters (for the series).
-    w_generated: u64,
     w_aqm: u64,
     w_timeouts: u64,
     w_overflows: u64,
@@ -488,7 +487,6 @@ pub fn run(
         rec: LatencyRecorder::new(&names, us(slo_us)),
         lag_sum: 0.0,
         schedule_lag: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
-        w_generated: 0,
         w_aqm: 0,
         w_timeouts: 0,
         w_overflows: 0,
@@ -527,7 +525,6 @@ pub fn run(
             g.schedule_lag.saturating_record(now - t);
             g.iv[0] += 1;
             if measured {
-                g.w_generated += 1;
                 g.rec.generated(rtype as usize);
             }
             g.pending.insert(
@@ -659,27 +656,15 @@ pub fn run(
     };
     let window_ns = window_end.saturating_sub(warmup).max(1);
     let window_s = window_ns as f64 / 1e9;
-    let (all, by_type) = g.rec.finish(window_s);
     let wall_s = wall.elapsed().as_secs_f64();
     let c = &g.c;
+    let (allocator, overload) = policy_names(sc);
     let summary = Summary {
         scenario: sc.name.clone(),
         seed,
-        allocator: alloc_name(sc),
-        overload: if credit_based {
-            "breakwater".into()
-        } else {
-            "none".into()
-        },
-        duration_s: window_s,
+        allocator,
+        overload,
         slo_us,
-        offered_rps: g.w_generated as f64 / window_s,
-        throughput_rps: all.throughput_rps,
-        goodput_rps: all.goodput_rps,
-        drop_rate: all.drop_rate,
-        latency_us: all.latency_us.clone(),
-        queueing_delay_us: all.queueing_delay_us.clone(),
-        slowdown: all.slowdown.clone(),
         requests: Requests {
             generated: c.generated,
             completed: c.completed,
@@ -690,7 +675,6 @@ pub fn run(
                 + c.timed_out,
             in_flight: c.in_flight_end + c.queued_end,
         },
-        by_type,
         credits: credit_based.then(|| Credits {
             client_queued_mean: if samples > 0 {
                 queued_sum / samples as f64
@@ -714,7 +698,7 @@ pub fn run(
                 0.0
             },
         },
-        ..Summary::default()
+        ..g.rec.summary(window_s)
     };
     let start_unix = clock.start_unix_ns();
     Ok(LoadgenResult {
@@ -727,8 +711,10 @@ pub fn run(
     })
 }
 
-fn alloc_name(sc: &microsched_core::scenario::Scenario) -> String {
-    microsched_core::alloc::build(&sc.policy.allocator, sc.server.max_cores)
-        .name()
-        .to_string()
+/// The names the policies of `sc` report (the server runs them; the summary names them).
+fn policy_names(sc: &microsched_core::scenario::Scenario) -> (String, String) {
+    let max_cores = sc.server.max_cores;
+    let allocator = microsched_core::alloc::build(&sc.policy.allocator, max_cores).name();
+    let overload = microsched_core::overload::build(&sc.policy.overload, 1, max_cores, 1).map_or("none", |c| c.name());
+    (allocator.to_string(), overload.to_string())
 }

@@ -108,8 +108,7 @@ pub struct Sim {
     generated: u64,
     completed: u64,
     dropped: u64,
-    // Measured-window counters and core-time snapshot at its start.
-    window_generated: u64,
+    // Core-time snapshot at the start of the measured window.
     window_start_times: [Nanos; 4],
     interval: Interval,
     last_sample_times: [Nanos; 4],
@@ -196,7 +195,6 @@ impl Sim {
             generated: 0,
             completed: 0,
             dropped: 0,
-            window_generated: 0,
             window_start_times: [0; 4],
             interval: Interval::default(),
             last_sample_times: [0; 4],
@@ -460,7 +458,6 @@ impl Sim {
         self.generated += 1;
         self.interval.arrivals += 1;
         if self.measuring {
-            self.window_generated += 1;
             self.recorder.generated(rtype as usize);
         }
         let slot = self.slab.insert(req);
@@ -653,7 +650,6 @@ impl Sim {
         let window_s = window_ns as f64 / 1e9;
         let times = self.server.core_times(self.end);
         let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
-        let (all, by_type) = self.recorder.finish(window_s);
         let max_cores = sc.server.max_cores;
         let allocated_mean = w(0) + w(1) + w(3);
         let summary = Summary {
@@ -661,15 +657,7 @@ impl Sim {
             seed: 0,
             allocator: self.allocator.name().to_string(),
             overload: self.credit.as_ref().map_or("none", |c| c.ctl.name()).to_string(),
-            duration_s: window_s,
             slo_us: self.slo_us,
-            offered_rps: self.window_generated as f64 / window_s,
-            throughput_rps: all.throughput_rps,
-            goodput_rps: all.goodput_rps,
-            drop_rate: all.drop_rate,
-            latency_us: all.latency_us.clone(),
-            queueing_delay_us: all.queueing_delay_us.clone(),
-            slowdown: all.slowdown.clone(),
             cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0), transition_mean: w(3) },
             cpu_utilization: allocated_mean / max_cores as f64,
             be_cores_mean: w(2),
@@ -686,7 +674,6 @@ impl Sim {
                 transition_ns: times[3],
                 total_ns: times.iter().sum(),
             },
-            by_type,
             credits: self.credit.as_ref().map(|c| {
                 let n = c.samples.max(1) as f64;
                 Credits {
@@ -708,6 +695,7 @@ impl Sim {
                 wall_s,
                 requests_per_wall_s: if wall_s > 0.0 { self.generated as f64 / wall_s } else { 0.0 },
             },
+            ..self.recorder.summary(window_s)
         };
         SimResult {
             summary,

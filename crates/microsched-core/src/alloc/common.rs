@@ -180,15 +180,7 @@ pub(crate) mod test_util {
     use crate::time::Nanos;
 
     pub fn core(state: CoreState) -> CoreObs {
-        CoreObs {
-            state,
-            queued: 0,
-            oldest_enqueued_at: None,
-            enqueued_total: 0,
-            dequeued_total: 0,
-            busy_ns: 0,
-            search_ns: 0,
-        }
+        CoreObs::new(state)
     }
     pub fn active() -> CoreObs {
         core(CoreState::Active)

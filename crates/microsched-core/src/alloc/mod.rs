@@ -61,6 +61,13 @@ pub struct CoreObs {
     pub search_ns: Nanos,
 }
 
+impl CoreObs {
+    /// A core in `state` with empty queues and zero counters, as at the start of a run.
+    pub fn new(state: CoreState) -> Self {
+        Self { state, queued: 0, oldest_enqueued_at: None, enqueued_total: 0, dequeued_total: 0, busy_ns: 0, search_ns: 0 }
+    }
+}
+
 /// What a policy sees at a tick.
 #[derive(Debug, Clone, Copy)]
 pub struct AllocObs<'a> {
