@@ -95,6 +95,10 @@ pub struct Server {
     /// controller reads that cached, stale value; `exact` measures it at each decision.
     #[serde(default)]
     pub delay_signal: DelaySignal,
+    /// Time slicing: a quantum after which a running request is preempted, and the costs of the
+    /// preemption mechanism (see [`crate::sched::preemption`]). Default: run to completion.
+    #[serde(default)]
+    pub preemption: crate::sched::preemption::PreemptionCfg,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -220,6 +224,9 @@ pub struct LoadStep {
 #[serde(deny_unknown_fields)]
 pub struct Workload {
     pub types: Vec<RequestType>,
+    /// Mutexes that request programs take (see [`crate::program`]).
+    #[serde(default)]
+    pub locks: Vec<crate::program::LockCfg>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -230,6 +237,10 @@ pub struct RequestType {
     #[serde(default = "default_ratio")]
     pub ratio: f64,
     pub service: Dist,
+    /// The handler's paths (compute, critical sections, yield points), one drawn per request;
+    /// none: the request computes its service time (see [`crate::program`]).
+    #[serde(default)]
+    pub paths: Vec<crate::program::PathCfg>,
 }
 
 fn default_ratio() -> f64 {
@@ -743,6 +754,8 @@ impl Scenario {
                 &format!("workload.types[{i}].service"),
             )?;
         }
+        crate::program::validate(&self.workload, base_dir)?;
+        crate::sched::validate(self)?;
         positive(
             "metrics.sample_interval_us",
             self.metrics.sample_interval_us,

@@ -1,0 +1,349 @@
+//! Request programs: what a request does on the server beyond "compute for its service time".
+//!
+//! A request type may list `paths`: each a probability and a list of steps (compute, a critical
+//! section under a mutex, a yield point). At generation a request draws its path and every
+//! sampled time from named streams of its own type (`paths.<i>`, `hold.<i>`, `lockkey.<i>`),
+//! so two policies run on one seed see the same programs (common random numbers), and a type
+//! without paths draws nothing more than before. The drivers run the concrete [`Op`] list; the
+//! simulator and the real runtime's handler read the same one.
+//!
+//! Mutexes are declared once under `[[workload.locks]]`: a named lock, or a family of `count`
+//! locks a request picks among by hashing a key (Memcached's item locks), with an optional hot
+//! set of keys (the skewed popularity of a key-value workload).
+
+use std::path::Path;
+
+use rand::Rng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::dist::Sampler;
+use crate::error::ScenarioError;
+use crate::rng::{hash, stream, Stream};
+use crate::scenario::{non_negative, Dist, Workload};
+use crate::Nanos;
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+/// A mutex, or a family of mutexes picked by key.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LockCfg {
+    /// What lock steps name.
+    pub name: String,
+    /// Locks in the family (1: one global lock); a request takes the one its key hashes to.
+    #[serde(default = "one_u32")]
+    pub count: u32,
+    /// Keys hashed onto the family (default: `count`, one key per lock).
+    #[serde(default)]
+    pub keys: Option<u64>,
+    /// Skewed key popularity: `hot_keys` (a fraction of the keys) receive `hot_share` of the
+    /// accesses (e.g. 0.1 and 0.9); absent: uniform.
+    #[serde(default)]
+    pub hot: Option<HotKeys>,
+    /// A waiter spins on its core instead of freeing it (a spin lock); default: blocking, the
+    /// waiter leaves its core to other work and joins the mutex's FIFO of waiters.
+    #[serde(default)]
+    pub spin: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HotKeys {
+    pub hot_keys: f64,
+    pub hot_share: f64,
+}
+
+/// One way through a request type's handler, taken with probability `prob`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathCfg {
+    #[serde(default = "one_f64")]
+    pub prob: f64,
+    pub steps: Vec<StepCfg>,
+}
+
+/// A step's CPU time: `share` of the request's sampled service time (default 1), or `time`, a
+/// distribution of its own.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepCfg {
+    /// Work on the core.
+    Compute {
+        #[serde(default)]
+        share: Option<f64>,
+        #[serde(default)]
+        time: Option<Dist>,
+    },
+    /// Acquire `lock`, do the work holding it, release it.
+    Lock {
+        lock: String,
+        #[serde(default)]
+        share: Option<f64>,
+        #[serde(default)]
+        time: Option<Dist>,
+    },
+    /// A yield point: the request goes back to the runqueue and the core looks for other work
+    /// (a cooperative preemption point, as compiler interrupts insert).
+    Yield,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn one_f64() -> f64 {
+    1.0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concrete programs
+
+/// A step of one request's concrete program. Mutex ids index the flattened lock table (a
+/// family's locks are consecutive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Compute(Nanos),
+    Acquire(u32),
+    Release(u32),
+    Yield,
+}
+
+/// Where a step's time comes from, compiled.
+#[derive(Debug, Clone)]
+enum Work {
+    Share(f64),
+    Own(Sampler),
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Compute(Work),
+    Lock { lock: usize, work: Work },
+    Yield,
+}
+
+#[derive(Debug, Clone)]
+struct Lock {
+    first_id: u32,
+    count: u32,
+    keys: u64,
+    hot: Option<(u64, f64)>,
+    spin: bool,
+}
+
+#[derive(Debug, Clone)]
+struct TypeProgram {
+    /// Cumulative path probabilities.
+    cumulative: Vec<f64>,
+    paths: Vec<Vec<Step>>,
+    path_rng: Stream,
+    hold_rng: Stream,
+    key_rng: Stream,
+}
+
+/// The compiled programs of a workload, drawn per request.
+#[derive(Debug, Clone, Default)]
+pub struct Programs {
+    locks: Vec<Lock>,
+    /// Per request type; `None`: the type computes its service time and nothing else.
+    types: Vec<Option<TypeProgram>>,
+    /// Total mutexes (families flattened).
+    mutexes: u32,
+    /// Per mutex: a spin lock.
+    spin: Vec<bool>,
+}
+
+impl Programs {
+    pub fn new(w: &Workload, base_dir: &Path, seed: u64) -> Result<Self, ScenarioError> {
+        let mut locks = Vec::new();
+        let mut mutexes = 0u32;
+        let mut spin = Vec::new();
+        for (i, l) in w.locks.iter().enumerate() {
+            let f = format!("workload.locks[{i}]");
+            if l.name.is_empty() {
+                return Err(ScenarioError::new(format!("{f}.name"), "must not be empty"));
+            }
+            if w.locks[..i].iter().any(|o| o.name == l.name) {
+                return Err(ScenarioError::new(format!("{f}.name"), format!("`{}` is declared twice", l.name)));
+            }
+            if l.count == 0 || l.count > 1 << 20 {
+                return Err(ScenarioError::new(format!("{f}.count"), format!("{} is not allowed: use 1..=1048576", l.count)));
+            }
+            let keys = l.keys.unwrap_or(l.count as u64);
+            if keys == 0 {
+                return Err(ScenarioError::new(format!("{f}.keys"), "must be at least 1"));
+            }
+            let hot = match l.hot {
+                None => None,
+                Some(h) => {
+                    for (name, v) in [("hot_keys", h.hot_keys), ("hot_share", h.hot_share)] {
+                        if !(v > 0.0 && v < 1.0) {
+                            return Err(ScenarioError::new(format!("{f}.hot.{name}"), format!("{v} is not allowed: use a fraction in (0, 1)")));
+                        }
+                    }
+                    Some((((keys as f64 * h.hot_keys).round() as u64).clamp(1, keys), h.hot_share))
+                }
+            };
+            locks.push(Lock { first_id: mutexes, count: l.count, keys, hot, spin: l.spin });
+            spin.extend(std::iter::repeat_n(l.spin, l.count as usize));
+            mutexes += l.count;
+        }
+        let mut types = Vec::with_capacity(w.types.len());
+        for (i, t) in w.types.iter().enumerate() {
+            if t.paths.is_empty() {
+                types.push(None);
+                continue;
+            }
+            let mut cumulative = Vec::new();
+            let mut acc = 0.0;
+            let mut paths = Vec::new();
+            for (j, p) in t.paths.iter().enumerate() {
+                let pf = format!("workload.types[{i}].paths[{j}]");
+                non_negative(&format!("{pf}.prob"), p.prob)?;
+                acc += p.prob;
+                cumulative.push(acc);
+                if p.steps.is_empty() {
+                    return Err(ScenarioError::new(format!("{pf}.steps"), "needs at least one step"));
+                }
+                let mut steps = Vec::new();
+                for (k, s) in p.steps.iter().enumerate() {
+                    let sf = format!("{pf}.steps[{k}]");
+                    steps.push(match s {
+                        StepCfg::Compute { share, time } => Step::Compute(work(*share, time, base_dir, &sf)?),
+                        StepCfg::Lock { lock, share, time } => {
+                            let idx = w.locks.iter().position(|l| &l.name == lock).ok_or_else(|| {
+                                let known: Vec<&str> = w.locks.iter().map(|l| l.name.as_str()).collect();
+                                ScenarioError::new(
+                                    format!("{sf}.lock"),
+                                    format!("no lock `{lock}` in workload.locks (declared: {})", if known.is_empty() { "none".into() } else { known.join(", ") }),
+                                )
+                            })?;
+                            Step::Lock { lock: idx, work: work(*share, time, base_dir, &sf)? }
+                        }
+                        StepCfg::Yield => Step::Yield,
+                    });
+                }
+                paths.push(steps);
+            }
+            if (acc - 1.0).abs() > 1e-9 {
+                return Err(ScenarioError::new(
+                    format!("workload.types[{i}].paths"),
+                    format!("probabilities sum to {acc}, they must sum to 1"),
+                ));
+            }
+            types.push(Some(TypeProgram {
+                cumulative,
+                paths,
+                path_rng: stream(seed, &format!("paths.{i}")),
+                hold_rng: stream(seed, &format!("hold.{i}")),
+                key_rng: stream(seed, &format!("lockkey.{i}")),
+            }));
+        }
+        Ok(Self { locks, types, mutexes, spin })
+    }
+
+    /// Mutexes in all (families counted lock by lock).
+    pub fn mutexes(&self) -> u32 {
+        self.mutexes
+    }
+
+    /// Whether mutex `id` is a spin lock.
+    pub fn is_spin(&self, id: u32) -> bool {
+        self.spin[id as usize]
+    }
+
+    /// Whether request type `t` has a program (else it computes its service time only).
+    pub fn has_program(&self, t: u16) -> bool {
+        self.types.get(t as usize).is_some_and(|p| p.is_some())
+    }
+
+    /// The concrete program of a request of type `t` whose sampled service time is `service`,
+    /// appended to `out`; returns its total CPU work. Types without a program get one compute.
+    pub fn draw(&mut self, t: u16, service: Nanos, out: &mut Vec<Op>) -> Nanos {
+        let Some(p) = self.types.get_mut(t as usize).and_then(|p| p.as_mut()) else {
+            out.push(Op::Compute(service));
+            return service;
+        };
+        let path = if p.cumulative.len() == 1 {
+            0
+        } else {
+            let u: f64 = p.path_rng.gen();
+            p.cumulative.iter().position(|&c| u < c).unwrap_or(p.cumulative.len() - 1)
+        };
+        let mut total = 0;
+        for step in &p.paths[path] {
+            match step {
+                Step::Compute(w) => {
+                    let d = w.draw(service, &mut p.hold_rng);
+                    total += d;
+                    out.push(Op::Compute(d));
+                }
+                Step::Lock { lock, work } => {
+                    let l = &self.locks[*lock];
+                    let id = l.first_id + l.pick(&mut p.key_rng);
+                    let d = work.draw(service, &mut p.hold_rng);
+                    total += d;
+                    out.extend([Op::Acquire(id), Op::Compute(d), Op::Release(id)]);
+                }
+                Step::Yield => out.push(Op::Yield),
+            }
+        }
+        total
+    }
+
+    /// Whether any lock is a spin lock (for drivers that refuse them).
+    pub fn any_spin(&self) -> bool {
+        self.locks.iter().any(|l| l.spin)
+    }
+}
+
+impl Work {
+    fn draw(&self, service: Nanos, rng: &mut Stream) -> Nanos {
+        match self {
+            // A zero share is a step of no work; rounding never makes a share negative.
+            Work::Share(s) => (service as f64 * s).round() as Nanos,
+            Work::Own(sampler) => sampler.sample(rng),
+        }
+    }
+}
+
+impl Lock {
+    /// The family member a request's key hashes to.
+    fn pick(&self, rng: &mut Stream) -> u32 {
+        if self.count == 1 {
+            return 0;
+        }
+        let key = match self.hot {
+            None => rng.gen_range(0..self.keys),
+            Some((hot, share)) => {
+                if rng.gen::<f64>() < share || hot == self.keys {
+                    rng.gen_range(0..hot)
+                } else {
+                    rng.gen_range(hot..self.keys)
+                }
+            }
+        };
+        (hash(key) % self.count as u64) as u32
+    }
+}
+
+fn work(share: Option<f64>, time: &Option<Dist>, base_dir: &Path, field: &str) -> Result<Work, ScenarioError> {
+    match (share, time) {
+        (Some(_), Some(_)) => Err(ScenarioError::new(field, "give at most one of share and time")),
+        (_, Some(d)) => Ok(Work::Own(Sampler::build(d, base_dir, &format!("{field}.time"))?)),
+        (Some(s), None) => {
+            non_negative(&format!("{field}.share"), s)?;
+            if !s.is_finite() {
+                return Err(ScenarioError::new(format!("{field}.share"), format!("{s} is not a finite share")));
+            }
+            Ok(Work::Share(s))
+        }
+        (None, None) => Ok(Work::Share(1.0)),
+    }
+}
+
+/// Checks a workload's programs without keeping them (scenario validation).
+pub fn validate(w: &Workload, base_dir: &Path) -> Result<(), ScenarioError> {
+    Programs::new(w, base_dir, 0).map(|_| ())
+}

@@ -1,0 +1,106 @@
+//! Queueing and dispatch as policy: where an arriving request waits, where a preempted, yielded
+//! or woken one goes back to, and where an idle core looks for work. The driver (the
+//! simulator's server, the runtime's workers) owns the queues and the core sets and carries the
+//! decisions out; a policy only decides, from a [`ServerView`]. One file per policy:
+//!
+//! * [`cfcfs`]: one central FCFS queue served by every core (c-FCFS).
+//! * [`dfcfs`]: a queue per core fed by RSS, idle cores steal half of a random victim's queue
+//!   (d-FCFS with work stealing, as Shenango/Caladan).
+//!
+//! Also here, as mechanism shared by the drivers: [`mutex`] (FIFO mutexes with waiter enqueue
+//! times) and [`preemption`] (quantum and its costs).
+
+pub mod cfcfs;
+pub mod dfcfs;
+pub mod mutex;
+pub mod preemption;
+
+use crate::rng::stream;
+use crate::scenario::{QueueMode, Scenario};
+use crate::ScenarioError;
+
+/// A queue of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A core's own runqueue.
+    Core(u16),
+    /// The queue every core may serve.
+    Shared,
+}
+
+/// What an idle core does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Run the head of this queue.
+    Run(Place),
+    /// Steal from this core's queue (the amount is [`QueuePolicy::steal_amount`]).
+    Steal(u16),
+    /// Nothing found: spin (and perhaps park, as the core allocator says).
+    Idle,
+}
+
+/// Why a request goes back to a runqueue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requeue {
+    /// Its quantum expired.
+    Preempted,
+    /// It reached a yield point.
+    Yielded,
+    /// The mutex it waited for was handed to it (by a request running on `core`).
+    Woken,
+}
+
+/// What a policy may read of the server. Core lists are in the driver's own order (policies
+/// that pick "the last spinner" or "a random victim" depend on it, and so does determinism).
+pub trait ServerView {
+    fn max_cores(&self) -> usize;
+    fn is_active(&self, core: u16) -> bool;
+    /// Allocated cores (busy or spinning).
+    fn active(&self) -> &[u16];
+    /// Allocated cores with nothing to do.
+    fn spinners(&self) -> &[u16];
+    /// Cores whose own queue holds work another core may take.
+    fn victims(&self) -> &[u16];
+    fn queue_len(&self, place: Place) -> usize;
+    /// Requests waiting in any queue.
+    fn queued(&self) -> u64;
+}
+
+/// A queueing policy. The driver calls `steer` for each arriving request, `notify` after it
+/// queued one (a spinning core may go and take it), `next` whenever a core runs out of work,
+/// `requeue` when a request goes back to a runqueue, and `preempt_at_quantum` when a running
+/// request's quantum expires.
+pub trait QueuePolicy: Send {
+    fn name(&self) -> &'static str;
+    /// The queue an arriving request of `flow` (its client session) joins. If that queue's
+    /// core (or, for the shared queue, any core) is spinning, the driver runs it there at once.
+    fn steer(&mut self, flow: u32, view: &dyn ServerView) -> Place;
+    /// After a request was queued at `place`: a spinning core to send stealing from it, if any.
+    fn notify(&mut self, place: Place, view: &dyn ServerView) -> Option<u16>;
+    /// Where idle `core` finds work.
+    fn next(&mut self, core: u16, view: &dyn ServerView) -> Next;
+    /// How many of a victim's `len` queued requests a thief takes (oldest first).
+    fn steal_amount(&self, len: usize) -> usize {
+        len.div_ceil(2)
+    }
+    /// Where a request that ran on `core` goes back to.
+    fn requeue(&mut self, core: u16, why: Requeue, view: &dyn ServerView) -> Place;
+    /// Whether the request running on `core` is preempted now that its quantum expired (else it
+    /// runs another quantum).
+    fn preempt_at_quantum(&self, _core: u16, _view: &dyn ServerView) -> bool {
+        true
+    }
+}
+
+/// The queueing policy of a scenario.
+pub fn build(sc: &Scenario, seed: u64) -> Box<dyn QueuePolicy> {
+    match sc.server.queue {
+        QueueMode::Central => Box::new(cfcfs::CentralFcfs),
+        QueueMode::PerCore => Box::new(dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"))),
+    }
+}
+
+/// Checks the scheduling mechanism's settings.
+pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
+    sc.server.preemption.validate("server.preemption")
+}
