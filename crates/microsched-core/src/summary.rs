@@ -46,6 +46,9 @@ pub struct CoreTime {
     pub search_ns: u64,
     pub parked_ns: u64,
     pub transition_ns: u64,
+    /// Preemption mechanism time on the worker cores (receive and return costs).
+    #[serde(default)]
+    pub overhead_ns: u64,
     pub total_ns: u64,
 }
 
@@ -90,6 +93,23 @@ pub struct Credits {
     pub parks_while_drained: u64,
 }
 
+/// What the scheduling mechanism did over the measured window: preemptions, yields, lock
+/// traffic (the engine's resumable requests).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Sched {
+    /// The queueing policy (c-fcfs, d-fcfs+steal, ...).
+    pub queue_policy: String,
+    pub preemptions: u64,
+    pub yields: u64,
+    pub lock_acquisitions: u64,
+    /// Acquisitions that found the mutex held and were handed it after waiting.
+    pub lock_waits: u64,
+    /// Mean wait of those.
+    pub lock_wait_us_mean: f64,
+    /// Interrupt-sending time spent outside the worker cores (timer or dispatcher core).
+    pub preempt_send_ns: u64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SimStats {
     pub events: u64,
@@ -124,5 +144,7 @@ pub struct Summary {
     /// Credit-based overload control; `None` with the "none" controller.
     #[serde(default)]
     pub credits: Option<Credits>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<Sched>,
     pub sim: SimStats,
 }

@@ -97,6 +97,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         search_ns: rep.cores.search_ns,
         parked_ns: rep.cores.parked_ns,
         transition_ns: rep.cores.waking_ns,
+        overhead_ns: 0,
         total_ns: rep.cores.total_ns,
     };
     if let Some(c) = s.credits.as_mut() {

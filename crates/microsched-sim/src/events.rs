@@ -15,8 +15,13 @@ pub enum Event {
     /// A request packet reaches the server; `demand` is the sending client's queue length
     /// (credit-based overload control only).
     ServerArrive { req: u32, demand: u32 },
-    /// A core finishes the request it runs.
-    CoreDone { core: u16 },
+    /// A core's compute slice ends (the op is done, or the quantum expired); `gen` tells a
+    /// cancelled slice from the current one.
+    CoreDone { core: u16, gen: u32 },
+    /// A core's preemption overhead (receive or return cost) ends.
+    OverheadDone { core: u16, gen: u32 },
+    /// A spin-waiting core was handed the mutex it spins for.
+    LockGranted { core: u16, gen: u32 },
     /// A core finishes a steal and can run what it took.
     StealDone { core: u16 },
     /// A granted core becomes usable.

@@ -18,6 +18,27 @@ pub struct Req {
     pub session: u32,
     pub rtype: u16,
     pub dropped: bool,
+    /// When it last joined a runqueue (arrival, preemption, yield, wake-up): the age of the
+    /// oldest queued request is the congestion signal.
+    pub enqueued_at: Nanos,
+    /// Time spent queued so far, runqueue and lock waits, across re-queues.
+    pub queued_ns: Nanos,
+    /// Remaining time of the current compute op.
+    pub left: Nanos,
+    /// Index of the current op of its program.
+    pub pc: u16,
+    /// The core it last ran on.
+    pub core: u16,
+    /// Its ops are in the server's program table (else: one compute of `service`).
+    pub has_program: bool,
+    /// `left` belongs to the current op (it was entered).
+    pub in_op: bool,
+    /// Its packet cost was paid.
+    pub received: bool,
+    pub started: bool,
+    /// Preempted since it last ran: resuming costs the mechanism's return cost.
+    pub preempted: bool,
+    pub waiting_lock: bool,
 }
 
 #[derive(Debug, Default)]

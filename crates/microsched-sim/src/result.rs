@@ -20,6 +20,8 @@ pub struct RequestLog {
     pub done_ns: Vec<u64>,
     pub response_ns: Vec<u64>,
     pub service_ns: Vec<u64>,
+    /// Time queued in all: runqueue waits (across preemptions and yields) and lock waits.
+    pub queued_ns: Vec<u64>,
     pub dropped: Vec<u64>,
 }
 
@@ -34,6 +36,7 @@ impl RequestLog {
         self.done_ns.push(r.done);
         self.response_ns.push(response);
         self.service_ns.push(r.service);
+        self.queued_ns.push(r.queued_ns);
         self.dropped.push(r.dropped as u64);
     }
 
@@ -48,6 +51,7 @@ impl RequestLog {
             ("done_ns", &self.done_ns),
             ("response_ns", &self.response_ns),
             ("service_ns", &self.service_ns),
+            ("queued_ns", &self.queued_ns),
             ("dropped", &self.dropped),
         ]
     }

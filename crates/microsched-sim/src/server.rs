@@ -1,29 +1,42 @@
-//! The server mechanism: cores, their queues, dispatch, work stealing, parking and the exact
-//! accounting of core time. Policy (when to grant or park a core) is decided elsewhere; this
+//! The server mechanism: cores, their queues, running requests slice by slice (preemption at a
+//! quantum, blocking and spinning mutexes, yield points), work stealing, parking and the exact
+//! accounting of core time. Policy is decided elsewhere: where work queues and where an idle
+//! core looks is a [`QueuePolicy`]; when to grant or park a core is the core allocator's. This
 //! module only carries decisions out.
 
 use std::collections::VecDeque;
 
 use microsched_core::alloc::{CoreObs, CoreState};
-use microsched_core::scenario::QueueMode;
+use microsched_core::program::Op;
+use microsched_core::sched::mutex::MutexTable;
+use microsched_core::sched::preemption::Preemption;
+use microsched_core::sched::{Next, Place, QueuePolicy, Requeue, ServerView};
 use microsched_core::Nanos;
-use rand::Rng;
 
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
-use microsched_core::rng::{hash, Stream};
 
 const NONE: u32 = u32::MAX;
 
 /// What a core is doing. Busy and Search make up the LC allocation; the best-effort co-tenant
-/// gets Parked time; Waking is the allocation delay, counted apart so that the four add up to
-/// cores × time exactly.
+/// gets Parked time; Waking is the allocation delay and Overhead the preemption mechanism's
+/// receive and return costs, counted apart so that the five add up to cores × time exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CoreMode {
     Busy,
     Search,
     Parked,
     Waking,
+    Overhead,
+}
+
+/// What a core does when its overhead stretch ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterOverhead {
+    /// Put the preempted request back on a runqueue, then look for work.
+    Requeue,
+    /// Go on running the resumed request.
+    Resume,
 }
 
 #[derive(Debug, Clone)]
@@ -33,14 +46,20 @@ pub struct Core {
     pub queue: VecDeque<u32>,
     pub enqueued_total: u64,
     pub dequeued_total: u64,
-    pub busy_ns: Nanos,
-    pub search_ns: Nanos,
-    pub parked_ns: Nanos,
-    pub transition_ns: Nanos,
-    /// Request being run, or NONE.
+    times: [Nanos; 5],
+    /// Request being run (or spinning for a lock, or being switched away from), or NONE.
     pub current: u32,
     /// Bumped whenever the core leaves the idle-spinning state, to invalidate its park timer.
     pub epoch: u32,
+    /// Bumped whenever a pending slice end or overhead end is superseded (cancelled), so that
+    /// a stale event never acts on the wrong request.
+    gen: u32,
+    /// Start and length of the running compute slice.
+    slice_start: Nanos,
+    slice_len: Nanos,
+    /// Run time left before the quantum expires (the request's, on this core).
+    budget: Nanos,
+    after_overhead: AfterOverhead,
     /// A proactive policy asked this core to park at its next idle point.
     pub yield_requested: bool,
     /// Mid-steal: what it took is in its queue but already claimed, so no one steals it back.
@@ -57,12 +76,14 @@ impl Core {
             queue: VecDeque::new(),
             enqueued_total: 0,
             dequeued_total: 0,
-            busy_ns: 0,
-            search_ns: 0,
-            parked_ns: 0,
-            transition_ns: 0,
+            times: [0; 5],
             current: NONE,
             epoch: 0,
+            gen: 0,
+            slice_start: 0,
+            slice_len: 0,
+            budget: Nanos::MAX,
+            after_overhead: AfterOverhead::Resume,
             yield_requested: false,
             stealing: false,
             park_attempting: false,
@@ -71,32 +92,20 @@ impl Core {
 
     #[inline]
     fn set_mode(&mut self, mode: CoreMode, now: Nanos) {
-        let dt = now - self.since;
-        match self.mode {
-            CoreMode::Busy => self.busy_ns += dt,
-            CoreMode::Search => self.search_ns += dt,
-            CoreMode::Parked => self.parked_ns += dt,
-            CoreMode::Waking => self.transition_ns += dt,
-        }
+        self.times[self.mode as usize] += now - self.since;
         self.mode = mode;
         self.since = now;
     }
 
-    /// (busy, search, parked, transition) up to `now`, the current stretch included.
-    pub fn times_at(&self, now: Nanos) -> [Nanos; 4] {
-        let mut t = [self.busy_ns, self.search_ns, self.parked_ns, self.transition_ns];
-        let i = match self.mode {
-            CoreMode::Busy => 0,
-            CoreMode::Search => 1,
-            CoreMode::Parked => 2,
-            CoreMode::Waking => 3,
-        };
-        t[i] += now - self.since;
+    /// (busy, search, parked, transition, overhead) up to `now`, the current stretch included.
+    pub fn times_at(&self, now: Nanos) -> [Nanos; 5] {
+        let mut t = self.times;
+        t[self.mode as usize] += now - self.since;
         t
     }
 
     pub fn is_active(&self) -> bool {
-        matches!(self.mode, CoreMode::Busy | CoreMode::Search)
+        matches!(self.mode, CoreMode::Busy | CoreMode::Search | CoreMode::Overhead)
     }
 }
 
@@ -151,18 +160,18 @@ impl CoreSet {
 #[derive(Debug, Clone)]
 pub struct ServerCfg {
     pub max_cores: usize,
-    pub mode: QueueMode,
-    pub steal: bool,
     pub steal_cost: Nanos,
     pub packet_cost: Nanos,
     pub alloc_delay: Nanos,
+    pub preemption: Preemption,
 }
 
+/// The queues and core sets: what a queueing policy sees ([`ServerView`]).
 #[derive(Debug)]
-pub struct Server {
-    cfg: ServerCfg,
+pub struct Queues {
+    max_cores: usize,
     pub cores: Vec<Core>,
-    central: VecDeque<u32>,
+    shared: VecDeque<u32>,
     /// Active cores with nothing to do, polling: the first to hear of new work.
     spinners: CoreSet,
     /// Active cores (busy or searching), for steering packets away from parked cores.
@@ -171,9 +180,105 @@ pub struct Server {
     victims: CoreSet,
     /// Requests waiting in any queue.
     pub queued: u64,
+}
+
+impl ServerView for Queues {
+    #[inline]
+    fn max_cores(&self) -> usize {
+        self.max_cores
+    }
+    #[inline]
+    fn is_active(&self, core: u16) -> bool {
+        self.cores[core as usize].is_active()
+    }
+    #[inline]
+    fn active(&self) -> &[u16] {
+        &self.active.items
+    }
+    #[inline]
+    fn spinners(&self) -> &[u16] {
+        &self.spinners.items
+    }
+    #[inline]
+    fn victims(&self) -> &[u16] {
+        &self.victims.items
+    }
+    #[inline]
+    fn queue_len(&self, place: Place) -> usize {
+        match place {
+            Place::Core(c) => self.cores[c as usize].queue.len(),
+            Place::Shared => self.shared.len(),
+        }
+    }
+    #[inline]
+    fn queued(&self) -> u64 {
+        self.queued
+    }
+}
+
+impl Queues {
+    /// Appends a runnable request to a queue (its enqueue time is set by the caller).
+    #[inline]
+    fn push(&mut self, place: Place, req: u32) {
+        match place {
+            Place::Core(c) => {
+                let core = &mut self.cores[c as usize];
+                core.queue.push_back(req);
+                core.enqueued_total += 1;
+                if !core.stealing {
+                    self.victims.insert(c);
+                }
+            }
+            Place::Shared => self.shared.push_back(req),
+        }
+        self.queued += 1;
+    }
+
+    #[inline]
+    fn pop(&mut self, place: Place) -> Option<u32> {
+        let r = match place {
+            Place::Core(c) => {
+                let core = &mut self.cores[c as usize];
+                let r = core.queue.pop_front()?;
+                core.dequeued_total += 1;
+                if core.queue.is_empty() {
+                    self.victims.remove(c);
+                }
+                r
+            }
+            Place::Shared => self.shared.pop_front()?,
+        };
+        self.queued -= 1;
+        Some(r)
+    }
+}
+
+/// Counters of the scheduling mechanism (whole run; the driver takes window differences).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SchedCounters {
+    pub preemptions: u64,
+    pub yields: u64,
+    pub lock_acquisitions: u64,
+    pub lock_waits: u64,
+    pub lock_wait_ns: u64,
+    pub preempt_send_ns: u64,
+}
+
+pub struct Server {
+    cfg: ServerCfg,
+    pub q: Queues,
+    policy: Box<dyn QueuePolicy>,
+    /// Concrete programs of live requests that have one, by request slot.
+    programs: Vec<Vec<Op>>,
+    pub mutexes: MutexTable<u32>,
+    /// Per mutex: a spin lock (its waiters hold their cores).
+    spin_locks: Vec<bool>,
+    pub counters: SchedCounters,
     /// Cores that found work in the middle of a park attempt, for the driver to report.
     pub aborted_parks: Vec<u16>,
-    steal_rng: Stream,
+    /// Cores that ran out of work inside the server (a request handed to a spinning core
+    /// blocked or yielded at once), with what they did next, for the driver's parking logic.
+    pub idled: Vec<(u16, Idle)>,
 }
 
 /// What happened to a core that ran out of work, for the driver's parking logic.
@@ -187,8 +292,31 @@ pub enum Idle {
     Yielded,
 }
 
+/// What a core's slice end (or overhead end) led to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceEnd {
+    /// A superseded event: nothing happened.
+    Stale,
+    /// The request finished; the core must look for work.
+    Finished(u32),
+    /// The core goes on with its request (another slice, or spinning for a lock).
+    Running,
+    /// The core let go of its request (blocked, yielded, preempted): it must look for work.
+    Freed,
+}
+
+/// Where running a request's program got to.
+enum Ran {
+    /// A slice end or overhead end is scheduled, or the core spins for a lock.
+    Pending,
+    /// Every op done.
+    Done,
+    /// The request left the core.
+    Left,
+}
+
 impl Server {
-    pub fn new(cfg: ServerCfg, initially_active: usize, steal_rng: Stream) -> Self {
+    pub fn new(cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy>, spin_locks: Vec<bool>) -> Self {
         let n = cfg.max_cores;
         let mut cores = Vec::with_capacity(n);
         let mut spinners = CoreSet::new(n);
@@ -202,196 +330,416 @@ impl Server {
                 cores.push(Core::new(CoreMode::Parked));
             }
         }
-        let victims = CoreSet::new(n);
         Self {
+            q: Queues { max_cores: n, cores, shared: VecDeque::new(), spinners, active, victims: CoreSet::new(n), queued: 0 },
             cfg,
-            cores,
-            central: VecDeque::new(),
-            spinners,
-            active,
-            victims,
-            queued: 0,
+            policy,
+            programs: Vec::new(),
+            mutexes: MutexTable::new(spin_locks.len() as u32),
+            spin_locks,
+            counters: SchedCounters::default(),
             aborted_parks: Vec::new(),
-            steal_rng,
+            idled: Vec::new(),
         }
+    }
+
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    pub fn cores(&self) -> &[Core] {
+        &self.q.cores
+    }
+
+    pub fn core(&self, c: u16) -> &Core {
+        &self.q.cores[c as usize]
+    }
+
+    pub fn queued(&self) -> u64 {
+        self.q.queued
     }
 
     pub fn active_count(&self) -> usize {
-        self.active.len()
+        self.q.active.len()
     }
 
     pub fn is_spinning(&self, core: u16) -> bool {
-        self.spinners.contains(core)
+        self.q.spinners.contains(core)
     }
 
-    /// The core RSS steers `session`'s packets to: its hashed home if that core is active, else
-    /// an active core chosen by the same hash (the IOKernel steers away from parked cores).
-    #[inline]
-    fn steer(&self, session: u32) -> u16 {
-        let h = hash(session as u64);
-        let home = (h % self.cfg.max_cores as u64) as u16;
-        if self.cores[home as usize].is_active() || self.active.len() == 0 {
-            home
-        } else {
-            self.active.items[(h % self.active.len() as u64) as usize]
+    /// Gives request `slot` a concrete program (requests without one compute their service time).
+    pub fn set_program(&mut self, slot: u32, ops: &[Op]) {
+        let i = slot as usize;
+        if self.programs.len() <= i {
+            self.programs.resize_with(i + 1, Vec::new);
         }
+        self.programs[i].clear();
+        self.programs[i].extend_from_slice(ops);
     }
 
     /// A request packet arrives at the server.
     pub fn arrive(&mut self, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
-        slab[req].arrive = now;
-        match self.cfg.mode {
-            QueueMode::Central => {
-                if let Some(c) = self.spinners.pop() {
-                    self.start(c, req, now, slab, evq);
-                } else {
-                    self.central.push_back(req);
-                    self.queued += 1;
-                }
+        let r = &mut slab[req];
+        r.arrive = now;
+        r.enqueued_at = now;
+        let place = self.policy.steer(r.session, &self.q);
+        self.make_runnable(req, place, now, slab, evq);
+    }
+
+    /// Puts a runnable request on `place`: straight onto a spinning core that serves it, else
+    /// into the queue (a spinning core may be sent to steal it).
+    fn make_runnable(&mut self, req: u32, place: Place, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        let idle = match place {
+            Place::Core(c) => self.q.spinners.remove(c).then_some(c),
+            Place::Shared => self.q.spinners.pop(),
+        };
+        if let Some(c) = idle {
+            if !self.start(c, req, now, slab, evq) {
+                let next = self.find_work(c, now, slab, evq);
+                self.idled.push((c, next));
             }
-            QueueMode::PerCore => {
-                let home = self.steer(slab[req].session);
-                if self.spinners.remove(home) {
-                    self.start(home, req, now, slab, evq);
-                    return;
-                }
-                let core = &mut self.cores[home as usize];
-                core.queue.push_back(req);
-                core.enqueued_total += 1;
-                if !core.stealing {
-                    self.victims.insert(home);
-                }
-                self.queued += 1;
-                // A spinning core notices the queued work on its next steal pass; the pass is
-                // modelled as instantaneous, the steal itself costs `steal_cost`.
-                if self.cfg.steal {
-                    if let Some(thief) = self.spinners.pop() {
-                        self.steal_from(thief, home, now, slab, evq);
-                    }
-                }
-            }
+            return;
+        }
+        self.q.push(place, req);
+        if let (Place::Core(victim), Some(thief)) = (place, self.policy.notify(place, &self.q)) {
+            self.q.spinners.remove(thief);
+            self.steal_from(thief, victim, now, slab, evq);
         }
     }
 
+    /// Core `core` takes request `req` (off a queue, or handed over at arrival). False if the
+    /// request left the core at once (blocked on a mutex, or yielded): the core is free again.
     #[inline]
-    fn start(&mut self, core: u16, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
-        let c = &mut self.cores[core as usize];
+    fn start(&mut self, core: u16, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> bool {
+        let c = &mut self.q.cores[core as usize];
         if c.park_attempting {
             c.park_attempting = false;
             self.aborted_parks.push(core);
         }
         c.epoch = c.epoch.wrapping_add(1);
-        c.set_mode(CoreMode::Busy, now);
         c.current = req;
+        c.budget = self.cfg.preemption.quantum;
         let r = &mut slab[req];
-        r.start = now;
-        evq.push(now + self.cfg.packet_cost + r.service, Event::CoreDone { core });
+        r.queued_ns += now - r.enqueued_at;
+        r.core = core;
+        if !r.started {
+            r.started = true;
+            r.start = now;
+        }
+        if r.preempted && self.cfg.preemption.ret > 0 {
+            r.preempted = false;
+            c.set_mode(CoreMode::Overhead, now);
+            c.after_overhead = AfterOverhead::Resume;
+            c.gen = c.gen.wrapping_add(1);
+            evq.push(now + self.cfg.preemption.ret, Event::OverheadDone { core, gen: c.gen });
+            return true;
+        }
+        r.preempted = false;
+        c.set_mode(CoreMode::Busy, now);
+        match self.run(core, now, slab, evq) {
+            Ran::Pending => true,
+            // Finishing is always reported through a slice end, so the driver answers it.
+            Ran::Done => {
+                self.schedule_slice(core, now, 0, evq);
+                true
+            }
+            Ran::Left => false,
+        }
     }
 
-    /// The core finished its request; returns it.
-    pub fn finish(&mut self, core: u16) -> u32 {
-        let c = &mut self.cores[core as usize];
+    #[inline]
+    fn schedule_slice(&mut self, core: u16, now: Nanos, len: Nanos, evq: &mut EventQueue) {
+        let c = &mut self.q.cores[core as usize];
+        c.gen = c.gen.wrapping_add(1);
+        c.slice_start = now;
+        c.slice_len = len;
+        evq.push(now + len, Event::CoreDone { core, gen: c.gen });
+    }
+
+    /// Runs the current request's ops from where it is, until one takes time (a compute slice
+    /// is scheduled), blocks, yields, or the program ends.
+    fn run(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Ran {
+        let req = self.q.cores[core as usize].current;
+        loop {
+            let r = &mut slab[req];
+            let op = if r.has_program {
+                match self.programs[req as usize].get(r.pc as usize) {
+                    Some(&op) => op,
+                    None => return Ran::Done,
+                }
+            } else if r.pc == 0 {
+                Op::Compute(r.service)
+            } else {
+                return Ran::Done;
+            };
+            match op {
+                Op::Compute(d) => {
+                    if !r.in_op {
+                        r.in_op = true;
+                        r.left = d;
+                    }
+                    if r.left == 0 {
+                        r.in_op = false;
+                        r.pc += 1;
+                        continue;
+                    }
+                    // The packet is received and dispatched before the first instruction runs.
+                    let prefix = if r.received { 0 } else { self.cfg.packet_cost };
+                    r.received = true;
+                    let budget = self.q.cores[core as usize].budget;
+                    let p = &self.cfg.preemption;
+                    let slice = if r.left <= budget { r.left } else { (budget + p.propagation).min(r.left) };
+                    self.schedule_slice(core, now, prefix + slice, evq);
+                    // The prefix is not run time of the request: record the slice as the part
+                    // that is.
+                    let c = &mut self.q.cores[core as usize];
+                    c.slice_start = now + prefix;
+                    c.slice_len = slice;
+                    return Ran::Pending;
+                }
+                Op::Acquire(m) => {
+                    r.pc += 1;
+                    self.counters.lock_acquisitions += 1;
+                    if self.mutexes.acquire(m, req, now) {
+                        continue;
+                    }
+                    r.waiting_lock = true;
+                    if self.mutexes_spin(m) {
+                        // A spin waiter burns its core until the lock is handed to it.
+                        return Ran::Pending;
+                    }
+                    self.q.cores[core as usize].current = NONE;
+                    return Ran::Left;
+                }
+                Op::Release(m) => {
+                    r.pc += 1;
+                    if let Some((w, since)) = self.mutexes.release(m) {
+                        self.hand_over(w, since, m, core, now, slab, evq);
+                    }
+                }
+                Op::Yield => {
+                    r.pc += 1;
+                    self.counters.yields += 1;
+                    r.enqueued_at = now;
+                    self.q.cores[core as usize].current = NONE;
+                    let place = self.policy.requeue(core, Requeue::Yielded, &self.q);
+                    self.q.push(place, req);
+                    return Ran::Left;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn mutexes_spin(&self, m: u32) -> bool {
+        self.spin_locks[m as usize]
+    }
+
+    /// Mutex `m`, released on `core`, now belongs to waiter `w` (waiting since `since`).
+    #[allow(clippy::too_many_arguments)]
+    fn hand_over(&mut self, w: u32, since: Nanos, m: u32, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        let r = &mut slab[w];
+        r.queued_ns += now - since;
+        r.waiting_lock = false;
+        self.counters.lock_waits += 1;
+        self.counters.lock_wait_ns += now - since;
+        if self.mutexes_spin(m) {
+            // Its core has been spinning for it: it goes on at once, after this event.
+            let c = r.core;
+            evq.push(now, Event::LockGranted { core: c, gen: self.q.cores[c as usize].gen });
+        } else {
+            r.enqueued_at = now;
+            let place = self.policy.requeue(core, Requeue::Woken, &self.q);
+            self.make_runnable(w, place, now, slab, evq);
+        }
+    }
+
+    /// A spin waiter's lock was handed over: its core goes on running it.
+    pub fn lock_granted(&mut self, core: u16, gen: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
+        if self.q.cores[core as usize].gen != gen {
+            return SliceEnd::Stale;
+        }
+        self.after_run(core, now, slab, evq)
+    }
+
+    /// The end of a core's compute slice: the op is done (the program goes on), or the quantum
+    /// expired (the request is preempted, unless the policy lets it run another quantum).
+    pub fn slice_end(&mut self, core: u16, gen: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
+        let c = &mut self.q.cores[core as usize];
+        if c.gen != gen {
+            return SliceEnd::Stale;
+        }
+        let req = c.current;
+        let ran = c.slice_len;
+        c.budget = c.budget.saturating_sub(ran);
+        let r = &mut slab[req];
+        if r.left > 0 {
+            r.left -= ran;
+            if r.left == 0 {
+                r.in_op = false;
+                r.pc += 1;
+            } else if self.policy.preempt_at_quantum(core, &self.q) {
+                return self.preempt(core, now, slab, evq);
+            } else {
+                self.q.cores[core as usize].budget = self.cfg.preemption.quantum;
+            }
+        }
+        self.after_run(core, now, slab, evq)
+    }
+
+    fn after_run(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
+        match self.run(core, now, slab, evq) {
+            Ran::Pending => SliceEnd::Running,
+            Ran::Done => {
+                let c = &mut self.q.cores[core as usize];
+                let req = c.current;
+                c.current = NONE;
+                SliceEnd::Finished(req)
+            }
+            Ran::Left => SliceEnd::Freed,
+        }
+    }
+
+    /// Takes the running request off `core` at its quantum: the receive cost, then it goes back
+    /// to a runqueue.
+    fn preempt(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
+        let p = self.cfg.preemption;
+        self.counters.preemptions += 1;
+        self.counters.preempt_send_ns += p.send;
+        let c = &mut self.q.cores[core as usize];
+        let req = c.current;
+        slab[req].preempted = true;
+        if p.receive > 0 {
+            c.set_mode(CoreMode::Overhead, now);
+            c.after_overhead = AfterOverhead::Requeue;
+            c.gen = c.gen.wrapping_add(1);
+            evq.push(now + p.receive, Event::OverheadDone { core, gen: c.gen });
+            return SliceEnd::Running;
+        }
+        self.requeue_preempted(core, now, slab);
+        SliceEnd::Freed
+    }
+
+    fn requeue_preempted(&mut self, core: u16, now: Nanos, slab: &mut Slab) {
+        let c = &mut self.q.cores[core as usize];
         let req = c.current;
         c.current = NONE;
-        req
+        slab[req].enqueued_at = now;
+        let place = self.policy.requeue(core, Requeue::Preempted, &self.q);
+        // Onto a queue, not straight to a spinner: the freed core itself looks for work next.
+        self.q.push(place, req);
     }
 
-    /// Moves the older half (rounded up) of `victim`'s queue to `thief` and has the thief run it
-    /// after the steal cost.
+    /// The end of a core's overhead stretch (preemption receive or return cost).
+    pub fn overhead_done(&mut self, core: u16, gen: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
+        let c = &mut self.q.cores[core as usize];
+        if c.gen != gen {
+            return SliceEnd::Stale;
+        }
+        c.set_mode(CoreMode::Busy, now);
+        match c.after_overhead {
+            AfterOverhead::Requeue => {
+                self.requeue_preempted(core, now, slab);
+                SliceEnd::Freed
+            }
+            AfterOverhead::Resume => self.after_run(core, now, slab, evq),
+        }
+    }
+
+    /// Cancels the core's pending slice end, crediting the request with the part of the slice
+    /// it ran, and preempts it now (a dispatcher's or a policy's early preemption).
+    pub fn preempt_now(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
+        let c = &mut self.q.cores[core as usize];
+        if c.current == NONE || c.mode != CoreMode::Busy || slab[c.current].waiting_lock || now < c.slice_start {
+            return SliceEnd::Stale;
+        }
+        let ran = now - c.slice_start;
+        c.gen = c.gen.wrapping_add(1);
+        let r = &mut slab[c.current];
+        r.left -= ran.min(r.left);
+        if r.left == 0 {
+            r.in_op = false;
+            r.pc += 1;
+        }
+        self.preempt(core, now, slab, evq)
+    }
+
+    /// Moves the oldest `steal_amount` of `victim`'s queue to `thief`, which runs it after the
+    /// steal cost.
     fn steal_from(&mut self, thief: u16, victim: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
-        let take = self.cores[victim as usize].queue.len().div_ceil(2);
-        debug_assert!(take > 0 && self.cores[thief as usize].queue.is_empty());
+        let q = &mut self.q;
+        let take = self.policy.steal_amount(q.cores[victim as usize].queue.len());
+        debug_assert!(take > 0 && q.cores[thief as usize].queue.is_empty());
         for _ in 0..take {
-            let r = self.cores[victim as usize].queue.pop_front().expect("counted");
-            self.cores[thief as usize].queue.push_back(r);
+            let r = q.cores[victim as usize].queue.pop_front().expect("counted");
+            q.cores[thief as usize].queue.push_back(r);
         }
-        self.cores[victim as usize].dequeued_total += take as u64;
-        if self.cores[victim as usize].queue.is_empty() {
-            self.victims.remove(victim);
+        q.cores[victim as usize].dequeued_total += take as u64;
+        if q.cores[victim as usize].queue.is_empty() {
+            q.victims.remove(victim);
         }
-        let t = &mut self.cores[thief as usize];
+        let t = &mut q.cores[thief as usize];
         t.enqueued_total += take as u64;
         t.epoch = t.epoch.wrapping_add(1);
         t.set_mode(CoreMode::Search, now);
         t.stealing = true;
-        self.victims.remove(thief);
+        q.victims.remove(thief);
         if self.cfg.steal_cost == 0 {
             self.end_steal(thief);
-            self.run_own(thief, now, slab, evq);
+            if !self.run_own(thief, now, slab, evq) {
+                let next = self.find_work(thief, now, slab, evq);
+                self.idled.push((thief, next));
+            }
         } else {
             evq.push(now + self.cfg.steal_cost, Event::StealDone { core: thief });
         }
     }
 
-    /// Runs the head of the core's own queue; false if it is empty.
+    /// Runs the head of the core's own queue; false if it is empty (or what it took left the
+    /// core at once).
     fn run_own(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> bool {
-        let c = &mut self.cores[core as usize];
-        match c.queue.pop_front() {
-            Some(r) => {
-                c.dequeued_total += 1;
-                if c.queue.is_empty() {
-                    self.victims.remove(core);
-                }
-                self.queued -= 1;
-                self.start(core, r, now, slab, evq);
-                true
-            }
+        match self.q.pop(Place::Core(core)) {
+            Some(r) => self.start(core, r, now, slab, evq),
             None => false,
         }
     }
 
-    /// A core looks for work: its own queue (or the central one), then a victim to steal from;
-    /// with none, it spins (or parks, if a policy asked it to yield).
+    /// A core looks for work where its queueing policy says; with none, it spins (or parks, if
+    /// a policy asked it to yield).
     pub fn find_work(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
-        if self.cores[core as usize].yield_requested {
+        if self.q.cores[core as usize].yield_requested {
             self.park(core, now);
             return Idle::Yielded;
         }
-        match self.cfg.mode {
-            QueueMode::Central => {
-                if let Some(r) = self.central.pop_front() {
-                    self.queued -= 1;
-                    self.start(core, r, now, slab, evq);
-                    return Idle::Working;
-                }
-            }
-            QueueMode::PerCore => {
-                if self.run_own(core, now, slab, evq) {
-                    return Idle::Working;
-                }
-                if self.cfg.steal && self.queued > 0 {
-                    if let Some(victim) = self.pick_victim(core) {
-                        self.steal_from(core, victim, now, slab, evq);
+        // A loop, not recursion: each request taken may block or yield at once.
+        loop {
+            match self.policy.next(core, &self.q) {
+                Next::Run(place) => {
+                    let r = self.q.pop(place).expect("the policy saw work there");
+                    if self.start(core, r, now, slab, evq) {
                         return Idle::Working;
                     }
                 }
+                Next::Steal(victim) => {
+                    self.steal_from(core, victim, now, slab, evq);
+                    return Idle::Working;
+                }
+                Next::Idle => break,
             }
         }
-        let c = &mut self.cores[core as usize];
+        let c = &mut self.q.cores[core as usize];
         if c.mode != CoreMode::Search {
             c.set_mode(CoreMode::Search, now);
         }
-        self.spinners.insert(core);
+        self.q.spinners.insert(core);
         Idle::Spinning
     }
 
-    /// A random core with stealable work, as Caladan's steal loop (which scans from a random
-    /// start) finds one. The thief's own queue is empty, so it is never its own victim.
-    fn pick_victim(&mut self, thief: u16) -> Option<u16> {
-        let n = self.victims.len();
-        if n == 0 {
-            return None;
-        }
-        let v = self.victims.items[self.steal_rng.gen_range(0..n)];
-        debug_assert!(v != thief);
-        Some(v)
-    }
-
     fn end_steal(&mut self, core: u16) {
-        let c = &mut self.cores[core as usize];
+        let c = &mut self.q.cores[core as usize];
         c.stealing = false;
         if !c.queue.is_empty() {
-            self.victims.insert(core);
+            self.q.victims.insert(core);
         }
     }
 
@@ -407,9 +755,9 @@ impl Server {
 
     /// Parks an idle core: it goes to the best-effort co-tenant.
     pub fn park(&mut self, core: u16, now: Nanos) {
-        self.spinners.remove(core);
-        self.active.remove(core);
-        let c = &mut self.cores[core as usize];
+        self.q.spinners.remove(core);
+        self.q.active.remove(core);
+        let c = &mut self.q.cores[core as usize];
         debug_assert!(c.current == NONE);
         c.yield_requested = false;
         c.park_attempting = false;
@@ -420,71 +768,70 @@ impl Server {
     /// Grants one parked core (preferring one with queued work, else the lowest index); it can
     /// run work after the allocation delay. Returns it, or None if every core is allocated.
     pub fn grant(&mut self, now: Nanos, evq: &mut EventQueue) -> Option<u16> {
-        let pick = self
-            .cores
+        let cores = &self.q.cores;
+        let pick = cores
             .iter()
             .position(|c| c.mode == CoreMode::Parked && !c.queue.is_empty())
-            .or_else(|| self.cores.iter().position(|c| c.mode == CoreMode::Parked))? as u16;
-        self.cores[pick as usize].set_mode(CoreMode::Waking, now);
+            .or_else(|| cores.iter().position(|c| c.mode == CoreMode::Parked))? as u16;
+        self.q.cores[pick as usize].set_mode(CoreMode::Waking, now);
         evq.push(now + self.cfg.alloc_delay, Event::WakeDone { core: pick });
         Some(pick)
     }
 
     /// A granted core is ready.
     pub fn wake_done(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
-        let c = &mut self.cores[core as usize];
-        c.set_mode(CoreMode::Search, now);
-        self.active.insert(core);
+        self.q.cores[core as usize].set_mode(CoreMode::Search, now);
+        self.q.active.insert(core);
         self.find_work(core, now, slab, evq)
     }
 
     /// Asks an active core to park: at once if it is idle, else when it next runs out of work.
     pub fn request_yield(&mut self, core: u16, now: Nanos) {
-        if self.spinners.contains(core) {
+        if self.q.spinners.contains(core) {
             self.park(core, now);
-        } else if self.cores[core as usize].is_active() {
-            self.cores[core as usize].yield_requested = true;
+        } else if self.q.cores[core as usize].is_active() {
+            self.q.cores[core as usize].yield_requested = true;
         }
     }
 
     /// The core's park attempt was refused for now; it keeps polling.
     pub fn mark_park_attempt(&mut self, core: u16) {
-        self.cores[core as usize].park_attempting = true;
+        self.q.cores[core as usize].park_attempting = true;
     }
 
     pub fn withdraw_yield_requests(&mut self) {
-        for c in &mut self.cores {
+        for c in &mut self.q.cores {
             c.yield_requested = false;
         }
     }
 
-    /// Oldest waiting request's server arrival time, per core (central queue: reported on core 0).
+    /// Enqueue time of the oldest waiting request, per core (the shared queue is reported on
+    /// core 0, as one queue of the server).
     fn oldest(&self, core: usize, slab: &Slab) -> Option<Nanos> {
-        match self.cfg.mode {
-            QueueMode::Central if core == 0 => self.central.front().map(|&r| slab[r].arrive),
-            QueueMode::Central => None,
-            QueueMode::PerCore => self.cores[core].queue.front().map(|&r| slab[r].arrive),
+        let own = self.q.cores[core].queue.front().map(|&r| slab[r].enqueued_at);
+        if core == 0 {
+            if let Some(&r) = self.q.shared.front() {
+                let t = slab[r].enqueued_at;
+                return Some(own.map_or(t, |o| o.min(t)));
+            }
         }
+        own
     }
 
-    /// The congestion signal: max over cores of the oldest waiting request's age.
+    /// The congestion signal: max over queues of the oldest waiting request's age.
     pub fn max_delay(&self, now: Nanos, slab: &Slab) -> Nanos {
-        (0..self.cores.len()).filter_map(|c| self.oldest(c, slab)).map(|t| now - t).max().unwrap_or(0)
+        (0..self.q.cores.len()).filter_map(|c| self.oldest(c, slab)).map(|t| now - t).max().unwrap_or(0)
     }
 
     /// Fills `out` with what a core allocator sees.
     pub fn observe(&self, now: Nanos, slab: &Slab, out: &mut Vec<CoreObs>) {
         out.clear();
-        for (i, c) in self.cores.iter().enumerate() {
-            let [busy, search, _, _] = c.times_at(now);
-            let queued = match self.cfg.mode {
-                QueueMode::Central if i == 0 => self.central.len(),
-                QueueMode::Central => 0,
-                QueueMode::PerCore => c.queue.len(),
-            } as u32;
+        for (i, c) in self.q.cores.iter().enumerate() {
+            let [busy, search, _, _, overhead] = c.times_at(now);
+            let queued = (c.queue.len() + if i == 0 { self.q.shared.len() } else { 0 }) as u32;
             out.push(CoreObs {
                 state: match c.mode {
-                    CoreMode::Busy | CoreMode::Search => CoreState::Active,
+                    CoreMode::Busy | CoreMode::Search | CoreMode::Overhead => CoreState::Active,
                     CoreMode::Parked => CoreState::Parked,
                     CoreMode::Waking => CoreState::Waking,
                 },
@@ -492,21 +839,62 @@ impl Server {
                 oldest_enqueued_at: self.oldest(i, slab),
                 enqueued_total: c.enqueued_total,
                 dequeued_total: c.dequeued_total,
-                busy_ns: busy,
+                busy_ns: busy + overhead,
                 search_ns: search,
             });
         }
     }
 
-    /// Sum over cores of (busy, search, parked, transition) up to `now`.
-    pub fn core_times(&self, now: Nanos) -> [Nanos; 4] {
-        let mut acc = [0; 4];
-        for c in &self.cores {
+    /// Sum over cores of (busy, search, parked, transition, overhead) up to `now`.
+    pub fn core_times(&self, now: Nanos) -> [Nanos; 5] {
+        let mut acc = [0; 5];
+        for c in &self.q.cores {
             for (a, v) in acc.iter_mut().zip(c.times_at(now)) {
                 *a += v;
             }
         }
         acc
     }
+}
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::requests::Req;
+    use microsched_core::sched::cfcfs::CentralFcfs;
+
+    fn one_core() -> Server {
+        let preemption = Preemption { quantum: Nanos::MAX, ..Preemption::default() };
+        let cfg = ServerCfg { max_cores: 1, steal_cost: 0, packet_cost: 0, alloc_delay: 0, preemption };
+        Server::new(cfg, 1, Box::new(CentralFcfs), vec![])
+    }
+
+    #[test]
+    fn a_cancelled_slice_end_never_acts_on_the_next_request() {
+        let (mut s, mut slab, mut evq) = (one_core(), Slab::default(), EventQueue::with_capacity(8));
+        let a = slab.insert(Req { service: 1000, ..Req::default() });
+        let b = slab.insert(Req { service: 300, ..Req::default() });
+        s.arrive(a, 0, &mut slab, &mut evq);
+        s.arrive(b, 100, &mut slab, &mut evq);
+        // A is preempted at 400 with 600 ns left; B (queued since 100) runs next.
+        assert_eq!(s.preempt_now(0, 400, &mut slab, &mut evq), SliceEnd::Freed);
+        assert_eq!(s.find_work(0, 400, &mut slab, &mut evq), Idle::Working);
+        assert_eq!(s.core(0).current, b);
+        let mut finished = vec![];
+        while let Some((t, ev)) = evq.pop() {
+            let Event::CoreDone { core, gen } = ev else { panic!("{ev:?}") };
+            match s.slice_end(core, gen, t, &mut slab, &mut evq) {
+                SliceEnd::Finished(r) => {
+                    finished.push((r, t));
+                    s.find_work(core, t, &mut slab, &mut evq);
+                }
+                SliceEnd::Stale => assert_eq!(t, 1000, "only A's cancelled slice end is stale"),
+                other => panic!("{other:?} at {t}"),
+            }
+        }
+        assert_eq!(finished, vec![(b, 700), (a, 1300)]);
+        // A queued from 400 to 700 after its preemption; B from 100 to 400.
+        assert_eq!((slab[a].queued_ns, slab[b].queued_ns), (300, 300));
+        assert_eq!(s.counters.preemptions, 1);
+    }
 }

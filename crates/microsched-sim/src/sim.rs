@@ -7,7 +7,9 @@ use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs
 use microsched_core::metrics::LatencyRecorder;
 use microsched_core::overload::{self, Admission, CreditController, CreditLink, SessionId};
 use microsched_core::scenario::{DelaySignal, Loaded, Scenario};
-use microsched_core::summary::{CoreTime, Cores, Credits, Requests, SimStats, Summary};
+use microsched_core::program::{Op, Programs};
+use microsched_core::sched;
+use microsched_core::summary::{CoreTime, Cores, Credits, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us, NS_PER_US};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -18,7 +20,7 @@ use crate::requests::{Req, Slab};
 use crate::result::{RequestLog, SimResult, TimeSeries};
 use microsched_core::rng::{stream, Stream};
 use microsched_core::workload::{load_steps, pick, Arrivals, RequestMix};
-use crate::server::{Idle, Server, ServerCfg};
+use crate::server::{Idle, SchedCounters, Server, ServerCfg, SliceEnd};
 
 struct Network {
     one_way: Nanos,
@@ -94,6 +96,9 @@ pub struct Sim {
     server: Server,
     net: Network,
     workload: RequestMix,
+    programs: Programs,
+    /// Reused buffer for one request's drawn program.
+    ops: Vec<Op>,
     arrivals: Arrivals,
     session_rng: Stream,
     sessions: u32,
@@ -108,10 +113,11 @@ pub struct Sim {
     generated: u64,
     completed: u64,
     dropped: u64,
-    // Core-time snapshot at the start of the measured window.
-    window_start_times: [Nanos; 4],
+    // Core-time and scheduling-counter snapshots at the start of the measured window.
+    window_start_times: [Nanos; 5],
+    window_start_sched: SchedCounters,
     interval: Interval,
-    last_sample_times: [Nanos; 4],
+    last_sample_times: [Nanos; 5],
     last_sample_at: Nanos,
     series: TimeSeries,
     log: Option<RequestLog>,
@@ -126,6 +132,8 @@ impl Sim {
         let allocator = alloc::build(&sc.policy.allocator, sc.server.max_cores);
 
         let workload = RequestMix::new(&sc, base, seed)?;
+        let programs = Programs::new(&sc.workload, base, seed)?;
+        let spin_locks = (0..programs.mutexes()).map(|m| programs.is_spin(m)).collect();
         let steps = load_steps(&sc, base)?;
         let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
         let slo_us = sc.slo_us(base)?;
@@ -134,15 +142,15 @@ impl Sim {
         let server = Server::new(
             ServerCfg {
                 max_cores,
-                mode: sc.server.queue,
-                steal: sc.server.steal,
                 steal_cost: sc.server.steal_cost_ns.round() as Nanos,
                 packet_cost: sc.server.packet_cost_ns.round() as Nanos,
                 alloc_delay: us(sc.server.allocation_delay_us),
+                preemption: sc.server.preemption.build(),
             },
             // Dynamic policies start from one core and grow as load demands.
             if allocator.park_rule().mode == ParkMode::Never { max_cores } else { 1 },
-            stream(seed, "steal"),
+            sched::build(&sc, seed),
+            spin_locks,
         );
         let log = sc.metrics.record_requests.then(RequestLog::default);
         let rtt = us(sc.network.rtt_us);
@@ -182,6 +190,8 @@ impl Sim {
             server,
             net: Network { one_way: us(sc.network.rtt_us) / 2, jitter: us(sc.network.jitter_us), rng: stream(seed, "network") },
             workload,
+            programs,
+            ops: Vec::new(),
             arrivals: Arrivals::from_steps(&steps, seed),
             session_rng: stream(seed, "sessions"),
             sessions: sc.clients.sessions,
@@ -195,9 +205,10 @@ impl Sim {
             generated: 0,
             completed: 0,
             dropped: 0,
-            window_start_times: [0; 4],
+            window_start_times: [0; 5],
+            window_start_sched: SchedCounters::default(),
             interval: Interval::default(),
-            last_sample_times: [0; 4],
+            last_sample_times: [0; 5],
             last_sample_at: 0,
             series: TimeSeries::default(),
             log,
@@ -241,6 +252,9 @@ impl Sim {
             while let Some(core) = self.server.aborted_parks.pop() {
                 self.park_aborted(core);
             }
+            while let Some((core, idle)) = self.server.idled.pop() {
+                self.after_idle(core, idle);
+            }
         }
         self.now = self.end;
         if self.last_sample_at < self.end {
@@ -261,16 +275,17 @@ impl Sim {
                     self.credit_arrive(req, demand);
                 }
             }
-            Event::CoreDone { core } => {
-                let req = self.server.finish(core);
-                self.slab[req].done = now;
-                let credits = if self.credit.is_some() { self.credit_response(req, false) } else { 0 };
-                self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
-                if self.credit.is_some() {
-                    self.send_wakeups();
-                }
-                let idle = self.server.find_work(core, now, &mut self.slab, &mut self.evq);
-                self.after_idle(core, idle);
+            Event::CoreDone { core, gen } => {
+                let end = self.server.slice_end(core, gen, now, &mut self.slab, &mut self.evq);
+                self.after_slice(core, end);
+            }
+            Event::OverheadDone { core, gen } => {
+                let end = self.server.overhead_done(core, gen, now, &mut self.slab, &mut self.evq);
+                self.after_slice(core, end);
+            }
+            Event::LockGranted { core, gen } => {
+                let end = self.server.lock_granted(core, gen, now, &mut self.slab, &mut self.evq);
+                self.after_slice(core, end);
             }
             Event::StealDone { core } => {
                 let idle = self.server.steal_done(core, now, &mut self.slab, &mut self.evq);
@@ -295,6 +310,7 @@ impl Sim {
             Event::WarmupEnd => {
                 self.measuring = true;
                 self.window_start_times = self.server.core_times(now);
+                self.window_start_sched = self.server.counters;
             }
             Event::DropReply { req } => self.drop_reply(req),
             Event::CreditRequest { session, demand } => {
@@ -335,6 +351,26 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// What follows a core's slice end: the response of a finished request, and the core's
+    /// search for work when it is free.
+    fn after_slice(&mut self, core: u16, end: SliceEnd) {
+        let now = self.now;
+        match end {
+            SliceEnd::Stale | SliceEnd::Running => return,
+            SliceEnd::Finished(req) => {
+                self.slab[req].done = now;
+                let credits = if self.credit.is_some() { self.credit_response(req, false) } else { 0 };
+                self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
+                if self.credit.is_some() {
+                    self.send_wakeups();
+                }
+            }
+            SliceEnd::Freed => {}
+        }
+        let idle = self.server.find_work(core, now, &mut self.slab, &mut self.evq);
+        self.after_idle(core, idle);
     }
 
     /// The congestion signal an overload controller reads now: the cached sample, or measured.
@@ -453,14 +489,22 @@ impl Sim {
     fn generate(&mut self) {
         let now = self.now;
         let session = pick(&mut self.session_rng, self.sessions);
-        let (rtype, service) = self.workload.draw();
-        let req = Req { id: self.generated, created: now, service, session, rtype, ..Req::default() };
+        let (rtype, mut service) = self.workload.draw();
+        let has_program = self.programs.has_program(rtype);
+        if has_program {
+            self.ops.clear();
+            service = self.programs.draw(rtype, service, &mut self.ops);
+        }
+        let req = Req { id: self.generated, created: now, service, session, rtype, has_program, ..Req::default() };
         self.generated += 1;
         self.interval.arrivals += 1;
         if self.measuring {
             self.recorder.generated(rtype as usize);
         }
         let slot = self.slab.insert(req);
+        if has_program {
+            self.server.set_program(slot, &self.ops);
+        }
         match &mut self.credit {
             None => self.net.send(now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq),
             Some(c) => {
@@ -489,7 +533,7 @@ impl Sim {
             self.completed += 1;
             self.interval.completions += 1;
             if self.measuring {
-                self.recorder.completed(r.rtype as usize, now - r.created, r.start - r.arrive, r.service);
+                self.recorder.completed(r.rtype as usize, now - r.created, r.queued_ns, r.service);
             }
         }
         if let Some(log) = &mut self.log {
@@ -511,14 +555,14 @@ impl Sim {
                     ParkMode::OnlyLastCore if self.server.active_count() == 1 => self.search_pass,
                     ParkMode::OnlyLastCore => return,
                 };
-                let epoch = self.server.cores[core as usize].epoch;
+                let epoch = self.server.core(core).epoch;
                 self.evq.push(self.now + wait, Event::ParkCheck { core, epoch });
             }
         }
     }
 
     fn park_check(&mut self, core: u16, epoch: u32) {
-        if self.server.cores[core as usize].epoch != epoch || !self.server.is_spinning(core) {
+        if self.server.core(core).epoch != epoch || !self.server.is_spinning(core) {
             return; // found work since, or already parked
         }
         let active = self.server.active_count();
@@ -558,7 +602,7 @@ impl Sim {
     fn after_park(&mut self) {
         self.cores_changed();
         if self.allocator.park_rule().mode == ParkMode::OnlyLastCore && self.server.active_count() == 1 {
-            if let Some(c) = (0..self.server.cores.len() as u16).find(|&c| self.server.is_spinning(c)) {
+            if let Some(c) = (0..self.server.cores().len() as u16).find(|&c| self.server.is_spinning(c)) {
                 self.after_idle(c, Idle::Spinning);
             }
         }
@@ -584,7 +628,7 @@ impl Sim {
             }
             AllocAction::Yield(core) => {
                 self.server.request_yield(core, now);
-                if !self.server.cores[core as usize].is_active() {
+                if !self.server.core(core).is_active() {
                     self.after_park();
                 }
             }
@@ -603,10 +647,10 @@ impl Sim {
         s.t_ms.push(now as f64 / 1e6);
         // A waking core is already the LC application's (taken from the BE co-tenant), though
         // not yet usable: it counts as allocated, so allocated + parked = max_cores.
-        s.cores_allocated.push(d(0) + d(1) + d(3));
+        s.cores_allocated.push(d(0) + d(1) + d(3) + d(4));
         s.cores_busy.push(d(0));
         s.cores_parked.push(d(2));
-        s.queue_len.push(self.server.queued as f64);
+        s.queue_len.push(self.server.queued() as f64);
         s.oldest_delay_us.push(self.server.max_delay(now, &self.slab) as f64 / 1e3);
         s.arrivals.push(self.interval.arrivals as f64);
         s.completions.push(self.interval.completions as f64);
@@ -651,7 +695,8 @@ impl Sim {
         let times = self.server.core_times(self.end);
         let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
         let max_cores = sc.server.max_cores;
-        let allocated_mean = w(0) + w(1) + w(3);
+        let allocated_mean = w(0) + w(1) + w(3) + w(4);
+        let (sc0, sc1) = (self.window_start_sched, self.server.counters);
         let summary = Summary {
             scenario: sc.name.clone(),
             seed: 0,
@@ -672,8 +717,22 @@ impl Sim {
                 search_ns: times[1],
                 parked_ns: times[2],
                 transition_ns: times[3],
+                overhead_ns: times[4],
                 total_ns: times.iter().sum(),
             },
+            sched: Some(Sched {
+                queue_policy: self.server.policy_name().to_string(),
+                preemptions: sc1.preemptions - sc0.preemptions,
+                yields: sc1.yields - sc0.yields,
+                lock_acquisitions: sc1.lock_acquisitions - sc0.lock_acquisitions,
+                lock_waits: sc1.lock_waits - sc0.lock_waits,
+                lock_wait_us_mean: if sc1.lock_waits > sc0.lock_waits {
+                    (sc1.lock_wait_ns - sc0.lock_wait_ns) as f64 / (sc1.lock_waits - sc0.lock_waits) as f64 / 1e3
+                } else {
+                    0.0
+                },
+                preempt_send_ns: sc1.preempt_send_ns - sc0.preempt_send_ns,
+            }),
             credits: self.credit.as_ref().map(|c| {
                 let n = c.samples.max(1) as f64;
                 Credits {

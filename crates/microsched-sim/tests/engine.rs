@@ -35,7 +35,7 @@ fn requests_and_core_time_are_conserved_to_the_unit() {
             assert_eq!(r.generated, r.completed + r.dropped + r.in_flight, "{kind}/{queue}: {r:?}");
             assert!(r.in_flight > 0 && r.completed > 0);
             let ct = &s.core_time;
-            assert_eq!(ct.busy_ns + ct.search_ns + ct.parked_ns + ct.transition_ns, ct.total_ns);
+            assert_eq!(ct.busy_ns + ct.search_ns + ct.parked_ns + ct.transition_ns + ct.overhead_ns, ct.total_ns);
             assert_eq!(ct.total_ns, 16 * 110_000_000, "{kind}/{queue}: cores x time");
             // The BE share is exactly what LC does not hold (window means).
             let lc = s.cores.allocated_mean;

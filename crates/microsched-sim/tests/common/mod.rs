@@ -34,3 +34,15 @@ pub fn window_qdelays(r: &SimResult, warmup_ns: u64) -> Vec<f64> {
     rows.sort_by_key(|r| r.0);
     rows.into_iter().map(|r| r.1).collect()
 }
+
+/// Server sojourn times (server arrival to done, ns) of completed requests created in the
+/// measured window, in creation order, with their service times.
+pub fn window_sojourns(r: &SimResult, warmup_ns: u64) -> Vec<(f64, f64)> {
+    let log = r.requests.as_ref().expect("record_requests = true");
+    let mut rows: Vec<(u64, f64, f64)> = (0..log.id.len())
+        .filter(|&i| log.created_ns[i] >= warmup_ns && log.dropped[i] == 0)
+        .map(|i| (log.id[i], (log.done_ns[i] - log.server_arrival_ns[i]) as f64, log.service_ns[i] as f64))
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    rows.into_iter().map(|r| (r.1, r.2)).collect()
+}

@@ -1,0 +1,278 @@
+//! The resumable-request engine against theory and its own invariants: processor sharing from
+//! a small quantum, FCFS from an infinite one, a global mutex as an M/G/1 queue, conservation
+//! with preemption and locks on, yields and blocking locks that free their core. Tolerances
+//! are batch-means standard errors of the run itself (4 of them), as in theory.rs.
+
+mod common;
+
+use common::{batch_means, run, window_sojourns};
+
+const Z: f64 = 4.0;
+const WARMUP_NS: u64 = 20_000_000;
+
+/// One core, one central queue, no network delay: the server alone.
+fn single_server(service: &str, extra: &str) -> String {
+    format!(
+        r#"
+        duration_ms = 1000
+        warmup_ms = 20
+        [server]
+        max_cores = 1
+        queue = "central"
+        {extra}
+        [network]
+        rtt_us = 0
+        [load]
+        fraction = 0.5
+        [[workload.types]]
+        name = "t"
+        service = {service}
+        [metrics]
+        record_requests = true
+    "#
+    )
+}
+
+fn mean_sojourn(toml: &str, seed: u64) -> (f64, f64) {
+    let r = run(toml, &[], seed);
+    let t: Vec<f64> = window_sojourns(&r, WARMUP_NS).into_iter().map(|(t, _)| t).collect();
+    batch_means(&t, 40)
+}
+
+const CONSTANT: &str = r#"{ dist = "constant", value_us = 10 }"#;
+const BIMODAL: &str = r#"{ dist = "bimodal", modes = [{ value_us = 1.0, prob = 0.9 }, { value_us = 91.0, prob = 0.1 }] }"#;
+
+#[test]
+fn small_quantum_is_processor_sharing_and_insensitive_to_the_service_distribution() {
+    // M/G/1-PS at ρ = 0.5: E[T] = E[S] / (1 − ρ) = 20 µs for any service distribution of mean
+    // 10 µs. Round robin with a 0.1 µs quantum is PS up to a bias of the order of the quantum.
+    let ps_ns = 10_000.0 / 0.5;
+    let quantum = "[server.preemption]\nquantum_us = 0.1";
+    for (name, service) in [("constant", CONSTANT), ("bimodal", BIMODAL)] {
+        let (m, se) = mean_sojourn(&single_server(service, quantum), 3);
+        assert!((m - ps_ns).abs() < Z * se + 100.0, "{name}: E[T] = {m:.0} ns, PS {ps_ns:.0} ns, se {se:.0}");
+    }
+    // Without preemption the same queues are FCFS, whose mean depends on the distribution
+    // (Pollaczek–Khinchine): constant 15 µs, bimodal 10 + 0.05 · 829 / 1 = 51.45 µs. The PS
+    // result above is not FCFS in disguise.
+    for (name, service, fcfs_ns) in [("constant", CONSTANT, 15_000.0), ("bimodal", BIMODAL, 51_450.0)] {
+        let (m, se) = mean_sojourn(&single_server(service, ""), 3);
+        assert!((m - fcfs_ns).abs() < Z * se, "{name} FCFS: E[T] = {m:.0} ns, P-K {fcfs_ns:.0} ns, se {se:.0}");
+    }
+}
+
+#[test]
+fn an_infinite_quantum_without_costs_is_fcfs_to_the_bit() {
+    let strip = |mut s: microsched_core::summary::Summary| {
+        s.sim.wall_s = 0.0;
+        s.sim.requests_per_wall_s = 0.0;
+        s
+    };
+    for queue in ["central", "per_core"] {
+        let base = single_server(BIMODAL, "").replace("queue = \"central\"", &format!("queue = \"{queue}\""));
+        let set = ["duration_ms=100", "server.max_cores=4", "load.fraction=0.9"];
+        let fcfs = run(&base, &set, 9).summary;
+        let mut with_q = set.to_vec();
+        with_q.push("server.preemption.quantum_us=1e9");
+        let q = run(&base, &with_q, 9).summary;
+        assert_eq!(q.sched.as_ref().unwrap().preemptions, 0);
+        assert_eq!(strip(fcfs), strip(q), "{queue}");
+    }
+}
+
+/// Every request holds one global mutex for its whole service time.
+fn global_lock(cores: u32, queue: &str) -> String {
+    format!(
+        r#"
+        duration_ms = 1000
+        warmup_ms = 20
+        [server]
+        max_cores = {cores}
+        queue = "{queue}"
+        [network]
+        rtt_us = 0
+        [load]
+        rps = {rps}
+        [[workload.locks]]
+        name = "global"
+        [[workload.types]]
+        name = "t"
+        service = {{ dist = "bimodal", modes = [{{ value_us = 1.0, prob = 0.9 }}, {{ value_us = 10.0, prob = 0.1 }}] }}
+        paths = [{{ steps = [{{ op = "lock", lock = "global" }}] }}]
+        [metrics]
+        record_requests = true
+    "#,
+        // ρ = 0.7 of the mutex: E[S] = 1.9 µs.
+        rps = 0.7 / 1.9e-6
+    )
+}
+
+#[test]
+fn a_global_mutex_is_an_mg1_queue_whatever_the_core_count() {
+    // Pollaczek–Khinchine: Wq = λ E[S²] / (2 (1 − ρ)), E[S²] = 10.9 µs².
+    let lambda_per_us = 0.7 / 1.9;
+    let wq_ns = lambda_per_us * 10.9 / (2.0 * 0.3) * 1e3;
+    for cores in [1, 4, 16] {
+        let r = run(&global_lock(cores, "central"), &[], 5);
+        let waits: Vec<f64> = window_sojourns(&r, WARMUP_NS).into_iter().map(|(t, s)| t - s).collect();
+        let (m, se) = batch_means(&waits, 40);
+        assert!((m - wq_ns).abs() < Z * se, "{cores} cores: E[Wq] = {m:.0} ns, P-K {wq_ns:.0} ns, se {se:.0}");
+        let sched = r.summary.sched.as_ref().unwrap();
+        // One core runs one request at a time: the runqueue is the queue. More cores: the mutex.
+        assert_eq!(sched.lock_waits > 0, cores > 1, "{cores} cores: {sched:?}");
+        // The lock wait is queueing: the summary's queueing delay is the same quantity.
+        assert!((r.summary.queueing_delay_us.mean * 1e3 - wq_ns).abs() < Z * se + 1.0);
+    }
+}
+
+#[test]
+fn requests_and_core_time_are_conserved_with_preemption_and_locks() {
+    let toml = r#"
+        duration_ms = 50
+        warmup_ms = 5
+        [server]
+        max_cores = 8
+        queue = "per_core"
+        [server.preemption]
+        quantum_us = 2
+        send_ns = 100
+        propagation_ns = 300
+        receive_ns = 400
+        return_ns = 200
+        [load]
+        fraction = 0.9
+        [[workload.locks]]
+        name = "items"
+        count = 16
+        hot = { hot_keys = 0.1, hot_share = 0.9 }
+        [[workload.locks]]
+        name = "slab"
+        spin = true
+        [[workload.types]]
+        name = "get"
+        ratio = 0.8
+        service = { dist = "exponential", mean_us = 5 }
+        paths = [{ steps = [{ op = "compute", share = 0.5 }, { op = "lock", lock = "items", share = 0.3 }, { op = "yield" }, { op = "compute", share = 0.2 }] }]
+        [[workload.types]]
+        name = "set"
+        ratio = 0.2
+        service = { dist = "exponential", mean_us = 10 }
+        paths = [
+            { prob = 0.5, steps = [{ op = "lock", lock = "slab", time = { dist = "constant", value_us = 0.5 } }, { op = "compute" }] },
+            { prob = 0.5, steps = [{ op = "compute" }] },
+        ]
+    "#;
+    for alloc in ["static", "caladan", "shenango"] {
+        for queue in ["per_core", "central"] {
+            let set = [format!("policy.allocator.kind=\"{alloc}\""), format!("server.queue=\"{queue}\"")];
+            let set: Vec<&str> = set.iter().map(String::as_str).collect();
+            let s = run(toml, &set, 2).summary;
+            let r = &s.requests;
+            assert_eq!(r.generated, r.completed + r.dropped + r.in_flight, "{alloc}/{queue}: {r:?}");
+            assert!(r.completed > 1000);
+            let ct = &s.core_time;
+            assert_eq!(ct.busy_ns + ct.search_ns + ct.parked_ns + ct.transition_ns + ct.overhead_ns, ct.total_ns);
+            assert_eq!(ct.total_ns, 8 * 55_000_000, "{alloc}/{queue}: cores x time");
+            let sc = s.sched.as_ref().unwrap();
+            assert!(sc.preemptions > 0 && sc.yields > 0 && sc.lock_waits > 0, "{alloc}/{queue}: {sc:?}");
+            assert!(ct.overhead_ns > 0);
+            assert_eq!(sc.preempt_send_ns, 100 * sc.preemptions);
+        }
+    }
+}
+
+#[test]
+fn yield_points_let_short_requests_through_on_one_core() {
+    // One core: long requests (50 µs) either run to completion or yield every 5 µs. Short ones
+    // (1 µs) behind a long one wait for all of it, or for one 5 µs piece.
+    let toml = |long_steps: &str| {
+        format!(
+            r#"
+            duration_ms = 200
+            warmup_ms = 10
+            [server]
+            max_cores = 1
+            queue = "central"
+            [network]
+            rtt_us = 0
+            [load]
+            fraction = 0.6
+            [[workload.types]]
+            name = "short"
+            ratio = 0.9
+            service = {{ dist = "constant", value_us = 1 }}
+            [[workload.types]]
+            name = "long"
+            ratio = 0.1
+            service = {{ dist = "constant", value_us = 50 }}
+            paths = [{{ steps = [{long_steps}] }}]
+        "#
+        )
+    };
+    let piece = r#"{ op = "compute", share = 0.1 }, { op = "yield" }"#;
+    let yielding = toml(&[piece; 10].join(", "));
+    let whole = toml(r#"{ op = "compute" }"#);
+    let y = run(&yielding, &[], 4).summary;
+    let w = run(&whole, &[], 4).summary;
+    let (ys, ws) = (&y.by_type[0], &w.by_type[0]);
+    assert!(ys.latency_us.p99 * 2.0 < ws.latency_us.p99, "short p99 with yields {} vs without {}", ys.latency_us.p99, ws.latency_us.p99);
+    assert!(y.sched.as_ref().unwrap().yields > 0 && w.sched.as_ref().unwrap().yields == 0);
+    // The same requests arrive in both runs (common random numbers).
+    assert_eq!(y.requests.generated, w.requests.generated);
+}
+
+#[test]
+fn a_blocking_mutex_frees_its_core_and_a_spin_lock_does_not() {
+    // Two cores, every request holds one global lock for half its service: the lock caps
+    // throughput. Blocked waiters free their core; spinning ones burn it.
+    let toml = |spin: bool| {
+        format!(
+            r#"
+            duration_ms = 100
+            warmup_ms = 10
+            [server]
+            max_cores = 2
+            queue = "central"
+            [load]
+            fraction = 0.8
+            [[workload.locks]]
+            name = "g"
+            spin = {spin}
+            [[workload.types]]
+            name = "t"
+            service = {{ dist = "exponential", mean_us = 10 }}
+            paths = [{{ steps = [{{ op = "compute", share = 0.5 }}, {{ op = "lock", lock = "g", share = 0.5 }}] }}]
+        "#
+        )
+    };
+    let blocking = run(&toml(false), &[], 6).summary;
+    let spinning = run(&toml(true), &[], 6).summary;
+    // Offered work is 1.6 cores of which 0.8 under the lock: it fits either way, but spinners
+    // add their waits to busy time.
+    assert!(spinning.cores.busy_mean > blocking.cores.busy_mean + 0.05, "spin {} vs blocking {}", spinning.cores.busy_mean, blocking.cores.busy_mean);
+    assert!((blocking.cores.busy_mean - 1.6).abs() < 0.1, "blocking busy {}", blocking.cores.busy_mean);
+}
+
+#[test]
+fn program_draws_use_their_own_streams() {
+    // Adding a program to one type must not move the arrivals, sessions, types or base service
+    // times of the run (common random numbers across workloads).
+    let plain = single_server(CONSTANT, "");
+    let with_prog = plain.replace(
+        "service = { dist = \"constant\", value_us = 10 }",
+        "service = { dist = \"constant\", value_us = 10 }\n        paths = [{ prob = 0.5, steps = [{ op = \"compute\" }] }, { prob = 0.5, steps = [{ op = \"compute\", share = 0.5 }, { op = \"yield\" }, { op = \"compute\", share = 0.5 }] }]",
+    );
+    let set = ["duration_ms=20"];
+    let a = run(&plain, &set, 8);
+    let b = run(&with_prog, &set, 8);
+    // The logs are in completion order, which the programs change: compare by request id.
+    let by_id = |r: microsched_sim::SimResult| {
+        let l = r.requests.expect("record_requests = true");
+        let mut rows: Vec<(u64, u64, u64, u64)> =
+            (0..l.id.len()).map(|i| (l.id[i], l.created_ns[i], l.service_ns[i], l.session[i])).collect();
+        rows.sort_unstable();
+        rows
+    };
+    let (ra, rb) = (by_id(a), by_id(b));
+    assert!(ra.len() > 1000 && ra == rb, "arrivals, service times or sessions moved");
+}
