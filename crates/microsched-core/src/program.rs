@@ -347,3 +347,26 @@ fn work(share: Option<f64>, time: &Option<Dist>, base_dir: &Path, field: &str) -
 pub fn validate(w: &Workload, base_dir: &Path) -> Result<(), ScenarioError> {
     Programs::new(w, base_dir, 0).map(|_| ())
 }
+
+/// Mean CPU work of a request of a type with these `paths` and a mean sampled service of
+/// `service_us` (the service itself without paths): what load fractions are relative to.
+pub fn mean_work_us(paths: &[PathCfg], service_us: f64, base_dir: &Path) -> Result<f64, ScenarioError> {
+    if paths.is_empty() {
+        return Ok(service_us);
+    }
+    let mut mean = 0.0;
+    for p in paths {
+        for s in &p.steps {
+            let (share, time) = match s {
+                StepCfg::Compute { share, time } | StepCfg::Lock { share, time, .. } => (share, time),
+                StepCfg::Yield => continue,
+            };
+            mean += p.prob
+                * match time {
+                    Some(d) => Sampler::build(d, base_dir, "workload.types.paths.steps.time")?.mean_us(),
+                    None => share.unwrap_or(1.0) * service_us,
+                };
+        }
+    }
+    Ok(mean)
+}

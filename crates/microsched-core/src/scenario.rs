@@ -99,6 +99,10 @@ pub struct Server {
     /// preemption mechanism (see [`crate::sched::preemption`]). Default: run to completion.
     #[serde(default)]
     pub preemption: crate::sched::preemption::PreemptionCfg,
+    /// A dispatcher core taken out of the workers (see [`crate::sched::dispatcher`]); absent:
+    /// requests go straight from the network to the queueing policy.
+    #[serde(default)]
+    pub dispatcher: Option<crate::sched::dispatcher::DispatcherCfg>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -684,15 +688,16 @@ impl Scenario {
         let mut mean = 0.0;
         for (i, t) in self.workload.types.iter().enumerate() {
             let field = format!("workload.types[{i}].service");
-            mean += t.ratio / total
-                * crate::dist::Sampler::build(&t.service, base_dir, &field)?.mean_us();
+            let service = crate::dist::Sampler::build(&t.service, base_dir, &field)?.mean_us();
+            mean += t.ratio / total * crate::program::mean_work_us(&t.paths, service, base_dir)?;
         }
         Ok(mean)
     }
 
-    /// Requests per second that load 1.0 stands for: max_cores / mean service time.
+    /// Requests per second that load 1.0 stands for: worker cores (max_cores, less a
+    /// dispatcher's) / mean work per request.
     pub fn capacity_rps(&self, base_dir: &Path) -> Result<f64, ScenarioError> {
-        Ok(self.server.max_cores as f64 / (self.mean_service_us(base_dir)? * 1e-6))
+        Ok(crate::sched::worker_cores(self) as f64 / (self.mean_service_us(base_dir)? * 1e-6))
     }
 
     /// The goodput SLO in µs (explicit, or 10 × (mean service + RTT)).

@@ -22,6 +22,8 @@ pub enum Event {
     OverheadDone { core: u16, gen: u32 },
     /// A spin-waiting core was handed the mutex it spins for.
     LockGranted { core: u16, gen: u32 },
+    /// The dispatcher core finishes dispatching its current request.
+    DispatchDone,
     /// A core finishes a steal and can run what it took.
     StealDone { core: u16 },
     /// A granted core becomes usable.

@@ -3,6 +3,7 @@
 //! `run(&loaded, seed)` simulates one scenario; the same scenario and seed give bit-identical
 //! results (apart from the wall-clock fields of `summary.sim`).
 
+mod dispatcher;
 mod events;
 mod requests;
 mod result;

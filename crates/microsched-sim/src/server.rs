@@ -13,6 +13,7 @@ use microsched_core::sched::preemption::Preemption;
 use microsched_core::sched::{Next, Place, QueuePolicy, Requeue, ServerView};
 use microsched_core::Nanos;
 
+use crate::dispatcher::Dispatcher;
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
 
@@ -159,7 +160,10 @@ impl CoreSet {
 /// Static facts of the server.
 #[derive(Debug, Clone)]
 pub struct ServerCfg {
+    /// Cores that run requests (a dispatcher's core is not one of them).
     pub max_cores: usize,
+    /// Per-request cost of a dispatcher core, if the server has one.
+    pub dispatcher: Option<Nanos>,
     pub steal_cost: Nanos,
     pub packet_cost: Nanos,
     pub alloc_delay: Nanos,
@@ -273,6 +277,7 @@ pub struct Server {
     pub mutexes: MutexTable<u32>,
     /// Per mutex: a spin lock (its waiters hold their cores).
     spin_locks: Vec<bool>,
+    dispatcher: Option<Dispatcher>,
     pub counters: SchedCounters,
     /// Cores that found work in the middle of a park attempt, for the driver to report.
     pub aborted_parks: Vec<u16>,
@@ -318,6 +323,7 @@ enum Ran {
 impl Server {
     pub fn new(cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy>, spin_locks: Vec<bool>) -> Self {
         let n = cfg.max_cores;
+        let dispatcher = cfg.dispatcher;
         let mut cores = Vec::with_capacity(n);
         let mut spinners = CoreSet::new(n);
         let mut active = CoreSet::new(n);
@@ -336,6 +342,7 @@ impl Server {
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
+            dispatcher: dispatcher.map(Dispatcher::new),
             spin_locks,
             counters: SchedCounters::default(),
             aborted_parks: Vec::new(),
@@ -353,10 +360,6 @@ impl Server {
 
     pub fn core(&self, c: u16) -> &Core {
         &self.q.cores[c as usize]
-    }
-
-    pub fn queued(&self) -> u64 {
-        self.q.queued
     }
 
     pub fn active_count(&self) -> usize {
@@ -381,6 +384,26 @@ impl Server {
     pub fn arrive(&mut self, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let r = &mut slab[req];
         r.arrive = now;
+        r.enqueued_at = now;
+        if let Some(d) = &mut self.dispatcher {
+            if d.arrive(req, now, evq) {
+                r.queued_ns += now - r.enqueued_at;
+            }
+            return;
+        }
+        let place = self.policy.steer(r.session, &self.q);
+        self.make_runnable(req, place, now, slab, evq);
+    }
+
+    /// The dispatcher core hands the request it dispatched to the queueing policy.
+    pub fn dispatch_done(&mut self, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        let d = self.dispatcher.as_mut().expect("dispatch events need a dispatcher");
+        let (req, next) = d.done(now, evq);
+        if let Some(n) = next {
+            let r = &mut slab[n];
+            r.queued_ns += now - r.enqueued_at;
+        }
+        let r = &mut slab[req];
         r.enqueued_at = now;
         let place = self.policy.steer(r.session, &self.q);
         self.make_runnable(req, place, now, slab, evq);
@@ -648,6 +671,7 @@ impl Server {
 
     /// Cancels the core's pending slice end, crediting the request with the part of the slice
     /// it ran, and preempts it now (a dispatcher's or a policy's early preemption).
+    #[allow(dead_code)] // the mechanism for dispatcher-driven (Concord-style) preemption
     pub fn preempt_now(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
         let c = &mut self.q.cores[core as usize];
         if c.current == NONE || c.mode != CoreMode::Busy || slab[c.current].waiting_lock || now < c.slice_start {
@@ -818,9 +842,16 @@ impl Server {
         own
     }
 
-    /// The congestion signal: max over queues of the oldest waiting request's age.
+    /// The congestion signal: max over queues (the dispatcher's included) of the oldest
+    /// waiting request's age.
     pub fn max_delay(&self, now: Nanos, slab: &Slab) -> Nanos {
-        (0..self.q.cores.len()).filter_map(|c| self.oldest(c, slab)).map(|t| now - t).max().unwrap_or(0)
+        let at_dispatcher = self.dispatcher.as_ref().and_then(|d| d.oldest()).map(|r| now - slab[r].enqueued_at);
+        (0..self.q.cores.len()).filter_map(|c| self.oldest(c, slab)).map(|t| now - t).max().max(at_dispatcher).unwrap_or(0)
+    }
+
+    /// Requests waiting in any queue, the dispatcher's included.
+    pub fn queued_total(&self) -> u64 {
+        self.q.queued + self.dispatcher.as_ref().map_or(0, |d| d.queued() as u64)
     }
 
     /// Fills `out` with what a core allocator sees.
@@ -845,13 +876,19 @@ impl Server {
         }
     }
 
-    /// Sum over cores of (busy, search, parked, transition, overhead) up to `now`.
+    /// Sum over cores (the dispatcher's included) of (busy, search, parked, transition,
+    /// overhead) up to `now`.
     pub fn core_times(&self, now: Nanos) -> [Nanos; 5] {
         let mut acc = [0; 5];
         for c in &self.q.cores {
             for (a, v) in acc.iter_mut().zip(c.times_at(now)) {
                 *a += v;
             }
+        }
+        if let Some(d) = &self.dispatcher {
+            let (busy, search) = d.times_at(now);
+            acc[0] += busy;
+            acc[1] += search;
         }
         acc
     }
@@ -865,7 +902,7 @@ mod tests {
 
     fn one_core() -> Server {
         let preemption = Preemption { quantum: Nanos::MAX, ..Preemption::default() };
-        let cfg = ServerCfg { max_cores: 1, steal_cost: 0, packet_cost: 0, alloc_delay: 0, preemption };
+        let cfg = ServerCfg { max_cores: 1, dispatcher: None, steal_cost: 0, packet_cost: 0, alloc_delay: 0, preemption };
         Server::new(cfg, 1, Box::new(CentralFcfs), vec![])
     }
 

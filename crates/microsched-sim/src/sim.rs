@@ -141,14 +141,15 @@ impl Sim {
         let end = warmup + ms(sc.duration_ms);
         let server = Server::new(
             ServerCfg {
-                max_cores,
+                max_cores: sched::worker_cores(&sc) as usize,
+                dispatcher: sc.server.dispatcher.as_ref().map(|d| d.cost()),
                 steal_cost: sc.server.steal_cost_ns.round() as Nanos,
                 packet_cost: sc.server.packet_cost_ns.round() as Nanos,
                 alloc_delay: us(sc.server.allocation_delay_us),
                 preemption: sc.server.preemption.build(),
             },
             // Dynamic policies start from one core and grow as load demands.
-            if allocator.park_rule().mode == ParkMode::Never { max_cores } else { 1 },
+            if allocator.park_rule().mode == ParkMode::Never { sched::worker_cores(&sc) as usize } else { 1 },
             sched::build(&sc, seed),
             spin_locks,
         );
@@ -287,6 +288,7 @@ impl Sim {
                 let end = self.server.lock_granted(core, gen, now, &mut self.slab, &mut self.evq);
                 self.after_slice(core, end);
             }
+            Event::DispatchDone => self.server.dispatch_done(now, &mut self.slab, &mut self.evq),
             Event::StealDone { core } => {
                 let idle = self.server.steal_done(core, now, &mut self.slab, &mut self.evq);
                 self.after_idle(core, idle);
@@ -650,7 +652,7 @@ impl Sim {
         s.cores_allocated.push(d(0) + d(1) + d(3) + d(4));
         s.cores_busy.push(d(0));
         s.cores_parked.push(d(2));
-        s.queue_len.push(self.server.queued() as f64);
+        s.queue_len.push(self.server.queued_total() as f64);
         s.oldest_delay_us.push(self.server.max_delay(now, &self.slab) as f64 / 1e3);
         s.arrivals.push(self.interval.arrivals as f64);
         s.completions.push(self.interval.completions as f64);

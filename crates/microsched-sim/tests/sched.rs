@@ -276,3 +276,64 @@ fn program_draws_use_their_own_streams() {
     let (ra, rb) = (by_id(a), by_id(b));
     assert!(ra.len() > 1000 && ra == rb, "arrivals, service times or sessions moved");
 }
+
+#[test]
+fn a_dispatcher_core_limits_throughput_by_its_cost_alone() {
+    // 8 cores = 7 workers (7 M req/s of 1 µs work) + a dispatcher at 500 ns per request
+    // (2 M req/s). Below 2 M req/s everything completes with the dispatch in its latency; above,
+    // throughput stops at 2 M req/s though the workers idle.
+    let toml = |rps: f64| {
+        format!(
+            r#"
+            duration_ms = 20
+            warmup_ms = 2
+            [server]
+            max_cores = 8
+            queue = "central"
+            dispatcher = {{ cost_ns = 500 }}
+            [network]
+            rtt_us = 0
+            [load]
+            rps = {rps}
+            [[workload.types]]
+            name = "t"
+            service = {{ dist = "constant", value_us = 1 }}
+        "#
+        )
+    };
+    let under = run(&toml(1.0e6), &[], 1).summary;
+    assert!((under.throughput_rps / 1.0e6 - 1.0).abs() < 0.02, "{}", under.throughput_rps);
+    assert!(under.latency_us.p50 >= 1.5, "1 µs of work + 0.5 µs of dispatch: {}", under.latency_us.p50);
+    let over = run(&toml(3.0e6), &[], 1).summary;
+    assert!((over.throughput_rps / 2.0e6 - 1.0).abs() < 0.02, "dispatcher-bound: {}", over.throughput_rps);
+    assert!(over.cores.busy_mean < 4.0, "the workers idle: busy {}", over.cores.busy_mean);
+    let ct = &over.core_time;
+    assert_eq!(ct.total_ns, 8 * 22_000_000, "the dispatcher's core is accounted for");
+    assert_eq!(ct.busy_ns + ct.search_ns + ct.parked_ns + ct.transition_ns + ct.overhead_ns, ct.total_ns);
+    // Load fractions count worker cores: 1.0 = 7 M req/s here.
+    let frac = run(&toml(1.0).replace("rps = 1", "fraction = 0.1"), &[], 1).summary;
+    assert!((frac.offered_rps / 0.7e6 - 1.0).abs() < 0.02, "{}", frac.offered_rps);
+}
+
+#[test]
+fn a_dispatcher_needs_static_workers_and_two_cores() {
+    let base = r#"
+        duration_ms = 1
+        [server]
+        max_cores = 1
+        dispatcher = { cost_ns = 100 }
+        [load]
+        fraction = 0.5
+        [[workload.types]]
+        name = "t"
+        service = { dist = "constant", value_us = 1 }
+    "#;
+    let err = |set: &[&str]| {
+        let o: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        microsched_sim::Scenario::load(base, microsched_sim::Format::Toml, std::path::Path::new("."), &o).unwrap_err()
+    };
+    assert_eq!(err(&[]).field, "server.dispatcher");
+    let e = err(&["server.max_cores=4", "policy.allocator.kind=\"caladan\""]);
+    assert!(e.field == "server.dispatcher" && e.message.contains("static"), "{e}");
+    assert_eq!(err(&["server.max_cores=4", "server.dispatcher.cost_ns=-1"]).field, "server.dispatcher.cost_ns");
+}

@@ -8,10 +8,12 @@
 //!   (d-FCFS with work stealing, as Shenango/Caladan).
 //!
 //! Also here, as mechanism shared by the drivers: [`mutex`] (FIFO mutexes with waiter enqueue
-//! times) and [`preemption`] (quantum and its costs).
+//! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
+//! stage on a core of its own).
 
 pub mod cfcfs;
 pub mod dfcfs;
+pub mod dispatcher;
 pub mod mutex;
 pub mod preemption;
 
@@ -102,5 +104,20 @@ pub fn build(sc: &Scenario, seed: u64) -> Box<dyn QueuePolicy> {
 
 /// Checks the scheduling mechanism's settings.
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
-    sc.server.preemption.validate("server.preemption")
+    sc.server.preemption.validate("server.preemption")?;
+    if let Some(d) = &sc.server.dispatcher {
+        d.validate("server.dispatcher", sc.server.max_cores)?;
+        if !matches!(sc.policy.allocator, crate::scenario::AllocatorCfg::Static) {
+            return Err(ScenarioError::new(
+                "server.dispatcher",
+                "a dispatcher core needs statically allocated workers: use policy.allocator.kind = \"static\"",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Cores that run requests: all of them, less the dispatcher's.
+pub fn worker_cores(sc: &Scenario) -> u32 {
+    sc.server.max_cores - sc.server.dispatcher.is_some() as u32
 }
