@@ -38,14 +38,14 @@ is tuned to make it hold.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .claims import Claim, rounded as _r
 from .framework import Context, register
-from .runner import mean_ci95
+from .stats import Seeds
 
 LOAD = "load.fraction"
 P99 = "latency_us.p99"
@@ -82,46 +82,19 @@ def v(exp: str, policy: str) -> str:
 # per-seed values and paired statistics
 
 
-class Data:
-    """The result rows, with per-seed access and paired comparisons."""
+class Data(Seeds):
+    """The result rows by load, with the variants and loads they hold."""
 
     def __init__(self, df: pd.DataFrame):
-        self.df = df
+        super().__init__(df, key=LOAD)
         self.loads = sorted(set(np.round(df[LOAD].astype(float), 9)))
         self.variants = set(df["variant"])
-        self.seeds = sorted(set(df["seed"]))
 
     def has(self, *variants: str) -> bool:
         return all(x in self.variants for x in variants)
 
     def loads_in(self, wanted: Iterable[float]) -> list[float]:
         return [x for x in wanted if any(math.isclose(x, y) for y in self.loads)]
-
-    def seed_values(self, variant: str, load: float, metric: str) -> pd.Series:
-        d = self.df
-        sel = d[(d["variant"] == variant) & np.isclose(d[LOAD].astype(float), load)]
-        if metric not in sel.columns:
-            return pd.Series(dtype=float)
-        return sel.set_index("seed")[metric].astype(float).sort_index()
-
-    def mean(self, variant: str, load: float, metric: str) -> float:
-        s = self.seed_values(variant, load, metric)
-        return float(s.mean()) if len(s) else math.nan
-
-    def paired(self, load: float, metric: str, fn: Callable[..., float], *variants: str) -> tuple[float, float]:
-        """(mean, ci95) over seeds of ``fn(x_1, x_2, ...)``, the metric of each variant on the same seed."""
-        cols = pd.concat([self.seed_values(x, load, metric) for x in variants], axis=1, join="inner")
-        vals = [fn(*row) for row in cols.itertuples(index=False)]
-        m, ci, _ = mean_ci95(vals)
-        return m, ci
-
-    def ratio(self, load: float, metric: str, num: str, den: str) -> tuple[float, float]:
-        return self.paired(load, metric, _safe_ratio, num, den)
-
-
-def _safe_ratio(a: float, b: float) -> float:
-    return a / b if b > 0 else math.nan
-
 
 
 def effect_holds(measured: float, paper: float, neutral: float = 1.0, upper: float | None = 2.0) -> bool:
