@@ -22,7 +22,7 @@ import pandas as pd
 
 from .claims import Claim, rounded as _r
 from .framework import Context, register
-from .stats import Seeds
+from .stats import Seeds, by_point, extreme
 
 LOAD = "load.fraction"
 LOADS_CHECKED = (0.2, 0.5, 0.8)
@@ -111,8 +111,7 @@ def claims_proactive_vs_reactive(s: Seeds) -> list[Claim]:
     for p in PROACTIVE:
         # cores: margin over the more generous of the two reactive policies, per seed
         margins = {load: s.paired(load, CORES, lambda a, b, c: a - max(b, c), p, *REACTIVE) for load in LOADS_CHECKED}
-        worst = min(margins, key=lambda k: margins[k][0])
-        m, ci = margins[worst]
+        worst, m, ci = extreme(margins, largest=False)
         out.append(Claim(
             id=f"proactive-more-cores/{p}",
             claim=f"{p} (proactive) allocates more LC cores than Shenango and Caladan (reactive, poll 2 µs) "
@@ -120,19 +119,18 @@ def claims_proactive_vs_reactive(s: Seeds) -> list[Claim]:
             paper=None, measured=_r(m), holds=bool(all(v[0] > 0 for v in margins.values())),
             extra={"measure": f"the smallest margin cores({p}) − max(cores(shenango), cores(caladan))",
                    "unit": "cores", "ci95": _r(ci), "at_load": worst, "note": _loads_note(s),
-                   "by_load": {str(k): _r(v[0]) for k, v in margins.items()}},
+                   "by_load": by_point(margins)},
         ))
     for p in PROACTIVE:
         ratios = {load: s.paired(load, P99, lambda a, b: a / b, p, "shenango") for load in LOADS_CHECKED}
-        worst = max(ratios, key=lambda k: ratios[k][0])
-        m, ci = ratios[worst]
+        worst, m, ci = extreme(ratios, largest=True)
         out.append(Claim(
             id=f"proactive-lower-p99/{p}",
             claim=f"{p} (proactive) gives a lower p99 latency than Shenango at loads 0.2, 0.5, 0.8 "
                   f"(CoreSync §II-B, Fig. 3)",
             paper=None, measured=_r(m), holds=bool(all(v[0] < 1 for v in ratios.values())),
             extra={"measure": f"the largest ratio p99({p}) / p99(shenango)", "unit": "×", "ci95": _r(ci), "at_load": worst, "note": _loads_note(s),
-                   "by_load": {str(k): _r(v[0]) for k, v in ratios.items()}},
+                   "by_load": by_point(ratios)},
         ))
     return out
 
@@ -173,15 +171,14 @@ def claims_caladan_poll(s: Seeds) -> list[Claim]:
 
 def claims_caladan_vs_shenango(s: Seeds) -> list[Claim]:
     ratios = {load: s.paired(load, P99, lambda a, b: a / b, "caladan", "shenango") for load in LOADS_CHECKED}
-    worst = max(ratios, key=lambda k: ratios[k][0])
-    m, ci = ratios[worst]
+    worst, m, ci = extreme(ratios, largest=True)
     return [Claim(
         id="caladan-lower-p99-than-shenango",
         claim="Caladan (poll 2 µs, delay threshold 5 µs) gives a lower p99 latency than Shenango at loads "
               "0.2, 0.5, 0.8 (implied by CoreSync §IV-B, Fig. 3)",
         paper=None, measured=_r(m), holds=bool(all(v[0] < 1 for v in ratios.values())),
         extra={"measure": "the largest ratio p99(caladan) / p99(shenango)", "unit": "×", "ci95": _r(ci),
-               "at_load": worst, "by_load": {str(k): _r(v[0]) for k, v in ratios.items()},
+               "at_load": worst, "by_load": by_point(ratios),
                "note": "not stated as such: CoreSync reports Shenango's p99 1.7× and Caladan's 1.16× its own "
                        "(with Breakwater), i.e. about 0.68× for Caladan / Shenango; this reproduction runs "
                        "without overload control"},

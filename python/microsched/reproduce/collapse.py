@@ -46,11 +46,8 @@ MARKERS = {BASE: "o", FIX: "s", STATIC: "^"}
                       "the study's fix (minimum pool)",
           spec="collapse/sweep.toml")
 def analyze(ctx: Context) -> list[Claim]:
+    ctx.require_variants(BASE, FIX)
     df = ctx.results
-    missing = {BASE, FIX} - set(df["variant"])
-    if missing:
-        raise ValueError(f"{ctx.spec.path}: variants: collapse needs {BASE} and {FIX}; missing "
-                         f"{', '.join(sorted(missing))}")
     df = df.assign(frac=df["throughput_rps"].astype(float) / CAPACITY_RPS)
     seeds = Seeds(df, key=RTT)
     rtts = sorted(set(df[RTT].astype(float)))

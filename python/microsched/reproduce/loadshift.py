@@ -104,11 +104,8 @@ def setup_plt():
                       "0.2→1.2→0.5→1.2 every 25 ms: baseline vs the study's core fix",
           spec="load-shift/sweep.toml")
 def analyze(ctx: Context) -> list[Claim]:
+    ctx.require_variants(BASE, FIX)
     df = ctx.results
-    missing = {BASE, FIX} - set(df["variant"])
-    if missing:
-        raise ValueError(f"{ctx.spec.path}: variants: load-shift needs {BASE} and {FIX}; missing "
-                         f"{', '.join(sorted(missing))}")
     ts = run_timeseries(ctx.spec.points())
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     plot_timeseries(ctx, ts)

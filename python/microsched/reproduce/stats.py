@@ -9,12 +9,15 @@ the comparison instead of widening its interval.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from .claims import rounded
 from .runner import mean_ci95
+
+K = TypeVar("K")
 
 
 def safe_ratio(a: float, b: float) -> float:
@@ -63,3 +66,15 @@ class Seeds:
     def ratio(self, at: float | None, metric: str, num: str, den: str) -> tuple[float, float]:
         """(mean, ci95) over seeds of metric(num) / metric(den)."""
         return self.paired(at, metric, safe_ratio, num, den)
+
+
+def extreme(stats: Mapping[K, tuple[float, float]], largest: bool) -> tuple[K, float, float]:
+    """(point, mean, ci95) of the point with the largest (or smallest) mean: the one a claim made
+    "at every point" stands or falls by."""
+    at = (max if largest else min)(stats, key=lambda k: stats[k][0])
+    return (at, *stats[at])
+
+
+def by_point(stats: Mapping[Any, tuple[float, float]]) -> dict[str, float | None]:
+    """Every point's mean as a claim shows it (its ``by_load``, ``by_sessions``, ...)."""
+    return {str(k): rounded(m) for k, (m, _) in stats.items()}
