@@ -17,15 +17,12 @@ per-seed differences between two policies are paired and their 95 % intervals ar
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable
-
 import numpy as np
 import pandas as pd
 
 from .claims import Claim, rounded as _r
 from .framework import Context, register
-from .runner import mean_ci95
+from .stats import Seeds, by_point, extreme
 
 LOAD = "load.fraction"
 LOADS_CHECKED = (0.2, 0.5, 0.8)
@@ -62,11 +59,12 @@ def analyze(ctx: Context) -> list[Claim]:
     _require(df, ctx)
     plot_latency_vs_utilization(ctx)
     plot_cores_vs_load(ctx)
+    seeds = Seeds(df, key=LOAD)
     claims: list[Claim] = []
-    claims += claims_dynamic_fewer_cores(df)
-    claims += claims_proactive_vs_reactive(df)
-    claims += claims_caladan_poll(df)
-    claims += claims_caladan_vs_shenango(df)
+    claims += claims_dynamic_fewer_cores(seeds)
+    claims += claims_proactive_vs_reactive(seeds)
+    claims += claims_caladan_poll(seeds)
+    claims += claims_caladan_vs_shenango(seeds)
     claims += claims_core_accounting(df, ctx)
     return claims
 
@@ -82,46 +80,22 @@ def _require(df: pd.DataFrame, ctx: Context) -> None:
         raise ValueError(f"{ctx.spec.path}: grid.{LOAD}: must include {', '.join(map(str, LOADS_CHECKED))}")
 
 
-# ---------------------------------------------------------------------------------------------
-# per-seed values and paired statistics
-
-
-def per_seed(df: pd.DataFrame, variant: str, load: float, metric: str) -> pd.Series:
-    """``metric`` of ``variant`` at ``load``, indexed by seed."""
-    sel = df[(df["variant"] == variant) & np.isclose(df[LOAD].astype(float), load)]
-    return sel.set_index("seed")[metric].astype(float).sort_index()
-
-
-def paired(df: pd.DataFrame, load: float, metric: str, fn: Callable[..., Any], *variants: str) -> tuple[float, float]:
-    """(mean, ci95) over seeds of ``fn(x_variant1, x_variant2, ...)`` computed seed by seed."""
-    cols = pd.concat([per_seed(df, v, load, metric) for v in variants], axis=1, join="inner")
-    vals = [fn(*row) for row in cols.itertuples(index=False)]
-    m, ci, _ = mean_ci95(vals)
-    return m, ci
-
-
-def _mean(df: pd.DataFrame, variant: str, load: float, metric: str) -> float:
-    return float(per_seed(df, variant, load, metric).mean())
-
-
-
-def _loads_note(df: pd.DataFrame) -> str:
-    seeds = sorted(set(df["seed"]))
-    return f"loads {', '.join(map(str, LOADS_CHECKED))}; mean over {len(seeds)} seed(s)"
+def _loads_note(s: Seeds) -> str:
+    return f"loads {', '.join(map(str, LOADS_CHECKED))}; mean over {len(s.seeds)} seed(s)"
 
 
 # ---------------------------------------------------------------------------------------------
 # claims
 
 
-def claims_dynamic_fewer_cores(df: pd.DataFrame) -> list[Claim]:
-    dynamic = sorted(v for v in set(df["variant"]) if v != STATIC)
+def claims_dynamic_fewer_cores(s: Seeds) -> list[Claim]:
+    dynamic = sorted(v for v in set(s.df["variant"]) if v != STATIC)
     out = []
     for load in LOADS_CHECKED:
-        static = _mean(df, STATIC, load, CORES)
-        by = {v: _mean(df, v, load, CORES) for v in dynamic}
+        static = s.mean(STATIC, load, CORES)
+        by = {v: s.mean(v, load, CORES) for v in dynamic}
         worst = max(by, key=by.get)
-        _, ci, _ = mean_ci95(per_seed(df, worst, load, CORES))
+        _, ci = s.stat(worst, load, CORES)
         out.append(Claim(
             id=f"dynamic-fewer-cores@{load}",
             claim=f"At load {load}, every dynamic allocator allocates fewer LC cores than static ({static:g})",
@@ -132,38 +106,36 @@ def claims_dynamic_fewer_cores(df: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def claims_proactive_vs_reactive(df: pd.DataFrame) -> list[Claim]:
+def claims_proactive_vs_reactive(s: Seeds) -> list[Claim]:
     out = []
     for p in PROACTIVE:
         # cores: margin over the more generous of the two reactive policies, per seed
-        margins = {load: paired(df, load, CORES, lambda a, b, c: a - max(b, c), p, *REACTIVE) for load in LOADS_CHECKED}
-        worst = min(margins, key=lambda k: margins[k][0])
-        m, ci = margins[worst]
+        margins = {load: s.paired(load, CORES, lambda a, b, c: a - max(b, c), p, *REACTIVE) for load in LOADS_CHECKED}
+        worst, m, ci = extreme(margins, largest=False)
         out.append(Claim(
             id=f"proactive-more-cores/{p}",
             claim=f"{p} (proactive) allocates more LC cores than Shenango and Caladan (reactive, poll 2 µs) "
                   f"at loads 0.2, 0.5, 0.8 (CoreSync §II-B)",
             paper=None, measured=_r(m), holds=bool(all(v[0] > 0 for v in margins.values())),
             extra={"measure": f"the smallest margin cores({p}) − max(cores(shenango), cores(caladan))",
-                   "unit": "cores", "ci95": _r(ci), "at_load": worst, "note": _loads_note(df),
-                   "by_load": {str(k): _r(v[0]) for k, v in margins.items()}},
+                   "unit": "cores", "ci95": _r(ci), "at_load": worst, "note": _loads_note(s),
+                   "by_load": by_point(margins)},
         ))
     for p in PROACTIVE:
-        ratios = {load: paired(df, load, P99, lambda a, b: a / b, p, "shenango") for load in LOADS_CHECKED}
-        worst = max(ratios, key=lambda k: ratios[k][0])
-        m, ci = ratios[worst]
+        ratios = {load: s.paired(load, P99, lambda a, b: a / b, p, "shenango") for load in LOADS_CHECKED}
+        worst, m, ci = extreme(ratios, largest=True)
         out.append(Claim(
             id=f"proactive-lower-p99/{p}",
             claim=f"{p} (proactive) gives a lower p99 latency than Shenango at loads 0.2, 0.5, 0.8 "
                   f"(CoreSync §II-B, Fig. 3)",
             paper=None, measured=_r(m), holds=bool(all(v[0] < 1 for v in ratios.values())),
-            extra={"measure": f"the largest ratio p99({p}) / p99(shenango)", "unit": "×", "ci95": _r(ci), "at_load": worst, "note": _loads_note(df),
-                   "by_load": {str(k): _r(v[0]) for k, v in ratios.items()}},
+            extra={"measure": f"the largest ratio p99({p}) / p99(shenango)", "unit": "×", "ci95": _r(ci), "at_load": worst, "note": _loads_note(s),
+                   "by_load": by_point(ratios)},
         ))
     return out
 
 
-def claims_caladan_poll(df: pd.DataFrame) -> list[Claim]:
+def claims_caladan_poll(s: Seeds) -> list[Claim]:
     pairs = list(zip(CALADAN_POLL, CALADAN_POLL[1:]))
     util: dict[str, float] = {}
     lat: dict[str, float] = {}
@@ -172,8 +144,8 @@ def claims_caladan_poll(df: pd.DataFrame) -> list[Claim]:
     for load in LOADS_CHECKED:
         for (a, pa), (b, pb) in pairs:
             key = f"{load}:{pa}->{pb}us"
-            util[key], util_ci[key] = paired(df, load, UTIL, lambda x, y: 100 * (y - x), a, b)
-            lat[key], lat_ci[key] = paired(df, load, P99, lambda x, y: y / x, a, b)
+            util[key], util_ci[key] = s.paired(load, UTIL, lambda x, y: 100 * (y - x), a, b)
+            lat[key], lat_ci[key] = s.paired(load, P99, lambda x, y: y / x, a, b)
     wu = min(util, key=util.get)
     wl = max(lat, key=lat.get)
     return [
@@ -183,7 +155,7 @@ def claims_caladan_poll(df: pd.DataFrame) -> list[Claim]:
                   "0.2, 0.5, 0.8 (CoreSync Fig. 1)",
             paper=None, measured=_r(util[wu]), holds=bool(all(v > 0 for v in util.values())),
             extra={"measure": "the smallest increase of utilization from one poll period to the next, in "
-                              "percentage points of the 16 cores", "unit": "pp", "ci95": _r(util_ci[wu]), "at": wu, "note": _loads_note(df),
+                              "percentage points of the 16 cores", "unit": "pp", "ci95": _r(util_ci[wu]), "at": wu, "note": _loads_note(s),
                    "by_step": {k: _r(v) for k, v in util.items()}},
         ),
         Claim(
@@ -191,23 +163,22 @@ def claims_caladan_poll(df: pd.DataFrame) -> list[Claim]:
             claim="A longer Caladan poll period (2 → 5 → 10 µs) gives a lower p99 latency at loads 0.2, 0.5, 0.8 "
                   "(CoreSync Fig. 1)",
             paper=None, measured=_r(lat[wl]), holds=bool(all(v < 1 for v in lat.values())),
-            extra={"measure": "the largest ratio p99(longer poll) / p99(shorter poll)", "unit": "×", "ci95": _r(lat_ci[wl]), "at": wl, "note": _loads_note(df),
+            extra={"measure": "the largest ratio p99(longer poll) / p99(shorter poll)", "unit": "×", "ci95": _r(lat_ci[wl]), "at": wl, "note": _loads_note(s),
                    "by_step": {k: _r(v) for k, v in lat.items()}},
         ),
     ]
 
 
-def claims_caladan_vs_shenango(df: pd.DataFrame) -> list[Claim]:
-    ratios = {load: paired(df, load, P99, lambda a, b: a / b, "caladan", "shenango") for load in LOADS_CHECKED}
-    worst = max(ratios, key=lambda k: ratios[k][0])
-    m, ci = ratios[worst]
+def claims_caladan_vs_shenango(s: Seeds) -> list[Claim]:
+    ratios = {load: s.paired(load, P99, lambda a, b: a / b, "caladan", "shenango") for load in LOADS_CHECKED}
+    worst, m, ci = extreme(ratios, largest=True)
     return [Claim(
         id="caladan-lower-p99-than-shenango",
         claim="Caladan (poll 2 µs, delay threshold 5 µs) gives a lower p99 latency than Shenango at loads "
               "0.2, 0.5, 0.8 (implied by CoreSync §IV-B, Fig. 3)",
         paper=None, measured=_r(m), holds=bool(all(v[0] < 1 for v in ratios.values())),
         extra={"measure": "the largest ratio p99(caladan) / p99(shenango)", "unit": "×", "ci95": _r(ci),
-               "at_load": worst, "by_load": {str(k): _r(v[0]) for k, v in ratios.items()},
+               "at_load": worst, "by_load": by_point(ratios),
                "note": "not stated as such: CoreSync reports Shenango's p99 1.7× and Caladan's 1.16× its own "
                        "(with Breakwater), i.e. about 0.68× for Caladan / Shenango; this reproduction runs "
                        "without overload control"},

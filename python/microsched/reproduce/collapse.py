@@ -25,7 +25,7 @@ import pandas as pd
 from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .loadshift import binned, run_timeseries, setup_plt
-from .runner import mean_ci95
+from .stats import Seeds
 
 RTT = "network.rtt_us"
 BASE, FIX, STATIC = "baseline", "fix", "static"
@@ -46,12 +46,10 @@ MARKERS = {BASE: "o", FIX: "s", STATIC: "^"}
                       "the study's fix (minimum pool)",
           spec="collapse/sweep.toml")
 def analyze(ctx: Context) -> list[Claim]:
+    ctx.require_variants(BASE, FIX)
     df = ctx.results
-    missing = {BASE, FIX} - set(df["variant"])
-    if missing:
-        raise ValueError(f"{ctx.spec.path}: variants: collapse needs {BASE} and {FIX}; missing "
-                         f"{', '.join(sorted(missing))}")
     df = df.assign(frac=df["throughput_rps"].astype(float) / CAPACITY_RPS)
+    seeds = Seeds(df, key=RTT)
     rtts = sorted(set(df[RTT].astype(float)))
     rtt_ts = max(rtts)
     points = [p for p in ctx.spec.points()
@@ -65,31 +63,22 @@ def analyze(ctx: Context) -> list[Claim]:
     claims: list[Claim] = []
     for rtt in COLLAPSE_RTTS:
         if rtt in rtts:
-            claims.append(claim_collapse(df, rtt))
-            claims.append(claim_fix(df, rtt))
+            claims.append(claim_collapse(seeds, rtt))
+            claims.append(claim_fix(seeds, rtt))
     short = [r for r in SHORT_RTTS if r in rtts]
     if short:
-        claims.append(claim_short_rtt(df, short))
+        claims.append(claim_short_rtt(seeds, short))
     if STATIC in set(df["variant"]) and rtt_ts in COLLAPSE_RTTS:
-        claims.append(claim_static(df, rtt_ts))
+        claims.append(claim_static(seeds, rtt_ts))
     if rtt_ts in COLLAPSE_RTTS:
         claims.append(claim_cycle(ts, rtt_ts))
     return claims
 
 
-def _sel(df: pd.DataFrame, variant: str, rtt: float) -> pd.DataFrame:
-    return df[(df["variant"] == variant) & np.isclose(df[RTT].astype(float), rtt)].sort_values("seed")
-
-
-def _stat(df: pd.DataFrame, variant: str, rtt: float, metric: str) -> tuple[float, float]:
-    m, ci, _ = mean_ci95(_sel(df, variant, rtt)[metric].astype(float))
-    return m, ci
-
-
-def claim_collapse(df: pd.DataFrame, rtt: float) -> Claim:
-    frac, ci = _stat(df, BASE, rtt, "frac")
-    cores, _ = _stat(df, BASE, rtt, "cores.allocated_mean")
-    pool, _ = _stat(df, BASE, rtt, "credits.pool_mean")
+def claim_collapse(s: Seeds, rtt: float) -> Claim:
+    frac, ci = s.stat(BASE, rtt, "frac")
+    cores, _ = s.stat(BASE, rtt, "cores.allocated_mean")
+    pool, _ = s.stat(BASE, rtt, "credits.pool_mean")
     return Claim(
         id=f"collapse@rtt{rtt:g}",
         claim=f"With a credit pool of 40 and an RTT of {rtt:g} µs, throughput at load 1.0 collapses: most cores "
@@ -103,10 +92,10 @@ def claim_collapse(df: pd.DataFrame, rtt: float) -> Claim:
     )
 
 
-def claim_fix(df: pd.DataFrame, rtt: float) -> Claim:
-    frac, ci = _stat(df, FIX, rtt, "frac")
-    base, _ = _stat(df, BASE, rtt, "frac")
-    cores, _ = _stat(df, FIX, rtt, "cores.allocated_mean")
+def claim_fix(s: Seeds, rtt: float) -> Claim:
+    frac, ci = s.stat(FIX, rtt, "frac")
+    base, _ = s.stat(BASE, rtt, "frac")
+    cores, _ = s.stat(FIX, rtt, "cores.allocated_mean")
     min_pool = math.ceil(32 * (rtt + 10) / 10)
     return Claim(
         id=f"fix-no-collapse@rtt{rtt:g}",
@@ -120,8 +109,8 @@ def claim_fix(df: pd.DataFrame, rtt: float) -> Claim:
     )
 
 
-def claim_short_rtt(df: pd.DataFrame, rtts: list[float]) -> Claim:
-    by = {f"{r:g}": _stat(df, BASE, r, "frac")[0] for r in rtts}
+def claim_short_rtt(s: Seeds, rtts: list[float]) -> Claim:
+    by = {f"{r:g}": s.stat(BASE, r, "frac")[0] for r in rtts}
     worst = min(by.values())
     return Claim(
         id="short-rtt-no-collapse",
@@ -134,9 +123,9 @@ def claim_short_rtt(df: pd.DataFrame, rtts: list[float]) -> Claim:
     )
 
 
-def claim_static(df: pd.DataFrame, rtt: float) -> Claim:
-    st, _ = _stat(df, STATIC, rtt, "frac")
-    base, _ = _stat(df, BASE, rtt, "frac")
+def claim_static(s: Seeds, rtt: float) -> Claim:
+    st, _ = s.stat(STATIC, rtt, "frac")
+    base, _ = s.stat(BASE, rtt, "frac")
     ratio = st / base if base > 0 else math.inf
     return Claim(
         id=f"collapse-needs-core-allocation@rtt{rtt:g}",

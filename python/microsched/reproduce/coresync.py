@@ -38,14 +38,14 @@ is tuned to make it hold.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .claims import Claim, rounded as _r
 from .framework import Context, register
-from .runner import mean_ci95
+from .stats import Seeds, by_point, extreme
 
 LOAD = "load.fraction"
 P99 = "latency_us.p99"
@@ -82,46 +82,19 @@ def v(exp: str, policy: str) -> str:
 # per-seed values and paired statistics
 
 
-class Data:
-    """The result rows, with per-seed access and paired comparisons."""
+class Data(Seeds):
+    """The result rows by load, with the variants and loads they hold."""
 
     def __init__(self, df: pd.DataFrame):
-        self.df = df
+        super().__init__(df, key=LOAD)
         self.loads = sorted(set(np.round(df[LOAD].astype(float), 9)))
         self.variants = set(df["variant"])
-        self.seeds = sorted(set(df["seed"]))
 
     def has(self, *variants: str) -> bool:
         return all(x in self.variants for x in variants)
 
     def loads_in(self, wanted: Iterable[float]) -> list[float]:
         return [x for x in wanted if any(math.isclose(x, y) for y in self.loads)]
-
-    def seed_values(self, variant: str, load: float, metric: str) -> pd.Series:
-        d = self.df
-        sel = d[(d["variant"] == variant) & np.isclose(d[LOAD].astype(float), load)]
-        if metric not in sel.columns:
-            return pd.Series(dtype=float)
-        return sel.set_index("seed")[metric].astype(float).sort_index()
-
-    def mean(self, variant: str, load: float, metric: str) -> float:
-        s = self.seed_values(variant, load, metric)
-        return float(s.mean()) if len(s) else math.nan
-
-    def paired(self, load: float, metric: str, fn: Callable[..., float], *variants: str) -> tuple[float, float]:
-        """(mean, ci95) over seeds of ``fn(x_1, x_2, ...)``, the metric of each variant on the same seed."""
-        cols = pd.concat([self.seed_values(x, load, metric) for x in variants], axis=1, join="inner")
-        vals = [fn(*row) for row in cols.itertuples(index=False)]
-        m, ci, _ = mean_ci95(vals)
-        return m, ci
-
-    def ratio(self, load: float, metric: str, num: str, den: str) -> tuple[float, float]:
-        return self.paired(load, metric, _safe_ratio, num, den)
-
-
-def _safe_ratio(a: float, b: float) -> float:
-    return a / b if b > 0 else math.nan
-
 
 
 def effect_holds(measured: float, paper: float, neutral: float = 1.0, upper: float | None = 2.0) -> bool:
@@ -256,8 +229,7 @@ def claims_below_capacity(d: Data) -> list[Claim]:
             finite = {k: x for k, x in vals.items() if math.isfinite(x[0])}
             if not finite:
                 continue
-            best = max(finite, key=lambda k: finite[k][0])
-            m, ci = finite[best]
+            best, m, ci = extreme(finite, largest=True)
             out.append(Claim(
                 id=cid, claim=f"{text}. Measured: {meas}; {UPTO_RULE}.", paper=paper, measured=_r(m),
                 holds=effect_holds(m, paper, upper=None),
@@ -362,14 +334,13 @@ def claims_fig1(d: Data) -> list[Claim]:
     ))
     if 10 in cal:
         vals = {x: d.ratio(x, UTIL, cal[10], cs) for x in loads}
-        best = max(vals, key=lambda k: vals[k][0])
-        m, ci = vals[best]
+        best, m, ci = extreme(vals, largest=True)
         out.append(Claim(
             id="fig1/util-up-to-vs-caladan10",
             claim="Exp. 10 µs: CoreSync improves utilization by up to 13 % over Caladan with a 10 µs poll period "
                   f"(§II-B). Measured: max over loads 0.2/0.5/0.8 of util(Caladan 10 µs)/util(CoreSync); {UPTO_RULE}.",
             paper=1.13, measured=_r(m), holds=effect_holds(m, 1.13, upper=None),
-            extra={"unit": "×", "ci95": _r(ci), "at_load": best, "by_load": {str(k): _r(x[0]) for k, x in vals.items()},
+            extra={"unit": "×", "ci95": _r(ci), "at_load": best, "by_load": by_point(vals),
                    "note": _note_below(d, "exp10", UTIL, m, 1.13)},
         ))
     return out
@@ -423,8 +394,7 @@ def claims_overload(d: Data) -> list[Claim]:
         if not d.has(v(exp, CS)) or not pols:
             continue
         gains = {(p, x): d.ratio(x, THR, v(exp, CS), v(exp, p)) for p in pols for x in loads}
-        best = max(gains, key=lambda k: gains[k][0])
-        m, ci = gains[best]
+        best, m, ci = extreme(gains, largest=True)
         m -= 1
         out.append(Claim(
             id=cid, claim=f"{text}. Measured: max over loads {'/'.join(map(str, loads))} of thr(CoreSync)/thr(other) − 1; "
@@ -474,8 +444,7 @@ def claims_overload(d: Data) -> list[Claim]:
     pols = [p for p in POLICIES if p != CS and d.has(v(exp, p))]
     if d.has(v(exp, CS)) and pols:
         gains = {(p, x): d.ratio(x, THR, v(exp, CS), v(exp, p)) for p in pols for x in loads}
-        worst = min(gains, key=lambda k: gains[k][0])
-        m, ci = gains[worst]
+        worst, m, ci = extreme(gains, largest=False)
         m -= 1
         out.append(Claim(
             id="table1/bim-coresync-matches-or-beats-all",
@@ -555,24 +524,24 @@ def claims_r(d: Data) -> list[Claim]:
     util = {x: d.paired(x, UTIL, lambda a, b: a - b, rs[10], rs[100]) for x in loads}
     curve = {f"R={r}": {str(x): {"p99": _r(d.mean(var, x, P99), 2), "util": _r(d.mean(var, x, UTIL))} for x in loads}
              for r, var in rs.items()}
-    worst_l = max(lat, key=lambda k: lat[k][0])
-    worst_u = min(util, key=lambda k: util[k][0])
+    worst_l, lat_m, lat_ci = extreme(lat, largest=True)
+    worst_u, util_m, util_ci = extreme(util, largest=False)
     out.append(Claim(
         id="fig7/lower-r-lower-latency",
         claim="Exp. 10 µs: a lower R favours latency: CoreSync with R = 10 has a lower p99 than with R = 100 at loads "
               "0.2/0.5/0.8 (§IV-D, Fig. 7). Measured: the largest p99(R=10)/p99(R=100); holds if below 1 at every load.",
-        paper=None, measured=_r(lat[worst_l][0]), holds=bool(all(x[0] < 1 for x in lat.values())),
-        extra={"unit": "×", "ci95": _r(lat[worst_l][1]), "at_load": worst_l,
-               "by_load": {str(k): _r(x[0]) for k, x in lat.items()}, "curves": curve,
+        paper=None, measured=_r(lat_m), holds=bool(all(x[0] < 1 for x in lat.values())),
+        extra={"unit": "×", "ci95": _r(lat_ci), "at_load": worst_l,
+               "by_load": by_point(lat), "curves": curve,
                "note": _note_r(d, rs)},
     ))
     out.append(Claim(
         id="fig7/lower-r-higher-utilization",
         claim="Exp. 10 µs: a lower R costs utilization: CoreSync with R = 10 allocates more cores than with R = 100 at "
               "loads 0.2/0.5/0.8 (§IV-D). Measured: the smallest util(R=10) − util(R=100); holds if above 0 at every load.",
-        paper=None, measured=_r(util[worst_u][0]), holds=bool(all(x[0] > 0 for x in util.values())),
-        extra={"unit": "fraction of 16 cores", "ci95": _r(util[worst_u][1]), "at_load": worst_u,
-               "by_load": {str(k): _r(x[0]) for k, x in util.items()}, "note": _note_r(d, rs)},
+        paper=None, measured=_r(util_m), holds=bool(all(x[0] > 0 for x in util.values())),
+        extra={"unit": "fraction of 16 cores", "ci95": _r(util_ci), "at_load": worst_u,
+               "by_load": by_point(util), "note": _note_r(d, rs)},
     ))
     return out
 
@@ -605,8 +574,7 @@ def claims_sessions(d: Data) -> list[Claim]:
         vals = {e: d.ratio(MEDIUM, metric, v(e, other), v(e, CS)) for e in exps if d.has(v(e, other))}
         if not vals:
             continue
-        worst = min(vals, key=lambda k: vals[k][0])
-        m, ci = vals[worst]
+        worst, m, ci = extreme(vals, largest=False)
         out.append(Claim(
             id=cid, claim=f"{text}. Measured at load 0.5: the smallest, over session counts, of "
                           f"{'p99' if metric == P99 else 'util'}({NAMES[other]})/{'p99' if metric == P99 else 'util'}(CoreSync); "

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
-from .coresync import (ABOVE, BE, BELOW, CALADAN_POLL, CS, LOAD, NAMES, P99, POLICIES, R_VARIANTS, SESSIONS, THR, UTIL,
+from .coresync import (ABOVE, BE, BELOW, CALADAN_POLL, CS, NAMES, P99, POLICIES, R_VARIANTS, SESSIONS, THR, UTIL,
                        Data, norm_throughput, v)
 from .framework import Context
+from .runner import mean_ci95
 
 COLORS = {"coresync": "tab:red", "shenango": "tab:blue", "caladan": "tab:orange", "utilization_range": "tab:green",
           "delay_range": "tab:purple"}
@@ -66,13 +66,11 @@ def _err(x: float) -> float:
 
 def _point(ax, d: Data, variant: str, x: float, xmetric: str, color: str, marker: str, label: str | None,
            xscale: float = 100.0) -> None:
-    agg = d.df[(d.df["variant"] == variant) & np.isclose(d.df[LOAD].astype(float), x)]
-    if agg.empty:
+    xs = d.values(variant, x, xmetric)
+    if xs.empty:
         return
-    from .runner import mean_ci95
-
-    xm, xc, _ = mean_ci95(agg[xmetric].astype(float) * xscale)
-    ym, yc, _ = mean_ci95(agg[P99].astype(float))
+    xm, xc, _ = mean_ci95(xs * xscale)
+    ym, yc = d.stat(variant, x, P99)
     ax.errorbar([xm], [ym], xerr=[_err(xc)], yerr=[_err(yc)], color=color, marker=marker,
                 ms=11 if marker == "*" else 6, capsize=2, lw=1, label=label)
 

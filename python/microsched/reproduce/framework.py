@@ -56,6 +56,13 @@ class Context:
         self.figures.append(path)
         return path
 
+    def require_variants(self, *names: str) -> None:
+        """Raises ``ValueError`` naming the spec when it lacks a variant the analysis compares."""
+        missing = set(names) - set(self.results["variant"])
+        if missing:
+            raise ValueError(f"{self.spec.path}: variants: {self.name} needs {' and '.join(names)}; missing "
+                             f"{', '.join(sorted(missing))}")
+
 
 @dataclass(frozen=True)
 class Reproduction:

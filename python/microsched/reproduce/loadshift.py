@@ -28,6 +28,7 @@ from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .runner import default_jobs, mean_ci95
 from .spec import Point
+from .stats import Seeds, safe_ratio
 
 BASE, FIX, INIT32 = "baseline", "fix", "baseline-init32"
 CAPACITY_RPS = 32e6          # 32 cores × 1 µs mean service
@@ -103,25 +104,18 @@ def setup_plt():
                       "0.2→1.2→0.5→1.2 every 25 ms: baseline vs the study's core fix",
           spec="load-shift/sweep.toml")
 def analyze(ctx: Context) -> list[Claim]:
+    ctx.require_variants(BASE, FIX)
     df = ctx.results
-    missing = {BASE, FIX} - set(df["variant"])
-    if missing:
-        raise ValueError(f"{ctx.spec.path}: variants: load-shift needs {BASE} and {FIX}; missing "
-                         f"{', '.join(sorted(missing))}")
     ts = run_timeseries(ctx.spec.points())
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     plot_timeseries(ctx, ts)
     plot_closeup(ctx, ts)
-    return [claim_improvement(df), claim_slow_ramp(ts), claim_burst_dropped(ts), claim_latency(df)]
+    seeds = Seeds(df)
+    return [claim_improvement(seeds), claim_slow_ramp(ts), claim_burst_dropped(ts), claim_latency(seeds)]
 
 
-def _per_seed(df: pd.DataFrame, variant: str, metric: str) -> pd.Series:
-    return df[df["variant"] == variant].set_index("seed")[metric].astype(float).sort_index()
-
-
-def claim_improvement(df: pd.DataFrame) -> Claim:
-    base, fix = _per_seed(df, BASE, "throughput_rps"), _per_seed(df, FIX, "throughput_rps")
-    pct = (100 * (fix / base - 1)).dropna()
+def claim_improvement(s: Seeds) -> Claim:
+    pct = s.per_seed(None, "throughput_rps", lambda base, fix: 100 * (safe_ratio(fix, base) - 1), BASE, FIX)
     m, ci, n = mean_ci95(pct)
     # "Roughly by how much" (DESIGN.md): the direction and a factor of two of the paper's 7 %.
     holds = bool(PAPER_IMPROVEMENT_PCT / 2 <= m <= PAPER_IMPROVEMENT_PCT * 2)
@@ -129,9 +123,9 @@ def claim_improvement(df: pd.DataFrame) -> Claim:
         "unit": "%", "ci95": _r(ci), "seeds": n,
         "measure": "100 × (throughput(fix) / throughput(baseline) − 1) over the whole 100 ms, mean over seeds "
                    "(paired: common random numbers); holds if within a factor 2 of the paper's 7 %",
-        "throughput_mrps": {v: _r(_per_seed(df, v, "throughput_rps").mean() / 1e6, 3)
-                            for v in (BASE, FIX, INIT32) if v in set(df["variant"])},
-        "offered_mrps": _r(df["offered_rps"].astype(float).mean() / 1e6, 3),
+        "throughput_mrps": {v: _r(s.mean(v, None, "throughput_rps") / 1e6, 3)
+                            for v in (BASE, FIX, INIT32) if v in set(s.df["variant"])},
+        "offered_mrps": _r(s.df["offered_rps"].astype(float).mean() / 1e6, 3),
     }
     if not holds:
         extra["note"] = (
@@ -217,10 +211,9 @@ def claim_burst_dropped(ts: pd.DataFrame) -> Claim:
     )
 
 
-def claim_latency(df: pd.DataFrame) -> Claim:
-    p99 = (_per_seed(df, FIX, "latency_us.p99") / _per_seed(df, BASE, "latency_us.p99")).dropna()
-    m, ci, _ = mean_ci95(p99)
-    mean_ratio = float((_per_seed(df, FIX, "latency_us.mean") / _per_seed(df, BASE, "latency_us.mean")).mean())
+def claim_latency(s: Seeds) -> Claim:
+    m, ci = s.ratio(None, "latency_us.p99", FIX, BASE)
+    mean_ratio = float((s.values(FIX, None, "latency_us.mean") / s.values(BASE, None, "latency_us.mean")).mean())
     return Claim(
         id="similar-latency",
         claim="The fix keeps latency at levels similar to the baseline's (study §3)",
@@ -229,7 +222,7 @@ def claim_latency(df: pd.DataFrame) -> Claim:
                "measure": "p99 end-to-end latency of completed requests, fix / baseline, mean over seeds; "
                           "holds if within [2/3, 1.5]",
                "mean_latency_ratio": _r(mean_ratio),
-               "p99_us": {v: _r(_per_seed(df, v, "latency_us.p99").mean(), 2) for v in (BASE, FIX)},
+               "p99_us": {v: _r(s.mean(v, None, "latency_us.p99"), 2) for v in (BASE, FIX)},
                "note": "latency of completed requests only: the requests a variant drops (AQM or client "
                        "timeout, see drop_rate in results.parquet) are not in it"},
     )

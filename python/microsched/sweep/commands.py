@@ -1,6 +1,6 @@
 """The ``sweep``, ``plot`` and ``report`` commands of the ``microsched`` CLI (registered by
-:func:`add_commands` from :mod:`microsched.cli`, which owns the error contract: bad input is one
-line on stderr, ``microsched: error: ...``, exit status 2)."""
+:func:`add_commands` from :mod:`microsched.cli`, whose :mod:`microsched.cli.errors` is the error
+contract: bad input is one line on stderr, ``microsched: error: ...``, exit status 2)."""
 
 from __future__ import annotations
 
@@ -61,13 +61,13 @@ examples:
 
 def add_commands(sub: Any, formatter: Any) -> None:
     """Adds ``sweep``, ``plot`` and ``report`` to the CLI's subparsers."""
-    from ..cli import _positive
+    from ..cli.args import positive
 
     sw = sub.add_parser("sweep", help="run a sweep spec on a local process pool or on Ray",
                         description=SWEEP_DESCRIPTION, formatter_class=formatter)
     sw.add_argument("spec", metavar="SPEC.toml", help="the sweep spec")
     sw.add_argument("--out", metavar="DIR", help="output directory (default: results/sweeps/NAME, NAME the spec's name)")
-    sw.add_argument("--jobs", type=_positive, metavar="N",
+    sw.add_argument("--jobs", type=positive, metavar="N",
                     help="points run at once (local: worker processes, default: the number of CPUs; "
                          "ray: tasks in flight, default: twice the cluster's CPUs, and the CPUs of a local "
                          "Ray instance)")
@@ -84,7 +84,7 @@ def add_commands(sub: Any, formatter: Any) -> None:
     sw.add_argument("--resume", action="store_true",
                     help="complete the sweep in --out: skip the points whose result is already there")
     sw.add_argument("--quick", action="store_true", help="the spec's [quick] profile (fewer, shorter runs)")
-    sw.add_argument("--seeds", type=_positive, metavar="K", help="run seeds 1..K of every point (default: the spec's)")
+    sw.add_argument("--seeds", type=positive, metavar="K", help="run seeds 1..K of every point (default: the spec's)")
     sw.set_defaults(func=cmd_sweep)
 
     pl = sub.add_parser("plot", help="draw latency, throughput, Pareto, slowdown or time-series figures",
@@ -113,7 +113,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
-    from ..cli import CliError, _console, _err_console
+    from ..cli.errors import CliError
+    from ..cli.render import console, err_console
     from . import engine
     from .spec import SpecError, SweepSpec
 
@@ -122,8 +123,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except SpecError as e:
         raise CliError(e) from None
     out = Path(args.out) if args.out else Path("results") / "sweeps" / spec.name
-    err_con = _err_console()
-    con = _console()
+    err_con = err_console()
+    con = console()
     progress = Progress(TextColumn(f"sweep {spec.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=err_con, transient=True,
                         disable=not err_con.is_terminal)
@@ -163,14 +164,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from ..cli import CliError, _console
+    from ..cli.errors import CliError
+    from ..cli.render import console
     from ..plots import PlotError, plot
 
     try:
         paths = plot(args.path, kinds=args.kind, x=args.x, hue=args.hue, out=args.out)
     except PlotError as e:
         raise CliError(e) from None
-    con = _console()
+    con = console()
     dirs = sorted({str(p.parent) for p in paths})
     con.print(f"{len(paths)} files written to [bold]{', '.join(dirs)}/[/bold]: "
               + ", ".join(p.name for p in paths))
@@ -178,12 +180,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..cli import CliError, _console
+    from ..cli.errors import CliError
+    from ..cli.render import console
     from ..report import ReportError, build_report
 
     try:
         path = build_report(args.dir, out=args.out)
     except ReportError as e:
         raise CliError(e) from None
-    _console().print(f"report written to [bold]{path}[/bold]")
+    console().print(f"report written to [bold]{path}[/bold]")
     return 0

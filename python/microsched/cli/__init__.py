@@ -1,0 +1,105 @@
+"""The ``microsched`` command line.
+
+Every command's ``--help`` is its manual. Bad input of any kind (an invalid scenario, a
+missing file, a malformed ``--set``, an unknown flag) prints exactly one line on stderr,
+``microsched: error: <message>``, and exits with status 2; never a traceback. Set
+``MICROSCHED_DEBUG=1`` to get the traceback of an unexpected internal error.
+
+One module per command (``run``, ``validate`` with ``schema``, ``bench``, ``reproduce``, ``real``
+with ``serve`` and ``loadgen``; ``sweep``, ``plot`` and ``report`` live in
+:mod:`microsched.sweep.commands`), each adding its parsers with ``add_commands``; this module
+assembles them and maps every failure onto the error contract of :mod:`.errors`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from . import bench, real, reproduce, run, validate
+from .args import Formatter, Parser
+from .errors import EXIT_INTERNAL, PROG, CliError, fail
+from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
+
+DESCRIPTION = """\
+microsched: a deterministic discrete-event simulator of a microsecond-scale server
+(cores, per-core or central queues, work stealing, network RTT, open-loop clients,
+core allocators and overload controllers).
+
+commands:
+  run        simulate a scenario and print its summary (optionally save results and a plot)
+  validate   check a scenario and print it with every default filled in
+  schema     print the JSON Schema of the scenario format
+  bench      measure simulator speed (simulated requests per wall-clock second)
+  reproduce  regenerate a paper's figure and check its claims (`reproduce --list`)
+  serve      run the real UDP server of a scenario (worker threads, parking, credits)
+  loadgen    run the scenario's open-loop load against a real server
+  real       run server and load generator as two processes on loopback, merge the results
+  sweep      run a sweep spec (grid of overrides × seeds) on a local pool or on Ray
+  plot       draw latency / throughput / Pareto / slowdown / time-series figures
+  report     write a self-contained HTML report of a sweep, reproduction or run
+
+Run `microsched COMMAND --help` for the manual of a command.
+Bad input exits with status 2 and one line on stderr: `microsched: error: <message>`.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog=PROG, description=DESCRIPTION, formatter_class=Formatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                   help="print the version and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    run.add_commands(sub)
+    validate.add_commands(sub)
+    bench.add_commands(sub)
+    reproduce.add_commands(sub)
+
+    from ..sweep.commands import add_commands  # sweep, plot, report
+
+    add_commands(sub, Formatter)
+    real.add_commands(sub)
+    return p
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("microsched")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``microsched`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        fail("a command is required: run, validate, schema, bench, reproduce, sweep, plot, report, serve, "
+             "loadgen or real "
+             f"(see `{PROG} --help`)")
+    try:
+        return int(args.func(args) or 0)
+    except CliError as e:
+        fail(e)
+    except (ValueError, OSError) as e:
+        if isinstance(e, BrokenPipeError):  # stdout closed early (`| head`): not an error
+            try:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            except OSError:
+                pass
+            return 0
+        msg = e.strerror + (f": {e.filename}" if e.filename else "") if isinstance(e, OSError) and e.strerror else e
+        fail(msg)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BaseException as e:  # a panic in the native code (pyo3 PanicException) or a bug
+        if isinstance(e, (SystemExit, GeneratorExit)):
+            raise
+        if os.environ.get("MICROSCHED_DEBUG"):
+            raise
+        fail(f"internal error ({type(e).__name__}): {e}; please report it "
+             f"(set MICROSCHED_DEBUG=1 for a traceback)", EXIT_INTERNAL)

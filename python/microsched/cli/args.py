@@ -1,0 +1,82 @@
+"""What every command's parser shares: usage errors as one line, the help layout, the
+argument types, and the scenario arguments (SCENARIO, --set) that five commands take."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import NoReturn
+
+from .errors import fail
+
+SET_HELP = (
+    "override one scenario field before validation, e.g. --set server.max_cores=8, "
+    "--set load.fraction=0.9, --set server.queue=central (VALUE is a TOML literal, else "
+    "taken as a string; missing tables are created). Repeat for several fields"
+)
+SCENARIO_HELP = "scenario file: TOML (or JSON if the name ends in .json)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors reported as one line (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        fail(f"{message} (see `{self.prog} --help`)")
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32, width=min(100, _term_width()))
+
+
+def _term_width() -> int:
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return 100
+
+
+def add_scenario(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", metavar="SCENARIO", help=SCENARIO_HELP)
+
+
+def add_set(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", dest="overrides", action="append", type=override, default=[], metavar="KEY=VALUE",
+                   help=SET_HELP)
+
+
+def seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: use an integer in 0..2^64-1") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: use an integer in 0..2^64-1")
+    return v
+
+
+def override(text: str) -> str:
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip() or any(not p.strip() for p in key.split(".")):
+        raise argparse.ArgumentTypeError(f"`{text}` is not of the form dotted.key=value")
+    return text
+
+
+def positive(text: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: use a positive integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: use a positive integer")
+    return v
+
+
+def duration(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use a number of seconds > 0") from None
+    if not (v > 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use a number of seconds > 0")
+    return v

@@ -1,0 +1,34 @@
+"""The error contract of every command: bad input is one line on stderr,
+``microsched: error: <message>``, and exit status 2; never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+PROG = "microsched"
+EXIT_USAGE = 2
+EXIT_INTERNAL = 1
+
+
+class CliError(Exception):
+    """Bad input: reported as one line on stderr, exit status 2."""
+
+
+def one_line(msg: object) -> str:
+    return " ".join(str(msg).split()) or "unknown error"
+
+
+def with_file(msg: object, path: str) -> str:
+    return f"{one_line(msg)} (in {path})"
+
+
+def fail(msg: object, code: int = EXIT_USAGE) -> NoReturn:
+    # What was printed before the error must reach the user ahead of it.
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    sys.stderr.write(f"{PROG}: error: {one_line(msg)}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)

@@ -1,0 +1,232 @@
+"""The real runtime: ``microsched serve``, ``microsched loadgen`` and ``microsched real``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .args import Formatter, add_scenario, add_set, duration, seed
+from .errors import CliError, with_file
+from .render import console, num, print_summary
+
+SERVE_DESCRIPTION = """\
+Run the real server of SCENARIO: a UDP socket on loopback, server.max_cores worker threads
+("cores") with per-core queues and work stealing, parked and unparked by the scenario's core
+allocator, requests admitted by its overload controller (credits, AQM), the synthetic handler
+spinning for each request's service time, and optionally runtime.be_threads best-effort
+threads at the lowest priority. Malformed or unauthorised datagrams are counted and dropped.
+
+It prints `listening on ADDR` once bound, then runs until --duration, until every client has
+disconnected (--once), or until Ctrl-C, and prints its report (JSON with --json).
+
+examples:
+  microsched serve experiments/real/overload-2x.toml --addr 127.0.0.1:7878 --duration 30
+  microsched serve scen.toml --addr 127.0.0.1:0 --once --report server.json
+"""
+
+LOADGEN_DESCRIPTION = """\
+Run SCENARIO's open-loop Poisson load (its load, workload and clients; the simulator's random
+streams, so one seed gives the same requests) against a real server, with Breakwater's client
+(credits, client queue, timeout) when the scenario names a credit controller. Latency counts from
+each request's scheduled send time. Prints the summary (the schema of `microsched run`; the
+server-side fields such as cores are filled in by `microsched real`).
+
+examples:
+  microsched loadgen experiments/real/overload-2x.toml --addr 127.0.0.1:7878 --json
+"""
+
+REAL_DESCRIPTION = """\
+Run SCENARIO for real: `microsched serve` and `microsched loadgen` as two separate processes on
+loopback (a free port), for the scenario's warm-up + duration (+ runtime.drain_ms), then merge
+their results: the summary has the keys of `microsched run` (cores and core time from the
+server, latency and throughput from the load generator) plus a `runtime` section (client and
+server counters, best-effort throughput, controller tick). Everything started is stopped at the
+end, on error and on Ctrl-C.
+
+Note: both processes share this machine's CPUs; on a small machine the load generator and the
+server compete, which the results include.
+
+examples:
+  microsched real experiments/real/overload-2x.toml
+  microsched real experiments/real/overload-2x-none.toml --json | jq .latency_us.p99
+  microsched real scen.toml --out out/real   # summary.json, timeseries.parquet, server_report.json, ...
+  microsched real experiments/real/overload-2x.toml --compare-sim   # real vs simulated, side by side
+"""
+
+
+def add_commands(sub: Any) -> None:
+    sv = sub.add_parser("serve", help="run the real UDP server of a scenario", description=SERVE_DESCRIPTION,
+                        formatter_class=Formatter)
+    add_scenario(sv)
+    sv.add_argument("--addr", metavar="HOST:PORT",
+                    help="where to listen (default 127.0.0.1:<runtime.port>; port 0 picks a free port); "
+                         "a non-loopback address is refused unless --allow-remote")
+    sv.add_argument("--duration", type=duration, metavar="S", help="stop after S seconds (default: run until Ctrl-C)")
+    sv.add_argument("--once", action="store_true", help="stop once every client that connected has disconnected")
+    sv.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
+    sv.add_argument("--report", metavar="FILE", help="also write the report (JSON) to FILE")
+    sv.add_argument("--json", action="store_true", help="print the report as JSON at the end")
+    add_set(sv)
+    sv.set_defaults(func=cmd_serve)
+
+    lg = sub.add_parser("loadgen", help="run a scenario's load against a real server", description=LOADGEN_DESCRIPTION,
+                        formatter_class=Formatter)
+    add_scenario(lg)
+    lg.add_argument("--addr", metavar="HOST:PORT", help="the server (default 127.0.0.1:<runtime.port>); "
+                                                        "a non-loopback address is refused unless --allow-remote")
+    lg.add_argument("--seed", type=seed, metavar="N", help="seed of every random stream (default: the scenario's)")
+    lg.add_argument("--allow-remote", action="store_true", help="allow a non-loopback server address")
+    lg.add_argument("--result", metavar="FILE", help="write the full result (JSON: summary, client counters, "
+                                                     "time series, latency CDF) to FILE")
+    lg.add_argument("--json", action="store_true", help="print the summary as JSON on stdout instead of tables")
+    add_set(lg)
+    lg.set_defaults(func=cmd_loadgen)
+
+    rl = sub.add_parser("real", help="run server and load generator on loopback and merge the results",
+                        description=REAL_DESCRIPTION, formatter_class=Formatter)
+    add_scenario(rl)
+    rl.add_argument("--seed", type=seed, metavar="N", help="seed of the load generator's random streams")
+    rl.add_argument("--out", metavar="DIR", help="write the results to DIR: summary.json, scenario.json, "
+                                                 "timeseries.parquet, latency_cdf.parquet, latency_cdf.png, "
+                                                 "server_report.json")
+    rl.add_argument("--json", action="store_true", help="print the merged summary as JSON on stdout")
+    rl.add_argument("--compare-sim", action="store_true",
+                    help="also simulate the same scenario (same overrides and seed: the same arrivals, sessions "
+                         "and service times) and print the two side by side; with --json the simulator's summary "
+                         "is added under the key `sim`, with --out it is written to DIR/sim_summary.json")
+    add_set(rl)
+    rl.set_defaults(func=cmd_real)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .. import real
+
+    def ready(addr: str) -> None:
+        sys.stdout.write(f"{real.LISTENING}{addr}\n")
+        sys.stdout.flush()
+
+    try:
+        rep = real.serve(args.scenario, addr=args.addr, duration_s=args.duration, overrides=args.overrides,
+                         allow_remote=args.allow_remote, once=args.once, ready=ready)
+    except ValueError as e:
+        raise CliError(with_file(e, args.scenario)) from None
+    if args.report:
+        Path(args.report).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+    else:
+        c = rep.get("counters", {})
+        sys.stdout.write(f"stopped ({rep.get('stop_reason')}) after {rep.get('duration_s', 0):.2f} s: "
+                         f"{c.get('requests', 0)} requests, {c.get('completed', 0)} completed, "
+                         f"{c.get('aqm_dropped', 0)} AQM drops, {c.get('rejected_no_credit', 0)} without credit, "
+                         f"{rep.get('rejected_total', 0)} datagrams rejected; cores allocated "
+                         f"{rep.get('cores', {}).get('allocated_mean', 0):.2f} of {rep.get('workers')}\n")
+    return 0
+
+
+def cmd_loadgen(args: argparse.Namespace) -> int:
+    from .. import real
+
+    try:
+        res = real.loadgen(args.scenario, addr=args.addr, overrides=args.overrides, seed=args.seed,
+                           allow_remote=args.allow_remote)
+    except ValueError as e:
+        raise CliError(with_file(e, args.scenario)) from None
+    if args.result:
+        Path(args.result).write_text(json.dumps(res) + "\n", encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(res["summary"], indent=2) + "\n")
+    else:
+        print_summary(res["summary"])
+    return 0
+
+
+def cmd_real(args: argparse.Namespace) -> int:
+    from .. import real
+
+    try:
+        res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out)
+        sim = _simulate(args) if args.compare_sim else None
+    except ValueError as e:
+        raise CliError(with_file(e, args.scenario)) from None
+    except real.RealError as e:
+        raise CliError(e) from None
+    if sim is not None and args.out:
+        (Path(args.out) / "sim_summary.json").write_text(json.dumps(sim, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        out = dict(res.summary, sim=sim) if sim is not None else res.summary
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    else:
+        print_summary(res.summary)
+        rt = res.summary.get("runtime", {})
+        acc = rt.get("accounting", {})
+        be = rt.get("be", {})
+        lag = (rt.get("client") or {}).get("schedule_lag_us") or {}
+        console().print(f"real runtime: client sent {acc.get('client_sent')}, server received "
+                         f"{acc.get('server_requests')} (agree: {acc.get('agree')}); best-effort "
+                         f"{num(be.get('ops_per_s'), ',.0f')} sqrt/s; load generator's schedule lag p99 "
+                         f"{num(lag.get('p99'))} µs")
+        if sim is not None:
+            print_comparison(res.summary, sim)
+        if args.out:
+            console().print(f"results written to [bold]{args.out}/[/bold]")
+    lag_warning = _schedule_lag_warning(res.summary)
+    if lag_warning:
+        sys.stderr.write(f"microsched: warning: {lag_warning}\n")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> dict:
+    """The simulator's summary of the scenario `real` just ran (same overrides and seed)."""
+    from ..api import run
+
+    return run(args.scenario, seed=args.seed, overrides=args.overrides).summary
+
+
+def print_comparison(real_summary: dict, sim_summary: dict) -> None:
+    """Real vs simulated key metrics, side by side, with the real/sim ratio."""
+    from rich.table import Table
+
+    def get(s: dict, path: str) -> Any:
+        for k in path.split("."):
+            s = (s or {}).get(k) if isinstance(s, dict) else None
+        return s
+
+    t = Table(title="real runtime vs simulator (same scenario, overrides and seed)", title_justify="left")
+    for col, just in (("metric", "left"), ("real", "right"), ("sim", "right"), ("real / sim", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for label, path, fmt in [
+        ("throughput (req/s)", "throughput_rps", ",.0f"),
+        ("goodput (req/s)", "goodput_rps", ",.0f"),
+        ("drop rate", "drop_rate", ".4f"),
+        ("latency p50 (µs)", "latency_us.p50", ",.1f"),
+        ("latency p99 (µs)", "latency_us.p99", ",.1f"),
+        ("latency p99.9 (µs)", "latency_us.p999", ",.1f"),
+        ("queueing delay p99 (µs)", "queueing_delay_us.p99", ",.1f"),
+        ("cores allocated (mean)", "cores.allocated_mean", ".2f"),
+        ("cores busy (mean)", "cores.busy_mean", ".2f"),
+        ("credit pool (mean)", "credits.pool_mean", ",.1f"),
+    ]:
+        r, m = get(real_summary, path), get(sim_summary, path)
+        if r is None and m is None:
+            continue
+        ratio = f"{float(r) / float(m):.2f}" if isinstance(r, (int, float)) and isinstance(m, (int, float)) and m else "-"
+        t.add_row(label, num(r, fmt), num(m, fmt), ratio)
+    console().print(t)
+
+
+def _schedule_lag_warning(summary: dict) -> str | None:
+    """A warning when the load generator fell behind its own schedule by a tenth of the SLO or
+    more at the 99th percentile: that lag is in every latency it measured, so the client, not
+    the server, shaped the tail (on a small machine: try `runtime.realtime = true`, fewer
+    workers, or longer requests)."""
+    lag = ((summary.get("runtime") or {}).get("client") or {}).get("schedule_lag_us") or {}
+    p99, slo = lag.get("p99"), summary.get("slo_us")
+    if p99 is None or not slo or p99 < 0.1 * slo:
+        return None
+    return (f"the load generator processed arrivals up to {p99:,.0f} µs late (p99 of "
+            f"runtime.client.schedule_lag_us; SLO {slo:,.0f} µs): that lag is part of every latency "
+            f"measured, so the load generator, not the server, shaped the tail")

@@ -1,0 +1,93 @@
+"""Console output of the commands: the consoles, and a run's summary as tables (run, loadgen, real)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def err_console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def num(v: Any, fmt: str = ",.1f") -> str:
+    if v is None:
+        return "-"
+    try:
+        return format(float(v), fmt)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def pct(v: Any) -> str:
+    return "-" if v is None else f"{float(v) * 100:.3f} %"
+
+
+def print_summary(s: dict) -> None:
+    """Prints a summary dict as readable tables."""
+    from rich.table import Table
+
+    con = console()
+    head = (f"[bold]{s.get('scenario') or 'scenario'}[/bold]  seed {s.get('seed', '-')}  "
+            f"allocator {s.get('allocator', '-')}  overload {s.get('overload', '-')}  "
+            f"measured {num(s.get('duration_s'), '.3f')} s  SLO {num(s.get('slo_us'))} µs")
+    con.print(head)
+
+    t = Table(title="rates, cores and requests", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    cores = s.get("cores", {}) or {}
+    req = s.get("requests", {}) or {}
+    for k, v in [
+        ("offered load", f"{num(s.get('offered_rps'), ',.0f')} req/s"),
+        ("throughput", f"{num(s.get('throughput_rps'), ',.0f')} req/s"),
+        ("goodput (latency ≤ SLO)", f"{num(s.get('goodput_rps'), ',.0f')} req/s"),
+        ("drop rate", pct(s.get("drop_rate"))),
+        ("cores: max / allocated / busy (mean)",
+         f"{cores.get('max', '-')} / {num(cores.get('allocated_mean'), '.2f')} / {num(cores.get('busy_mean'), '.2f')}"),
+        ("CPU utilization (LC share)", pct(s.get("cpu_utilization"))),
+        ("best-effort cores (mean)", num(s.get("be_cores_mean"), ".2f")),
+        ("requests generated", num(req.get("generated"), ",.0f")),
+        ("  completed / dropped / in flight",
+         f"{num(req.get('completed'), ',.0f')} / {num(req.get('dropped'), ',.0f')} / {num(req.get('in_flight'), ',.0f')}"),
+    ]:
+        t.add_row(k, v)
+    con.print(t)
+
+    lt = Table(title="end-to-end latency and server queueing delay (µs); slowdown = latency / service time",
+               title_justify="left")
+    lt.add_column("metric")
+    lt.add_column("type")
+    for col in ("mean", "p50", "p99", "p99.9"):
+        lt.add_column(col, justify="right")
+    lt.add_column("req/s", justify="right")
+
+    def rows(src: dict, label: str, thr: Any) -> None:
+        lat = src.get("latency_us", {}) or {}
+        q = src.get("queueing_delay_us", {}) or {}
+        sd = src.get("slowdown", {}) or {}
+        lt.add_row("latency", label, num(lat.get("mean")), num(lat.get("p50")), num(lat.get("p99")),
+                   num(lat.get("p999")), num(thr, ",.0f"))
+        lt.add_row("queueing delay", label, num(q.get("mean")), num(q.get("p50")), num(q.get("p99")),
+                   num(q.get("p999")), "")
+        lt.add_row("slowdown (×)", label, "", num(sd.get("p50"), ".2f"), num(sd.get("p99"), ".2f"),
+                   num(sd.get("p999"), ".2f"), "")
+
+    rows(s, "all", s.get("throughput_rps"))
+    by_type = s.get("by_type") or []
+    if len(by_type) > 1:
+        for bt in by_type:
+            lt.add_section()
+            rows(bt, str(bt.get("name", "?")), bt.get("throughput_rps"))
+    con.print(lt)
+
+    sim = s.get("sim", {}) or {}
+    con.print(f"simulator: {num(sim.get('events'), ',.0f')} events, {num(sim.get('wall_s'), '.3f')} s wall, "
+              f"{num(sim.get('requests_per_wall_s'), ',.0f')} sim. requests / wall s")
