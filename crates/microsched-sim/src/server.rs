@@ -271,7 +271,7 @@ pub struct SchedCounters {
 pub struct Server {
     cfg: ServerCfg,
     pub q: Queues,
-    policy: Box<dyn QueuePolicy>,
+    policy: Box<dyn QueuePolicy<Queues>>,
     /// Concrete programs of live requests that have one, by request slot.
     programs: Vec<Vec<Op>>,
     pub mutexes: MutexTable<u32>,
@@ -321,7 +321,7 @@ enum Ran {
 }
 
 impl Server {
-    pub fn new(cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy>, spin_locks: Vec<bool>) -> Self {
+    pub fn new(cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy<Queues>>, spin_locks: Vec<bool>) -> Self {
         let n = cfg.max_cores;
         let dispatcher = cfg.dispatcher;
         let mut cores = Vec::with_capacity(n);
@@ -424,9 +424,12 @@ impl Server {
             return;
         }
         self.q.push(place, req);
-        if let (Place::Core(victim), Some(thief)) = (place, self.policy.notify(place, &self.q)) {
-            self.q.spinners.remove(thief);
-            self.steal_from(thief, victim, now, slab, evq);
+        // Only work queued behind a busy core's own queue is worth sending a spinner to steal.
+        if let Place::Core(victim) = place {
+            if let Some(thief) = self.policy.notify(place, &self.q) {
+                self.q.spinners.remove(thief);
+                self.steal_from(thief, victim, now, slab, evq);
+            }
         }
     }
 
@@ -459,6 +462,18 @@ impl Server {
         }
         r.preempted = false;
         c.set_mode(CoreMode::Busy, now);
+        if !r.has_program && !r.in_op && r.service <= c.budget {
+            // The common case, kept short: no program and no preemption, the whole request in
+            // one slice after its packet cost (what `run` would decide, without its generality).
+            r.in_op = true;
+            r.left = r.service;
+            r.received = true;
+            c.gen = c.gen.wrapping_add(1);
+            c.slice_start = now + self.cfg.packet_cost;
+            c.slice_len = r.service;
+            evq.push(c.slice_start + r.service, Event::CoreDone { core, gen: c.gen });
+            return true;
+        }
         match self.run(core, now, slab, evq) {
             Ran::Pending => true,
             // Finishing is always reported through a slice end, so the driver answers it.
@@ -587,6 +602,7 @@ impl Server {
 
     /// The end of a core's compute slice: the op is done (the program goes on), or the quantum
     /// expired (the request is preempted, unless the policy lets it run another quantum).
+    #[inline]
     pub fn slice_end(&mut self, core: u16, gen: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
         let c = &mut self.q.cores[core as usize];
         if c.gen != gen {
@@ -596,6 +612,14 @@ impl Server {
         let ran = c.slice_len;
         c.budget = c.budget.saturating_sub(ran);
         let r = &mut slab[req];
+        if !r.has_program && r.left == ran {
+            // The single compute of a request without a program is done: so is the request.
+            r.left = 0;
+            r.in_op = false;
+            r.pc = 1;
+            c.current = NONE;
+            return SliceEnd::Finished(req);
+        }
         if r.left > 0 {
             r.left -= ran;
             if r.left == 0 {

@@ -6,20 +6,20 @@ use super::{Next, Place, QueuePolicy, Requeue, ServerView};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CentralFcfs;
 
-impl QueuePolicy for CentralFcfs {
+impl<V: ServerView + ?Sized> QueuePolicy<V> for CentralFcfs {
     fn name(&self) -> &'static str {
         "c-fcfs"
     }
 
-    fn steer(&mut self, _flow: u32, _view: &dyn ServerView) -> Place {
+    fn steer(&mut self, _flow: u32, _view: &V) -> Place {
         Place::Shared
     }
 
-    fn notify(&mut self, _place: Place, _view: &dyn ServerView) -> Option<u16> {
+    fn notify(&mut self, _place: Place, _view: &V) -> Option<u16> {
         None
     }
 
-    fn next(&mut self, _core: u16, view: &dyn ServerView) -> Next {
+    fn next(&mut self, _core: u16, view: &V) -> Next {
         if view.queue_len(Place::Shared) > 0 {
             Next::Run(Place::Shared)
         } else {
@@ -27,7 +27,7 @@ impl QueuePolicy for CentralFcfs {
         }
     }
 
-    fn requeue(&mut self, _core: u16, _why: Requeue, _view: &dyn ServerView) -> Place {
+    fn requeue(&mut self, _core: u16, _why: Requeue, _view: &V) -> Place {
         Place::Shared
     }
 }

@@ -22,7 +22,7 @@ impl DistributedFcfs {
     }
 }
 
-impl QueuePolicy for DistributedFcfs {
+impl<V: ServerView + ?Sized> QueuePolicy<V> for DistributedFcfs {
     fn name(&self) -> &'static str {
         if self.steal {
             "d-fcfs+steal"
@@ -32,7 +32,7 @@ impl QueuePolicy for DistributedFcfs {
     }
 
     #[inline]
-    fn steer(&mut self, flow: u32, view: &dyn ServerView) -> Place {
+    fn steer(&mut self, flow: u32, view: &V) -> Place {
         let h = hash(flow as u64);
         let home = (h % view.max_cores() as u64) as u16;
         let active = view.active();
@@ -44,7 +44,7 @@ impl QueuePolicy for DistributedFcfs {
     }
 
     #[inline]
-    fn notify(&mut self, _place: Place, view: &dyn ServerView) -> Option<u16> {
+    fn notify(&mut self, _place: Place, view: &V) -> Option<u16> {
         // The spinning core notices the queued work on its next steal pass; the pass is modelled
         // as instantaneous, the steal itself costs the server's steal cost.
         if self.steal {
@@ -55,7 +55,7 @@ impl QueuePolicy for DistributedFcfs {
     }
 
     #[inline]
-    fn next(&mut self, core: u16, view: &dyn ServerView) -> Next {
+    fn next(&mut self, core: u16, view: &V) -> Next {
         if view.queue_len(Place::Core(core)) > 0 {
             return Next::Run(Place::Core(core));
         }
@@ -70,7 +70,7 @@ impl QueuePolicy for DistributedFcfs {
         Next::Idle
     }
 
-    fn requeue(&mut self, core: u16, _why: Requeue, _view: &dyn ServerView) -> Place {
+    fn requeue(&mut self, core: u16, _why: Requeue, _view: &V) -> Place {
         Place::Core(core)
     }
 }

@@ -68,34 +68,36 @@ pub trait ServerView {
     fn queued(&self) -> u64;
 }
 
-/// A queueing policy. The driver calls `steer` for each arriving request, `notify` after it
+/// A queueing policy, generic over the driver's view so that the view's reads inline (one
+/// virtual call per decision, not one per read). The driver calls `steer` for each arriving request, `notify` after it
 /// queued one (a spinning core may go and take it), `next` whenever a core runs out of work,
 /// `requeue` when a request goes back to a runqueue, and `preempt_at_quantum` when a running
 /// request's quantum expires.
-pub trait QueuePolicy: Send {
+pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn name(&self) -> &'static str;
     /// The queue an arriving request of `flow` (its client session) joins. If that queue's
     /// core (or, for the shared queue, any core) is spinning, the driver runs it there at once.
-    fn steer(&mut self, flow: u32, view: &dyn ServerView) -> Place;
-    /// After a request was queued at `place`: a spinning core to send stealing from it, if any.
-    fn notify(&mut self, place: Place, view: &dyn ServerView) -> Option<u16>;
+    fn steer(&mut self, flow: u32, view: &V) -> Place;
+    /// After a request was queued at a core's own queue `place`: a spinning core to send
+    /// stealing from it, if any.
+    fn notify(&mut self, place: Place, view: &V) -> Option<u16>;
     /// Where idle `core` finds work.
-    fn next(&mut self, core: u16, view: &dyn ServerView) -> Next;
+    fn next(&mut self, core: u16, view: &V) -> Next;
     /// How many of a victim's `len` queued requests a thief takes (oldest first).
     fn steal_amount(&self, len: usize) -> usize {
         len.div_ceil(2)
     }
     /// Where a request that ran on `core` goes back to.
-    fn requeue(&mut self, core: u16, why: Requeue, view: &dyn ServerView) -> Place;
+    fn requeue(&mut self, core: u16, why: Requeue, view: &V) -> Place;
     /// Whether the request running on `core` is preempted now that its quantum expired (else it
     /// runs another quantum).
-    fn preempt_at_quantum(&self, _core: u16, _view: &dyn ServerView) -> bool {
+    fn preempt_at_quantum(&self, _core: u16, _view: &V) -> bool {
         true
     }
 }
 
-/// The queueing policy of a scenario.
-pub fn build(sc: &Scenario, seed: u64) -> Box<dyn QueuePolicy> {
+/// The queueing policy of a scenario, for a driver whose view is `V`.
+pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueuePolicy<V>> {
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
         QueueMode::PerCore => Box::new(dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"))),
