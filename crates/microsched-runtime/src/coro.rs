@@ -56,8 +56,6 @@ impl std::fmt::Debug for Coro {
 pub enum Task {
     /// Admitted with a program (drawn from the scenario), not started yet.
     Program(Vec<Op>),
-    /// Admitted for a handler that asked for a coroutine, not started yet.
-    Plain,
     /// Started and suspended; `started` is when it first ran (its queueing delay ends there).
     Running { coro: Coro, started: Nanos },
 }
@@ -240,5 +238,15 @@ mod tests {
         pool.give(c.into_stack());
         assert!(pool.take().is_some(), "a returned stack is reused");
         assert_eq!(pool.mapped(), 1);
+    }
+
+    #[test]
+    fn a_request_suspended_when_the_server_stops_is_dropped_cleanly() {
+        // Its stack is unwound (the handler's locals dropped) on whichever thread drops it.
+        let pool = StackPool::new(1);
+        let req = Request { session: 0, req_id: 1, rtype: 0, service_ns: 0, program: &[] };
+        let mut c = Coro::new(pool.take().unwrap(), Arc::new(Synthetic), req, vec![Op::Yield, Op::Compute(1)]);
+        assert!(matches!(c.resume(), Step::Suspended(Suspend::Yield)));
+        std::thread::spawn(move || drop(c)).join().expect("dropped without a panic");
     }
 }
