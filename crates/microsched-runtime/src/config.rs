@@ -246,6 +246,22 @@ count = 4
     }
 
     #[test]
+    fn the_shipped_real_experiments_use_only_what_the_runtime_honours() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/real");
+        let mut n = 0;
+        for f in std::fs::read_dir(&dir).expect("experiments/real") {
+            let path = f.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
+                check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 2);
+    }
+
+    #[test]
     fn the_server_and_the_load_generator_refuse_too() {
         let e = check_scenario(&load(&["server.queue=\"central\""])).unwrap_err();
         assert!(e.0.starts_with("server.queue: \"central\" is not supported by the real runtime"), "{e}");
