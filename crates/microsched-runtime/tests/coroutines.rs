@@ -112,10 +112,10 @@ tick_us = 200
 #[test]
 fn a_request_that_yields_every_5us_leaves_its_worker_to_a_later_short_one() {
     let _g = serial();
-    // 2000 compute steps of 5 µs with a yield point after each: at least 10 ms on the worker.
+    // 4000 compute steps of 5 µs with a yield point after each: at least 20 ms on the worker.
     let steps = vec![
         r#"{ op = "compute", time = { dist = "constant", value_us = 5 } }, { op = "yield" }"#;
-        2000
+        4000
     ];
     let text = format!(
         "{ONE_WORKER}
@@ -132,7 +132,7 @@ service = {{ dist = \"constant\", value_us = 10 }}
     let sc = load(&text, &[]);
     let server = Server::start(&sc, opts()).expect("server starts");
     let c = Client::connect(server.addr());
-    let gap = Duration::from_millis(2);
+    let gap = Duration::from_millis(5);
     c.send(1, 0, 10_000_000);
     std::thread::sleep(gap);
     c.send(2, 1, 10_000);
@@ -158,7 +158,7 @@ service = {{ dist = \"constant\", value_us = 10 }}
         1,
         "the short request ran without a coroutine"
     );
-    assert_eq!(rep.counter("yields"), 2000);
+    assert_eq!(rep.counter("yields"), 4000);
 }
 
 /// Request types of the mutex test: A takes the mutex and yields inside its critical section
