@@ -8,8 +8,9 @@
 //! ingress, whoever calls it: it decodes (malformed → counted by reason, dropped), authenticates
 //! (unknown token, or a valid token from another address → counted, dropped, never answered),
 //! checks the request (type, service-time cap), asks the credit controller (credit-less →
-//! `Rejected` notice; AQM → `Dropped` notice with credits), and hands admitted requests to the
-//! inbox of the active core their session hashes to.
+//! `Rejected` notice; AQM → `Dropped` notice with credits), draws the program of an admitted
+//! request whose type has one (so programs are drawn in arrival order), and hands it to the
+//! inbox of the active core its session hashes to.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,19 +20,18 @@ use std::time::{Duration, Instant};
 
 use microsched_core::alloc::{self, CoreAllocator, ParkMode, ParkRule};
 use microsched_core::overload;
+use microsched_core::program::Programs;
 use microsched_core::scenario::Loaded;
 use microsched_core::time::us;
 use parking_lot::Mutex;
 
-use microsched_core::program::Programs;
-
 use crate::be::BeCoTenant;
-use crate::coro::{StackPool, Task, MAX_STACKS};
-use crate::mutex::Mutexes;
 use crate::clock::Clock;
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_SERVICE_NS};
 use crate::control::{self, ControlOut};
+use crate::coro::{StackPool, Task, MAX_STACKS};
 use crate::handler::{Handler, Synthetic};
+use crate::mutex::Mutexes;
 use crate::park::Phase;
 use crate::queue::{CoreShared, Job, LocalQueue};
 use crate::report::{BeReport, CoreReport, Counters, ServerReport};
