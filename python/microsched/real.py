@@ -149,9 +149,11 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
         report_f = Path(tmp) / "server.json"
         result_f = Path(tmp) / "loadgen.json"
         try:
+            # The server draws request programs (workload.types[].paths) from the seed too.
+            server_sets = sets + (["--set", f"seed={seed}"] if seed is not None else [])
             server = subprocess.Popen(
                 _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
-                     "--report", str(report_f), *sets),
+                     "--report", str(report_f), *server_sets),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             procs.append(server)
             addr = _wait_ready(server)

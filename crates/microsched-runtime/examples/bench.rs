@@ -3,7 +3,9 @@
 //! 1. **Peak throughput vs a plain UDP echo server.** One worker, static allocation, no overload
 //!    control, requests of 1 ns service time, against a minimal echo server (one thread:
 //!    `recv_from` then `send_to` the same bytes) measured in the same run, by the same closed-loop
-//!    client (one thread keeping 32 requests outstanding). Reported: both rates and their ratio.
+//!    client (one thread keeping 32 requests outstanding). Reported: both rates and their ratio,
+//!    and the runtime's rate when every request runs as a coroutine (a program of one compute
+//!    step), and as one that yields halfway.
 //! 2. **Simulator vs real.** experiments/real/overload-2x*.toml (2 workers) at half the
 //!    measured capacity without overload control, and at 2× with Breakwater: p99 latency and
 //!    throughput from `microsched-sim` and from the real runtime, same scenario, same seed.
@@ -93,6 +95,33 @@ fn serve(loaded: &Loaded) -> Server {
     Server::start(loaded, opts).unwrap()
 }
 
+/// One closed-loop measurement of a fresh server; answers per second.
+fn runtime_round(loaded: &Loaded, dur: Duration) -> f64 {
+    let server = serve(loaded);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    sock.send_to(
+        &encode(&Msg::Connect {
+            cookie: 0,
+            demand: 0,
+        }),
+        server.addr(),
+    )
+    .unwrap();
+    let mut buf = [0u8; 256];
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else {
+        panic!("no ConnectAck")
+    };
+    let rate = closed_loop_on(&sock, server.addr(), token, dur);
+    sock.send_to(&encode(&Msg::Disconnect { token }), server.addr())
+        .unwrap();
+    let rep = server.wait(|| false);
+    assert_eq!(rep.rejected_total, 0);
+    rate
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let dur = Duration::from_millis(if quick { 1000 } else { 3000 });
@@ -103,45 +132,41 @@ fn main() {
         "experiments/real/overload-2x-none.toml",
         &["server.max_cores=1", "clients.sessions=1"],
     );
-    let (mut best_echo, mut best_rt) = (0f64, 0f64);
+    // The same requests run as coroutines: a program of one compute step, and one that yields
+    // halfway (what a coroutine and a yield cost on top of the direct path).
+    let coro = load(
+        "experiments/real/overload-2x-none.toml",
+        &["server.max_cores=1", "clients.sessions=1", "workload.types.0.paths=[{steps=[{op=\"compute\"}]}]"],
+    );
+    let yielding = load(
+        "experiments/real/overload-2x-none.toml",
+        &[
+            "server.max_cores=1",
+            "clients.sessions=1",
+            "workload.types.0.paths=[{steps=[{op=\"compute\",share=0.5},{op=\"yield\"},{op=\"compute\",share=0.5}]}]",
+        ],
+    );
+    let (mut best_echo, mut best_rt, mut best_coro, mut best_yield) = (0f64, 0f64, 0f64, 0f64);
     for _ in 0..rounds {
         let stop = Arc::new(AtomicBool::new(false));
         let (addr, h) = echo_server(stop.clone());
         best_echo = best_echo.max(closed_loop(addr, 0, dur));
         stop.store(true, Ordering::Relaxed);
         h.join().unwrap();
-
-        let server = serve(&one);
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        sock.send_to(
-            &encode(&Msg::Connect {
-                cookie: 0,
-                demand: 0,
-            }),
-            server.addr(),
-        )
-        .unwrap();
-        let mut buf = [0u8; 256];
-        let (n, _) = sock.recv_from(&mut buf).unwrap();
-        let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else {
-            panic!("no ConnectAck")
-        };
-        best_rt = best_rt.max(closed_loop_on(&sock, server.addr(), token, dur));
-        sock.send_to(&encode(&Msg::Disconnect { token }), server.addr())
-            .unwrap();
-        let rep = server.wait(|| false);
-        assert_eq!(rep.rejected_total, 0);
+        best_rt = best_rt.max(runtime_round(&one, dur));
+        best_coro = best_coro.max(runtime_round(&coro, dur));
+        best_yield = best_yield.max(runtime_round(&yielding, dur));
     }
     println!("## Peak throughput, 1 worker, 1 ns requests, closed loop with {WINDOW} outstanding (best of {rounds} × {:.1} s)\n", dur.as_secs_f64());
     println!("| server | requests/s |\n|---|---:|");
     println!("| plain UDP echo (1 thread) | {best_echo:.0} |");
     println!("| microsched runtime (1 worker polling the socket) | {best_rt:.0} |");
     println!(
-        "| **ratio runtime / echo** | **{:.2}** |\n",
+        "| **ratio runtime / echo** | **{:.2}** |",
         best_rt / best_echo
     );
+    println!("| runtime, every request a coroutine (one compute step) | {best_coro:.0} |");
+    println!("| runtime, every request a coroutine that yields once | {best_yield:.0} |\n");
 
     // 2. Simulator vs real, same scenario and seed.
     let dur_ms = if quick { "1000" } else { "3000" };

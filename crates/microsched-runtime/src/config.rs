@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
-use microsched_core::scenario::Scenario;
+use microsched_core::scenario::{DelaySignal, QueueMode, Scenario};
 use microsched_core::ScenarioError;
 
 /// Most worker threads the runtime starts (one thread per "core").
@@ -58,8 +58,10 @@ pub fn check_loopback(addr: SocketAddr, allow_remote: bool, what: &str) -> Resul
     }
 }
 
-/// What the real runtime additionally refuses in a (valid) scenario.
+/// What the real runtime additionally refuses in a (valid) scenario: sizes it cannot run, and
+/// every key it does not honour ([`check_supported`]).
 pub fn check_scenario(sc: &Scenario) -> Result<(), ConfigError> {
+    check_supported(sc)?;
     if sc.server.max_cores > MAX_WORKERS {
         return Err(ConfigError(format!(
             "server.max_cores: {} is not allowed for the real runtime: use 1..={MAX_WORKERS} (one worker thread per core)",
@@ -73,4 +75,195 @@ pub fn check_scenario(sc: &Scenario) -> Result<(), ConfigError> {
         )));
     }
     Ok(())
+}
+
+/// A scenario key the runtime does not carry out. `check` returns the offending key (indexed
+/// for list entries) and value when the scenario asks for something other than what the
+/// runtime does.
+struct Unsupported {
+    check: fn(&Scenario) -> Option<(String, String)>,
+    /// What the runtime does instead, or what to use.
+    supported: &'static str,
+}
+
+fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, String)> {
+    refused.then(|| (field.to_string(), format!("{v:?}")))
+}
+
+/// Every scenario key is one of:
+///
+/// * honoured: `name`, `seed` (the load generator's arrivals and service times, the server's
+///   program draws), `duration_ms`, `warmup_ms`, `slo_us`, `server.max_cores`, `server.steal`,
+///   `network.rtt_us` (the credit controller's period; loopback has its own RTT), `clients.*`,
+///   `load.*`, `workload.types` with their `paths`, `workload.locks` (blocking), `policy.*`,
+///   `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
+/// * honoured only at its default (the cost models of the simulator, which the runtime pays
+///   for real, and mechanisms it does not have): the table below.
+const UNSUPPORTED: &[Unsupported] = &[
+    Unsupported {
+        check: |s| set("server.queue", "central", s.server.queue == QueueMode::Central),
+        supported: "the runtime has a queue per worker (\"per_core\", with stealing), no central queue",
+    },
+    Unsupported {
+        check: |s| set("server.steal_cost_ns", s.server.steal_cost_ns, s.server.steal_cost_ns != DEFAULT_STEAL_COST_NS),
+        supported: "a steal costs what it really costs; leave the simulator's cost model at its default (100)",
+    },
+    Unsupported {
+        check: |s| set("server.allocation_delay_us", s.server.allocation_delay_us, s.server.allocation_delay_us != DEFAULT_ALLOCATION_DELAY_US),
+        supported: "waking a parked worker takes what the kernel takes; leave the simulator's cost model at its default (5)",
+    },
+    Unsupported {
+        check: |s| set("server.packet_cost_ns", s.server.packet_cost_ns, s.server.packet_cost_ns != 0.0),
+        supported: "receiving a datagram costs what the socket costs; leave the simulator's cost model at its default (0)",
+    },
+    Unsupported {
+        check: |s| set("server.search_pass_ns", s.server.search_pass_ns, s.server.search_pass_ns != DEFAULT_SEARCH_PASS_NS),
+        supported: "a work-search pass takes what it really takes; leave the simulator's cost model at its default (250)",
+    },
+    Unsupported {
+        check: |s| set("server.delay_signal", "exact", s.server.delay_signal == DelaySignal::Exact),
+        supported: "the controller thread samples the congestion signal every runtime.tick_us (\"sampled\")",
+    },
+    Unsupported {
+        check: |s| set("server.preemption.quantum_us", s.server.preemption.quantum_us.unwrap_or(0.0), s.server.preemption.quantum_us.is_some()),
+        supported: "the runtime has no time-slice preemption: requests run to completion or to a yield point (a `yield` step of workload.types[].paths) or a contended mutex",
+    },
+    Unsupported {
+        check: |s| {
+            let p = &s.server.preemption;
+            [("send_ns", p.send_ns), ("propagation_ns", p.propagation_ns), ("receive_ns", p.receive_ns), ("return_ns", p.return_ns)]
+                .into_iter()
+                .find(|(_, v)| *v != 0.0)
+                .map(|(k, v)| (format!("server.preemption.{k}"), format!("{v:?}")))
+        },
+        supported: "the runtime has no time-slice preemption, so no preemption costs to model; leave it at 0",
+    },
+    Unsupported {
+        check: |s| set("network.jitter_us", s.network.jitter_us, s.network.jitter_us != 0.0),
+        supported: "the network is the real one (loopback unless --allow-remote); leave it at 0",
+    },
+    Unsupported {
+        check: |s| s.workload.locks.iter().position(|l| l.spin).map(|i| (format!("workload.locks[{i}].spin"), "true".to_string())),
+        supported: "the runtime's mutexes are blocking (a waiter leaves its worker to other work); spin locks are not implemented",
+    },
+    Unsupported {
+        check: |s| set("metrics.record_requests", true, s.metrics.record_requests),
+        supported: "the runtime keeps no per-request log (the load generator reports latency distributions)",
+    },
+];
+
+/// The simulator's defaults for its cost models (`microsched_core::scenario`).
+const DEFAULT_STEAL_COST_NS: f64 = 100.0;
+const DEFAULT_ALLOCATION_DELAY_US: f64 = 5.0;
+const DEFAULT_SEARCH_PASS_NS: f64 = 250.0;
+
+/// Refuses, naming the key, every scenario setting the runtime would otherwise ignore (so that
+/// `microsched real --compare-sim` never compares two different systems without a word).
+pub fn check_supported(sc: &Scenario) -> Result<(), ScenarioError> {
+    for u in UNSUPPORTED {
+        if let Some((field, value)) = (u.check)(sc) {
+            return Err(ScenarioError::new(
+                field,
+                format!("{value} is not supported by the real runtime: {}", u.supported),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use microsched_core::scenario::Format;
+    use std::path::Path;
+
+    const MINIMAL: &str = r#"
+duration_ms = 10
+[server]
+max_cores = 2
+[load]
+rps = 1000
+[[workload.types]]
+name = "a"
+service = { dist = "constant", value_us = 10 }
+[[workload.locks]]
+name = "m"
+count = 4
+"#;
+
+    fn load(o: &[&str]) -> Scenario {
+        let o: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+        Scenario::load(MINIMAL, Format::Toml, Path::new("."), &o).expect("valid").scenario
+    }
+
+    fn refused(o: &[&str]) -> ScenarioError {
+        check_supported(&load(o)).expect_err("refused")
+    }
+
+    #[test]
+    fn defaults_and_honoured_keys_pass() {
+        check_supported(&load(&[])).unwrap();
+        check_supported(&load(&[
+            "server.steal=false",
+            "server.queue=\"per_core\"",
+            "server.delay_signal=\"sampled\"",
+            "network.rtt_us=50",
+            "server.steal_cost_ns=100",
+        ]))
+        .unwrap();
+        check_scenario(&load(&[])).unwrap();
+    }
+
+    #[test]
+    fn a_mechanism_the_runtime_lacks_is_refused_by_name() {
+        for (o, field, hint) in [
+            ("server.queue=\"central\"", "server.queue", "per_core"),
+            ("server.delay_signal=\"exact\"", "server.delay_signal", "sampled"),
+            ("server.preemption.quantum_us=5", "server.preemption.quantum_us", "yield point"),
+            ("workload.locks.0.spin=true", "workload.locks[0].spin", "blocking"),
+            ("metrics.record_requests=true", "metrics.record_requests", "per-request"),
+        ] {
+            let e = refused(&[o]);
+            assert_eq!(e.field, field, "{o}: {e}");
+            assert!(e.message.contains("not supported by the real runtime") && e.message.contains(hint), "{o}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_simulator_cost_model_other_than_its_default_is_refused_by_name() {
+        for (o, field) in [
+            ("server.steal_cost_ns=300", "server.steal_cost_ns"),
+            ("server.allocation_delay_us=20", "server.allocation_delay_us"),
+            ("server.packet_cost_ns=50", "server.packet_cost_ns"),
+            ("server.search_pass_ns=100", "server.search_pass_ns"),
+            ("server.preemption.receive_ns=100", "server.preemption.receive_ns"),
+            ("network.jitter_us=3", "network.jitter_us"),
+        ] {
+            let e = refused(&[o]);
+            assert_eq!(e.field, field, "{o}: {e}");
+            assert!(e.message.contains("default") || e.message.contains("leave it at 0"), "{o}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_shipped_real_experiments_use_only_what_the_runtime_honours() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/real");
+        let mut n = 0;
+        for f in std::fs::read_dir(&dir).expect("experiments/real") {
+            let path = f.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
+                check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 2);
+    }
+
+    #[test]
+    fn the_server_and_the_load_generator_refuse_too() {
+        let e = check_scenario(&load(&["server.queue=\"central\""])).unwrap_err();
+        assert!(e.0.starts_with("server.queue: \"central\" is not supported by the real runtime"), "{e}");
+    }
 }

@@ -1,17 +1,24 @@
 //! Application handlers: what a worker runs for a request. A real application (a key-value
-//! store with locks comes next) implements [`Handler`]; the runtime ships the synthetic one.
+//! store with locks comes next) implements [`Handler`]; the runtime ships the synthetic one,
+//! which runs the request's program as the simulator does.
+
+use microsched_core::program::Op;
 
 use crate::clock::spin_for;
+pub use crate::coro::Cx;
 
 /// A request as the handler sees it (validated by the receive path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Request {
+pub struct Request<'a> {
     pub session: u32,
     pub req_id: u64,
     /// Request type (index into the scenario's `workload.types`).
     pub rtype: u16,
     /// The CPU time the request asks for (the load generator draws it from the scenario).
     pub service_ns: u64,
+    /// Its program, drawn by the server from the scenario's `paths` of its type (empty for a
+    /// type without paths: compute the service time).
+    pub program: &'a [Op],
 }
 
 /// What a handler says about a request it ran.
@@ -20,18 +27,42 @@ pub enum Outcome {
     Ok,
 }
 
-/// Runs requests on a worker thread. Called concurrently from every worker.
+/// Runs requests on worker threads. Called concurrently from every worker.
+///
+/// A request with a program, or one of a type for which [`Handler::coroutine`] says so, runs
+/// as a coroutine and may suspend at [`Cx::yield_now`] and [`Cx::lock`]; it may then resume on
+/// another worker thread. So what the handler holds across those calls must be `Send`: no
+/// thread-locals, no guards of thread-bound locks (a `std::sync::MutexGuard` held over a yield
+/// would also stall every request behind it; use [`Cx::lock`]).
 pub trait Handler: Send + Sync + 'static {
-    fn handle(&self, req: &Request) -> Outcome;
+    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome;
+
+    /// Whether requests of type `rtype` without a program still need a coroutine (they call
+    /// `cx.lock`). Default: no; they run on the worker's stack, as fast as before coroutines.
+    fn coroutine(&self, _rtype: u16) -> bool {
+        false
+    }
 }
 
-/// Spins for the service time the request carries: the synthetic workload of the papers.
+/// Runs the request's program: compute steps spin on the clock (the synthetic workload of the
+/// papers), yield points and mutexes suspend. Without a program: spins for the service time.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Synthetic;
 
 impl Handler for Synthetic {
-    fn handle(&self, req: &Request) -> Outcome {
-        spin_for(req.service_ns);
+    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
+        if req.program.is_empty() {
+            spin_for(req.service_ns);
+            return Outcome::Ok;
+        }
+        for op in req.program {
+            match *op {
+                Op::Compute(ns) => spin_for(ns),
+                Op::Yield => cx.yield_now(),
+                Op::Acquire(id) => cx.lock(id),
+                Op::Release(id) => cx.unlock(id),
+            }
+        }
         Outcome::Ok
     }
 }

@@ -12,7 +12,9 @@
 //! * [`worker`], [`queue`], [`park`]: the cores: run loop, queues with stealing, parking.
 //! * [`control`]: the controller thread that ticks the allocator and the credit controller.
 //! * [`rpc`]: session table and credit controller under one lock.
-//! * [`handler`]: the application trait and the synthetic handler.
+//! * [`handler`]: the application trait and the synthetic handler (runs request programs).
+//! * [`coro`], [`mutex`]: requests as coroutines (yield points, blocking mutexes) and the
+//!   mutexes they wait on.
 //! * [`be`]: the best-effort co-tenant.
 //! * [`loadgen`], [`client`]: the load generator and Breakwater's client sessions.
 //! * [`merge`]: the load generator's summary completed with the server's report.
@@ -21,9 +23,11 @@ pub mod be;
 pub mod clock;
 pub mod config;
 pub(crate) mod control;
+pub mod coro;
 pub mod handler;
 pub mod loadgen;
 pub mod merge;
+pub mod mutex;
 pub mod netstat;
 pub mod park;
 pub mod queue;

@@ -16,13 +16,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use microsched_core::Nanos;
 
+use crate::coro::Task;
 use crate::park::{Parker, Phase};
 
 /// Enqueue-time ring size per queue.
 pub const RING: usize = 1 << 16;
 
 /// A request waiting to run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct Job {
     pub session: u32,
     pub req_id: u64,
@@ -31,6 +32,9 @@ pub struct Job {
     /// When it was admitted (received and validated).
     pub arrived: Nanos,
     pub peer: std::net::SocketAddr,
+    /// Its program, or its suspended coroutine; `None` for a request that only computes its
+    /// service time (the common case stays a plain, allocation-free record).
+    pub task: Option<Box<Task>>,
 }
 
 /// Enqueue stamps of one FIFO queue.
@@ -181,6 +185,27 @@ impl LocalQueue {
     fn push(&self, me: &CoreShared, job: Job) {
         me.runq_stamps.pushed(job.arrived);
         self.runq.push(job);
+    }
+
+    /// A request that ran here goes back to the tail of this run queue (a yield, a mutex handed
+    /// to it, no coroutine stack free yet), stamped `now`: the delay signal counts its wait from
+    /// when it became ready, as Caladan's runqueue delay does for a woken thread.
+    pub fn requeue(&self, me: &CoreShared, job: Job, now: Nanos) {
+        me.runq_stamps.pushed(now);
+        me.enqueued_total.fetch_add(1, Ordering::Relaxed);
+        self.runq.push(job);
+    }
+
+    /// Moves up to [`REFILL_BATCH`] requests from the inbox into the run queue. A yielding
+    /// request calls it before going back to the tail: what arrived while it ran is ahead of it,
+    /// else a run queue of yielders would never let the worker reach its inbox.
+    pub fn refill(&self, me: &CoreShared) {
+        for _ in 0..REFILL_BATCH {
+            match me.take_inbox() {
+                Some(j) => self.push(me, j),
+                None => break,
+            }
+        }
     }
 
     /// The next request for worker `me_idx`: own run queue, then own inbox (moving a batch into

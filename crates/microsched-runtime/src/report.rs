@@ -50,6 +50,16 @@ counters!(
         credit_requests,
         credit_messages,
         send_errors,
+        /// Requests run as coroutines (they have a program, or the handler asked for one).
+        coroutines,
+        /// Yield points reached (the request went back to its worker's run queue).
+        yields,
+        /// Mutex acquisitions that found the mutex taken (the request waited off its worker).
+        mutex_waits,
+        /// Time those waiters spent waiting, summed (ns).
+        mutex_wait_ns,
+        /// Starts postponed because every coroutine stack was in use.
+        stack_waits,
     }
 );
 

@@ -8,8 +8,9 @@
 //! ingress, whoever calls it: it decodes (malformed → counted by reason, dropped), authenticates
 //! (unknown token, or a valid token from another address → counted, dropped, never answered),
 //! checks the request (type, service-time cap), asks the credit controller (credit-less →
-//! `Rejected` notice; AQM → `Dropped` notice with credits), and hands admitted requests to the
-//! inbox of the active core their session hashes to.
+//! `Rejected` notice; AQM → `Dropped` notice with credits), draws the program of an admitted
+//! request whose type has one (so programs are drawn in arrival order), and hands it to the
+//! inbox of the active core its session hashes to.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use microsched_core::alloc::{self, CoreAllocator, ParkMode, ParkRule};
 use microsched_core::overload;
+use microsched_core::program::Programs;
 use microsched_core::scenario::Loaded;
 use microsched_core::time::us;
 use parking_lot::Mutex;
@@ -27,7 +29,9 @@ use crate::be::BeCoTenant;
 use crate::clock::Clock;
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_SERVICE_NS};
 use crate::control::{self, ControlOut};
+use crate::coro::{StackPool, Task, MAX_STACKS};
 use crate::handler::{Handler, Synthetic};
+use crate::mutex::Mutexes;
 use crate::park::Phase;
 use crate::queue::{CoreShared, Job, LocalQueue};
 use crate::report::{BeReport, CoreReport, Counters, ServerReport};
@@ -70,6 +74,14 @@ pub(crate) struct Shared {
     pub once: bool,
     /// Set in `once` mode when the last session left.
     pub clients_gone: AtomicBool,
+    /// Idle workers steal (`server.steal`).
+    pub steal: bool,
+    /// Request programs, drawn at admission in arrival order; `None` when no type has paths.
+    pub programs: Option<Mutex<Programs>>,
+    /// Per request type: it has a program (checked without the lock).
+    pub with_program: Vec<bool>,
+    pub mutexes: Mutexes,
+    pub stacks: StackPool,
 }
 
 impl Shared {
@@ -145,6 +157,7 @@ impl Server {
     ) -> Result<Server, ConfigError> {
         let sc = &loaded.scenario;
         check_scenario(sc)?;
+        let programs = Programs::new(&sc.workload, &loaded.base_dir, sc.seed)?;
         check_loopback(opts.addr, opts.allow_remote, "--addr")?;
         let sock = UdpSocket::bind(opts.addr)
             .map_err(|e| ConfigError(format!("--addr: cannot bind {}: {e}", opts.addr)))?;
@@ -193,6 +206,13 @@ impl Server {
             parks_while_drained: AtomicU64::new(0),
             once: opts.once,
             clients_gone: AtomicBool::new(false),
+            steal: sc.server.steal,
+            with_program: (0..sc.workload.types.len() as u16).map(|t| programs.has_program(t)).collect(),
+            mutexes: Mutexes::new(programs.mutexes()),
+            programs: (0..sc.workload.types.len() as u16)
+                .any(|t| programs.has_program(t))
+                .then(|| Mutex::new(programs)),
+            stacks: StackPool::new(MAX_STACKS),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let workers = locals
@@ -281,7 +301,9 @@ impl Server {
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
-        let abandoned: u64 = self.sh.cores.iter().map(|c| c.queued()).sum();
+        // Queued, or suspended behind a mutex (its holder was queued or stopped).
+        let abandoned: u64 = self.sh.cores.iter().map(|c| c.queued()).sum::<u64>()
+            + self.sh.mutexes.waiting() as u64;
         let kernel_drops = crate::netstat::udp_drops(self.addr).unwrap_or(0);
         let ctl = self
             .control
@@ -542,6 +564,14 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
             match verdict {
                 Verdict::Admit => {
                     Counters::bump(&c.admitted);
+                    let task = match &sh.programs {
+                        Some(p) if sh.with_program[rtype as usize] => {
+                            let mut ops = Vec::new();
+                            p.lock().draw(rtype, service_ns, &mut ops);
+                            Some(Box::new(Task::Program(ops)))
+                        }
+                        _ => None,
+                    };
                     let core = sh.steer(sid);
                     sh.cores[core].deliver(Job {
                         session: sid,
@@ -550,6 +580,7 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
                         service_ns,
                         arrived: now,
                         peer,
+                        task,
                     });
                 }
                 Verdict::Drop { credits } => {

@@ -2,8 +2,13 @@
 //!
 //! Loop: own run queue and own inbox, then the socket (a non-blocking receive of up to
 //! [`RX_BATCH`] datagrams, validated and steered like every datagram: Caladan's kthreads poll
-//! their RX queue in `schedule()`), then stealing ([`crate::queue::LocalQueue`]); run the request
-//! through the [`Handler`](crate::handler::Handler), answer. A fruitless search is a pass; once
+//! their RX queue in `schedule()`), then stealing ([`crate::queue::LocalQueue`], unless
+//! `server.steal = false`); run the request through the [`Handler`](crate::handler::Handler),
+//! answer. A request with a program runs as a coroutine ([`crate::coro`]): at a yield point it
+//! goes back to the tail of this worker's run queue (behind what arrived meanwhile), at a taken
+//! mutex it joins the mutex's waiters ([`crate::mutex`]), and either way the worker goes on
+//! with other work; a mutex it releases is handed to the first waiter, which becomes runnable
+//! on this worker's run queue (Shenango's `thread_ready`). A fruitless search is a pass; once
 //! the worker has searched for the allocator's poll period and pass count
 //! ([`ParkRule`](microsched_core::alloc::ParkRule)), it asks the allocator
 //! ([`CoreAllocator::on_park_attempt`](microsched_core::alloc::CoreAllocator::on_park_attempt),
@@ -20,7 +25,8 @@ use std::sync::Arc;
 use microsched_core::alloc::{ParkMode, ParkVerdict};
 use microsched_core::Nanos;
 
-use crate::handler::Request;
+use crate::coro::{Coro, Step, Suspend, Task};
+use crate::handler::{Cx, Request};
 use crate::park::Phase;
 use crate::queue::{Job, LocalQueue};
 use crate::report::Counters;
@@ -30,6 +36,9 @@ use crate::wire::{encode, Msg, Status};
 
 /// Datagrams received per socket poll (Caladan's RX batch).
 pub const RX_BATCH: usize = 16;
+/// A worker whose run queue holds only yielding requests polls the socket at least this often
+/// (one `recvfrom` per 5 µs yield would cost a fifth of the CPU).
+pub const YIELD_RX_PERIOD_NS: Nanos = 5_000;
 
 pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
     crate::clock::default_priority();
@@ -48,8 +57,13 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
     let mut passes: u32 = 0;
     // A park attempt was refused since the last work found (the allocator must hear the abort).
     let mut attempting = false;
+    // When this worker last polled the socket.
+    let mut last_rx: Nanos = 0;
     while !stopping() {
         let mut job = local.find_own(&sh.cores, me);
+        if job.is_none() {
+            last_rx = sh.clock.now();
+        }
         if job.is_none() && poll_socket(&sh, RX_BATCH, &mut buf, &mut msgs) > 0 {
             job = local.find_own(&sh.cores, me);
             if job.is_none() {
@@ -59,7 +73,7 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
                 continue;
             }
         }
-        if job.is_none() {
+        if job.is_none() && sh.steal {
             job = local.steal(&sh.cores, me, &mut rotor);
         }
         if let Some(job) = job {
@@ -69,7 +83,13 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
                 attempting = false;
                 park_abort(&sh, me, &mut msgs);
             }
-            serve(&sh, me, job, &mut msgs);
+            if serve(&sh, me, &local, job, &mut msgs) {
+                let now = sh.clock.now();
+                if now.saturating_sub(last_rx) >= YIELD_RX_PERIOD_NS {
+                    last_rx = now;
+                    poll_socket(&sh, RX_BATCH, &mut buf, &mut msgs);
+                }
+            }
             continue;
         }
         passes = passes.saturating_add(1);
@@ -136,17 +156,99 @@ fn woke(sh: &Shared, me: usize, msgs: &mut Vec<CreditMsg>) {
     park_abort(sh, me, msgs);
 }
 
-fn serve(sh: &Shared, me: usize, job: Job, msgs: &mut Vec<CreditMsg>) {
+/// Runs `job` until it completes or suspends. Returns whether it yielded (the worker then
+/// checks the socket: a run queue of requests that keep yielding would otherwise never let the
+/// worker reach its idle-time poll).
+fn serve(sh: &Shared, me: usize, local: &LocalQueue, mut job: Job, msgs: &mut Vec<CreditMsg>) -> bool {
     let core = &sh.cores[me];
     let start = sh.clock.now();
     core.parker.set(start, Phase::Busy);
-    let req = Request {
-        session: job.session,
-        req_id: job.req_id,
-        rtype: job.rtype,
-        service_ns: job.service_ns,
+    let (mut coro, started) = match job.task.take().map(|t| *t) {
+        None if !sh.handler.coroutine(job.rtype) => {
+            let req = Request {
+                session: job.session,
+                req_id: job.req_id,
+                rtype: job.rtype,
+                service_ns: job.service_ns,
+                program: &[],
+            };
+            let _outcome = sh.handler.handle(&req, &mut Cx::direct());
+            finish(sh, me, &job, start, msgs);
+            return false;
+        }
+        Some(Task::Running { coro, started }) => (coro, started),
+        task => {
+            let Some(stack) = sh.stacks.take() else {
+                // Every stack is held by a suspended request: this one waits its turn behind
+                // them (they are in run queues or behind a mutex holder that is).
+                job.task = task.map(Box::new);
+                Counters::bump(&sh.counters.stack_waits);
+                local.requeue(core, job, start);
+                core.parker.set(sh.clock.now(), Phase::Search);
+                return false;
+            };
+            let program = match task {
+                Some(Task::Program(ops)) => ops,
+                _ => Vec::new(),
+            };
+            let req = Request {
+                session: job.session,
+                req_id: job.req_id,
+                rtype: job.rtype,
+                service_ns: job.service_ns,
+                program: &[],
+            };
+            Counters::bump(&sh.counters.coroutines);
+            (Coro::new(stack, sh.handler.clone(), req, program), start)
+        }
     };
-    let _outcome = sh.handler.handle(&req);
+    loop {
+        match coro.resume() {
+            Step::Done(_outcome) => {
+                sh.stacks.give(coro.into_stack());
+                finish(sh, me, &job, started, msgs);
+                return false;
+            }
+            Step::Suspended(Suspend::Release(id)) => {
+                // Shenango's thread_ready: the new owner becomes runnable here; the releaser
+                // runs on.
+                if let Some((waiter, since)) = sh.mutexes.release(id) {
+                    let now = sh.clock.now();
+                    sh.counters.mutex_wait_ns.fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+                    local.requeue(core, waiter, now);
+                }
+            }
+            Step::Suspended(Suspend::Acquire(id)) => {
+                let now = sh.clock.now();
+                let mut parked = Some((job, coro));
+                let got = sh.mutexes.acquire(id, now, || {
+                    let (mut j, coro) = parked.take().expect("parked once");
+                    j.task = Some(Box::new(Task::Running { coro, started }));
+                    j
+                });
+                if !got {
+                    Counters::bump(&sh.counters.mutex_waits);
+                    core.parker.set(sh.clock.now(), Phase::Search);
+                    return false;
+                }
+                (job, coro) = parked.take().expect("not parked");
+            }
+            Step::Suspended(Suspend::Yield) => {
+                Counters::bump(&sh.counters.yields);
+                let now = sh.clock.now();
+                job.task = Some(Box::new(Task::Running { coro, started }));
+                local.refill(core);
+                local.requeue(core, job, now);
+                core.parker.set(now, Phase::Search);
+                return true;
+            }
+        }
+    }
+}
+
+/// The request is done: account for it, return its credit, answer.
+fn finish(sh: &Shared, me: usize, job: &Job, started: Nanos, msgs: &mut Vec<CreditMsg>) {
+    let core = &sh.cores[me];
     let done = sh.clock.now();
     core.parker.set(done, Phase::Search);
     core.completed.fetch_add(1, Ordering::Relaxed);
@@ -168,7 +270,7 @@ fn serve(sh: &Shared, me: usize, job: Job, msgs: &mut Vec<CreditMsg>) {
         req_id: job.req_id,
         credits,
         status: Status::Ok,
-        qdelay_ns: start.saturating_sub(job.arrived),
+        qdelay_ns: started.saturating_sub(job.arrived),
     };
     sh.send(&encode(&msg), job.peer);
 }

@@ -547,3 +547,14 @@ fn unanswered_server_is_a_clear_error_within_seconds() {
         "{e}"
     );
 }
+
+#[test]
+fn without_stealing_a_session_stays_on_the_core_it_hashes_to() {
+    let _g = serial();
+    // One session: every request is steered to one of the two (static, always active) cores.
+    let sc = scenario(&["server.steal=false", "clients.sessions=1", "load.rps=4000", "duration_ms=300", "warmup_ms=0"]);
+    let (lg, rep) = run(&sc);
+    check_accounting(&lg, &rep);
+    let per = &rep.cores.completed_per_worker;
+    assert_eq!(per.iter().filter(|&&n| n > 0).count(), 1, "one worker ran everything: {per:?}");
+}

@@ -1,0 +1,252 @@
+//! Requests as stackful coroutines (corosensei): a handler that reaches a yield point or a
+//! contended mutex suspends, and its worker runs other work meanwhile, as Shenango's and
+//! Caladan's uthreads do. The coroutine only *asks* ([`Suspend`]); the worker carries the
+//! request out (requeue, mutex waiters, wake-ups: [`crate::worker`], [`crate::mutex`]), so that a
+//! suspended request is plain data in a queue, never tied to a thread.
+//!
+//! Stacks come from a bounded pool ([`StackPool`]) and are reused: mapping a fresh stack costs
+//! two system calls and page faults, more than a short request's whole service time.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use microsched_core::program::Op;
+use microsched_core::Nanos;
+use parking_lot::Mutex;
+
+use crate::handler::{Handler, Outcome, Request};
+
+/// Bytes of one coroutine stack (plus a guard page). Handlers run small loops; one that needs
+/// deep recursion would overflow into the guard page and crash the server, not corrupt it.
+pub const STACK_SIZE: usize = 64 * 1024;
+/// Most coroutine stacks alive at once (mapped lazily: only touched pages cost memory). At the
+/// limit a request that would need a new one waits in its run queue until one is returned.
+pub const MAX_STACKS: usize = 4096;
+
+/// What a suspended request asks its worker to do before it may continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Suspend {
+    /// Put me at the tail of the run queue (a yield point).
+    Yield,
+    /// Give me mutex `id`, or make me one of its waiters.
+    Acquire(u32),
+    /// Release mutex `id` (handing it to its first waiter); I continue at once.
+    Release(u32),
+}
+
+/// A suspended request's coroutine.
+pub struct Coro(Coroutine<(), Suspend, Outcome, DefaultStack>);
+
+// SAFETY: a request moves between workers only while suspended, and while suspended its stack
+// holds only the handler's locals. `Handler` requires that they be `Send` across suspension
+// points (no thread-locals or thread-bound guards held over `yield_now`/`lock`), which is the
+// condition corosensei documents for sending a coroutine.
+unsafe impl Send for Coro {}
+
+impl std::fmt::Debug for Coro {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Coro")
+    }
+}
+
+/// The work that remains of a request beyond "spin for its service time".
+#[derive(Debug)]
+pub enum Task {
+    /// Admitted with a program (drawn from the scenario), not started yet.
+    Program(Vec<Op>),
+    /// Started and suspended; `started` is when it first ran (its queueing delay ends there).
+    Running { coro: Coro, started: Nanos },
+}
+
+/// How a resumed coroutine stopped.
+pub enum Step {
+    Done(Outcome),
+    Suspended(Suspend),
+}
+
+impl Coro {
+    /// A coroutine that runs `req` (its program moved in) on `stack`.
+    pub fn new(
+        stack: DefaultStack,
+        handler: Arc<dyn Handler>,
+        req: Request<'static>,
+        program: Vec<Op>,
+    ) -> Self {
+        Coro(Coroutine::with_stack(
+            stack,
+            move |y: &Yielder<(), Suspend>, ()| {
+                let req = Request {
+                    program: &program,
+                    ..req
+                };
+                handler.handle(&req, &mut Cx { y: Some(y) })
+            },
+        ))
+    }
+
+    pub fn resume(&mut self) -> Step {
+        match self.0.resume(()) {
+            CoroutineResult::Yield(s) => Step::Suspended(s),
+            CoroutineResult::Return(o) => Step::Done(o),
+        }
+    }
+
+    /// The stack of a finished coroutine, for reuse.
+    pub fn into_stack(self) -> DefaultStack {
+        self.0.into_stack()
+    }
+}
+
+/// What a handler may do besides computing: suspension points. Outside a coroutine (a request
+/// the runtime runs directly, see [`Handler::coroutine`]) a yield point is a no-op (running on
+/// is one legal outcome of a yield) and a mutex cannot be waited for, so `lock` panics.
+pub struct Cx<'a> {
+    y: Option<&'a Yielder<(), Suspend>>,
+}
+
+impl Cx<'_> {
+    /// For requests run directly on the worker's stack.
+    pub fn direct() -> Self {
+        Cx { y: None }
+    }
+
+    pub fn in_coroutine(&self) -> bool {
+        self.y.is_some()
+    }
+
+    /// A yield point: the request goes to the tail of its worker's run queue.
+    pub fn yield_now(&mut self) {
+        if let Some(y) = self.y {
+            y.suspend(Suspend::Yield);
+        }
+    }
+
+    /// Acquires mutex `id` (an index into the scenario's flattened `workload.locks`), waiting
+    /// in its FIFO without holding the worker if it is taken.
+    pub fn lock(&mut self, id: u32) {
+        self.y
+            .expect(
+                "Cx::lock outside a coroutine: the handler must ask for one (Handler::coroutine)",
+            )
+            .suspend(Suspend::Acquire(id));
+    }
+
+    /// Releases mutex `id`, handing it to its first waiter.
+    pub fn unlock(&mut self, id: u32) {
+        self.y
+            .expect(
+                "Cx::unlock outside a coroutine: the handler must ask for one (Handler::coroutine)",
+            )
+            .suspend(Suspend::Release(id));
+    }
+}
+
+/// Reused coroutine stacks, shared by the workers (a request may finish on another worker than
+/// the one that started it).
+pub struct StackPool {
+    free: Mutex<Vec<DefaultStack>>,
+    live: AtomicUsize,
+    cap: usize,
+}
+
+impl std::fmt::Debug for StackPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StackPool")
+            .field("mapped", &self.mapped())
+            .field("cap", &self.cap)
+            .finish()
+    }
+}
+
+impl StackPool {
+    pub fn new(cap: usize) -> Self {
+        Self {
+            free: Mutex::new(Vec::new()),
+            live: AtomicUsize::new(0),
+            cap,
+        }
+    }
+
+    /// A stack, or `None` when `cap` are in use (or the kernel refuses to map one).
+    pub fn take(&self) -> Option<DefaultStack> {
+        if let Some(s) = self.free.lock().pop() {
+            return Some(s);
+        }
+        if self.live.fetch_add(1, Ordering::AcqRel) >= self.cap {
+            self.live.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        match DefaultStack::new(STACK_SIZE) {
+            Ok(s) => Some(s),
+            Err(_) => {
+                self.live.fetch_sub(1, Ordering::AcqRel);
+                None
+            }
+        }
+    }
+
+    pub fn give(&self, s: DefaultStack) {
+        self.free.lock().push(s);
+    }
+
+    /// Stacks mapped so far (in use or free).
+    pub fn mapped(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::Synthetic;
+
+    #[test]
+    fn a_program_suspends_at_its_yield_and_mutex_points_and_its_stack_is_reused() {
+        let pool = StackPool::new(1);
+        let req = Request {
+            session: 0,
+            req_id: 1,
+            rtype: 0,
+            service_ns: 0,
+            program: &[],
+        };
+        let prog = vec![
+            Op::Compute(10),
+            Op::Yield,
+            Op::Acquire(3),
+            Op::Compute(5),
+            Op::Release(3),
+        ];
+        let mut c = Coro::new(pool.take().unwrap(), Arc::new(Synthetic), req, prog);
+        assert!(pool.take().is_none(), "the pool is bounded");
+        let mut seen = Vec::new();
+        loop {
+            match c.resume() {
+                Step::Suspended(s) => seen.push(s),
+                Step::Done(o) => {
+                    assert_eq!(o, Outcome::Ok);
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            seen,
+            [Suspend::Yield, Suspend::Acquire(3), Suspend::Release(3)]
+        );
+        pool.give(c.into_stack());
+        assert!(pool.take().is_some(), "a returned stack is reused");
+        assert_eq!(pool.mapped(), 1);
+    }
+
+    #[test]
+    fn a_request_suspended_when_the_server_stops_is_dropped_cleanly() {
+        // Its stack is unwound (the handler's locals dropped) on whichever thread drops it.
+        let pool = StackPool::new(1);
+        let req = Request { session: 0, req_id: 1, rtype: 0, service_ns: 0, program: &[] };
+        let mut c = Coro::new(pool.take().unwrap(), Arc::new(Synthetic), req, vec![Op::Yield, Op::Compute(1)]);
+        assert!(matches!(c.resume(), Step::Suspended(Suspend::Yield)));
+        std::thread::spawn(move || drop(c)).join().expect("dropped without a panic");
+    }
+}
