@@ -19,6 +19,7 @@ pub mod scenario;
 pub mod sched;
 pub mod summary;
 pub mod time;
+pub mod topology;
 pub mod workload;
 pub mod timeseries;
 

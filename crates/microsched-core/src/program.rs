@@ -156,6 +156,11 @@ pub struct Programs {
 
 impl Programs {
     pub fn new(w: &Workload, base_dir: &Path, seed: u64) -> Result<Self, ScenarioError> {
+        Self::for_app(w, base_dir, seed, "")
+    }
+
+    /// The programs of `w`, their streams named with `prefix` (applications after the first).
+    pub fn for_app(w: &Workload, base_dir: &Path, seed: u64, prefix: &str) -> Result<Self, ScenarioError> {
         let mut locks = Vec::new();
         let mut mutexes = 0u32;
         let mut spin = Vec::new();
@@ -235,9 +240,9 @@ impl Programs {
             types.push(Some(TypeProgram {
                 cumulative,
                 paths,
-                path_rng: stream(seed, &format!("paths.{i}")),
-                hold_rng: stream(seed, &format!("hold.{i}")),
-                key_rng: stream(seed, &format!("lockkey.{i}")),
+                path_rng: stream(seed, &format!("{prefix}paths.{i}")),
+                hold_rng: stream(seed, &format!("{prefix}hold.{i}")),
+                key_rng: stream(seed, &format!("{prefix}lockkey.{i}")),
             }));
         }
         Ok(Self { locks, types, mutexes, spin })

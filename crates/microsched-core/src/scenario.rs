@@ -44,6 +44,10 @@ pub struct Scenario {
     pub policy: Policy,
     #[serde(default)]
     pub metrics: MetricsCfg,
+    /// Co-tenant applications after the first (whose workload, load, clients and SLO are the
+    /// top-level keys); see [`crate::topology`].
+    #[serde(default)]
+    pub applications: Vec<crate::topology::ApplicationCfg>,
     /// Settings of the real runtime (`microsched serve`, `loadgen`, `real`); the simulator
     /// ignores them.
     #[serde(default)]
@@ -103,6 +107,13 @@ pub struct Server {
     /// requests go straight from the network to the queueing policy.
     #[serde(default)]
     pub dispatcher: Option<crate::sched::dispatcher::DispatcherCfg>,
+    /// Identical server nodes (replicas), each with its own cores, queues, locks and policies.
+    #[serde(default = "default_replicas")]
+    pub replicas: u32,
+}
+
+fn default_replicas() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -172,6 +183,13 @@ pub struct Clients {
     /// (Breakwater's CBW_MAX_CLIENT_DELAY_US). Used only with a credit-based controller.
     #[serde(default = "default_client_timeout_us")]
     pub timeout_us: f64,
+    /// With replicas: which one a session talks to.
+    #[serde(default)]
+    pub replica_choice: crate::topology::ReplicaChoice,
+    /// A request answered with a failure (an AQM drop) is sent again to the next replica, up
+    /// to this many times; the failure counts only when it is the last.
+    #[serde(default)]
+    pub retries: u32,
 }
 
 impl Default for Clients {
@@ -180,6 +198,8 @@ impl Default for Clients {
             sessions: default_sessions(),
             queue_capacity: default_client_queue(),
             timeout_us: default_client_timeout_us(),
+            replica_choice: Default::default(),
+            retries: 0,
         }
     }
 }
@@ -727,17 +747,7 @@ impl Scenario {
         positive("server.search_pass_ns", s.search_pass_ns)?;
         non_negative("network.rtt_us", self.network.rtt_us)?;
         non_negative("network.jitter_us", self.network.jitter_us)?;
-        let c = &self.clients;
-        if c.sessions == 0 {
-            return Err(ScenarioError::new("clients.sessions", "must be at least 1"));
-        }
-        if c.queue_capacity == 0 {
-            return Err(ScenarioError::new(
-                "clients.queue_capacity",
-                "must be at least 1",
-            ));
-        }
-        positive("clients.timeout_us", c.timeout_us)?;
+        validate_clients(&self.clients, "clients")?;
         self.validate_load()?;
         if self.workload.types.is_empty() {
             return Err(ScenarioError::new(
@@ -761,6 +771,7 @@ impl Scenario {
         }
         crate::program::validate(&self.workload, base_dir)?;
         crate::sched::validate(self)?;
+        crate::topology::validate(self, base_dir)?;
         positive(
             "metrics.sample_interval_us",
             self.metrics.sample_interval_us,
@@ -772,10 +783,17 @@ impl Scenario {
     }
 
     fn validate_load(&self) -> Result<(), ScenarioError> {
-        one_rate("load", self.load.fraction, self.load.rps)?;
+        validate_load(&self.load, "load")
+    }
+}
+
+/// Checks a load table whose dotted path is `field`.
+pub(crate) fn validate_load(load: &Load, field: &str) -> Result<(), ScenarioError> {
+    {
+        one_rate(field, load.fraction, load.rps)?;
         let mut last = -1.0;
-        for (i, step) in self.load.schedule.iter().enumerate() {
-            let f = format!("load.schedule[{i}]");
+        for (i, step) in load.schedule.iter().enumerate() {
+            let f = format!("{field}.schedule[{i}]");
             non_negative(&format!("{f}.at_ms"), step.at_ms)?;
             if step.at_ms <= last {
                 return Err(ScenarioError::new(
@@ -788,6 +806,21 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// Checks a clients table whose dotted path is `field`.
+pub(crate) fn validate_clients(c: &Clients, field: &str) -> Result<(), ScenarioError> {
+    if c.sessions == 0 {
+        return Err(ScenarioError::new(format!("{field}.sessions"), "must be at least 1"));
+    }
+    if c.queue_capacity == 0 {
+        return Err(ScenarioError::new(format!("{field}.queue_capacity"), "must be at least 1"));
+    }
+    positive(&format!("{field}.timeout_us"), c.timeout_us)?;
+    if c.retries > 16 {
+        return Err(ScenarioError::new(format!("{field}.retries"), format!("{} is not allowed: use 0..=16", c.retries)));
+    }
+    Ok(())
 }
 
 fn one_rate(field: &str, fraction: Option<f64>, rps: Option<f64>) -> Result<(), ScenarioError> {

@@ -13,7 +13,7 @@ use rand_distr::{Distribution, Exp1};
 
 use crate::dist::Sampler;
 use crate::rng::{stream, Stream};
-use crate::scenario::Scenario;
+use crate::scenario::{Load, Scenario, Workload};
 use crate::time::ms;
 use crate::{Nanos, ScenarioError};
 
@@ -75,10 +75,14 @@ pub fn pick(rng: &mut Stream, n: u32) -> u32 {
 
 /// The offered-load steps of a scenario: (start ns, requests/s), the first at 0.
 pub fn load_steps(sc: &Scenario, base_dir: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
-    let capacity = sc.capacity_rps(base_dir)?;
+    Ok(load_steps_for(&sc.load, sc.capacity_rps(base_dir)?))
+}
+
+/// The steps of one load table, fractions taken of `capacity` (requests/s).
+pub fn load_steps_for(load: &Load, capacity: f64) -> Vec<(f64, f64)> {
     let rate = |fraction: Option<f64>, rps: Option<f64>| rps.unwrap_or_else(|| fraction.unwrap_or(0.0) * capacity);
-    let mut steps = vec![(0.0, rate(sc.load.fraction, sc.load.rps))];
-    for s in &sc.load.schedule {
+    let mut steps = vec![(0.0, rate(load.fraction, load.rps))];
+    for s in &load.schedule {
         let t = ms(s.at_ms) as f64;
         if t == 0.0 {
             steps[0].1 = rate(s.fraction, s.rps);
@@ -86,13 +90,18 @@ pub fn load_steps(sc: &Scenario, base_dir: &Path) -> Result<Vec<(f64, f64)>, Sce
             steps.push((t, rate(s.fraction, s.rps)));
         }
     }
-    Ok(steps)
+    steps
 }
 
 impl Arrivals {
     /// The arrival process of run `seed` over `steps` (start ns, requests/s).
     pub fn from_steps(steps: &[(f64, f64)], seed: u64) -> Self {
-        Self::new(steps.iter().map(|&(t, r)| (t, r / 1e9)).collect(), stream(seed, "arrivals"))
+        Self::from_steps_named(steps, seed, "")
+    }
+
+    /// The same, from the stream `<prefix>arrivals` (applications after the first).
+    pub fn from_steps_named(steps: &[(f64, f64)], seed: u64, prefix: &str) -> Self {
+        Self::new(steps.iter().map(|&(t, r)| (t, r / 1e9)).collect(), stream(seed, &format!("{prefix}arrivals")))
     }
 }
 
@@ -107,16 +116,21 @@ pub struct RequestMix {
 
 impl RequestMix {
     pub fn new(sc: &Scenario, base_dir: &Path, seed: u64) -> Result<Self, ScenarioError> {
-        let total: f64 = sc.workload.types.iter().map(|t| t.ratio).sum();
+        Self::for_workload(&sc.workload, base_dir, seed, "")
+    }
+
+    /// The mix of `w`, its streams named with `prefix` (applications after the first).
+    pub fn for_workload(w: &Workload, base_dir: &Path, seed: u64, prefix: &str) -> Result<Self, ScenarioError> {
+        let total: f64 = w.types.iter().map(|t| t.ratio).sum();
         let mut acc = 0.0;
         let (mut cumulative, mut samplers, mut service_rngs) = (vec![], vec![], vec![]);
-        for (i, t) in sc.workload.types.iter().enumerate() {
+        for (i, t) in w.types.iter().enumerate() {
             acc += t.ratio / total;
             cumulative.push(acc);
             samplers.push(Sampler::build(&t.service, base_dir, &format!("workload.types[{i}].service"))?);
-            service_rngs.push(stream(seed, &format!("service.{i}")));
+            service_rngs.push(stream(seed, &format!("{prefix}service.{i}")));
         }
-        Ok(Self { cumulative, samplers, service_rngs, type_rng: stream(seed, "types") })
+        Ok(Self { cumulative, samplers, service_rngs, type_rng: stream(seed, &format!("{prefix}types")) })
     }
 
     pub fn samplers(&self) -> &[Sampler] {

@@ -1,0 +1,143 @@
+//! Several applications and several server nodes in one scenario.
+//!
+//! The scenario's top-level `workload`, `load`, `clients` and `slo_us` are its first
+//! application (so every single-application scenario keeps its meaning); `[[applications]]`
+//! adds co-tenant applications, each with its own workload, load, clients and results, served by
+//! the same cores and queues. `server.replicas` runs that many identical server nodes (each with
+//! its own cores, queues, locks, core allocator and credit controller); a client session talks
+//! to one of them (`clients.replica_choice`) and may resend a request answered with a failure
+//! (an AQM drop) to the next replica (`clients.retries`), as Protego's clients do.
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{positive, Clients, Load, Scenario, Workload};
+use crate::ScenarioError;
+
+/// A co-tenant application.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplicationCfg {
+    pub name: String,
+    pub workload: Workload,
+    pub load: Load,
+    #[serde(default)]
+    pub clients: Clients,
+    /// Its latency objective for goodput; default 10 × (its mean service time + RTT).
+    #[serde(default)]
+    pub slo_us: Option<f64>,
+}
+
+/// Which replica a client session talks to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicaChoice {
+    /// Sessions hashed over the replicas.
+    #[default]
+    Hash,
+    /// Every session to the first replica; the others only see retries.
+    Primary,
+}
+
+/// One application as the drivers see it: the first from the top-level keys, the others from
+/// `[[applications]]`. `stream_prefix` keeps the first application's random streams named as
+/// they always were.
+#[derive(Debug, Clone)]
+pub struct AppView<'a> {
+    pub name: &'a str,
+    pub workload: &'a Workload,
+    pub load: &'a Load,
+    pub clients: &'a Clients,
+    pub slo_us: Option<f64>,
+    pub stream_prefix: String,
+    /// Dotted path of its table in the scenario, for errors ("" for the first).
+    pub field: String,
+}
+
+impl Scenario {
+    /// Every application of the scenario, the first (top-level keys) first.
+    pub fn apps(&self) -> Vec<AppView<'_>> {
+        let mut out = vec![AppView {
+            name: &self.name,
+            workload: &self.workload,
+            load: &self.load,
+            clients: &self.clients,
+            slo_us: self.slo_us,
+            stream_prefix: String::new(),
+            field: String::new(),
+        }];
+        for (i, a) in self.applications.iter().enumerate() {
+            out.push(AppView {
+                name: &a.name,
+                workload: &a.workload,
+                load: &a.load,
+                clients: &a.clients,
+                slo_us: a.slo_us,
+                stream_prefix: format!("app{}.", i + 1),
+                field: format!("applications[{i}]."),
+            });
+        }
+        out
+    }
+
+    /// Mean CPU work of an application's request, in µs.
+    pub fn app_mean_service_us(&self, app: &AppView, base_dir: &Path) -> Result<f64, ScenarioError> {
+        let total: f64 = app.workload.types.iter().map(|t| t.ratio).sum();
+        let mut mean = 0.0;
+        for (i, t) in app.workload.types.iter().enumerate() {
+            let field = format!("{}workload.types[{i}].service", app.field);
+            let service = crate::dist::Sampler::build(&t.service, base_dir, &field)?.mean_us();
+            mean += t.ratio / total * crate::program::mean_work_us(&t.paths, service, base_dir)?;
+        }
+        Ok(mean)
+    }
+
+    /// Requests per second that load 1.0 of an application stands for: the server's worker
+    /// cores / the application's mean work (as if it had the server to itself).
+    pub fn app_capacity_rps(&self, app: &AppView, base_dir: &Path) -> Result<f64, ScenarioError> {
+        Ok(crate::sched::worker_cores(self) as f64 / (self.app_mean_service_us(app, base_dir)? * 1e-6))
+    }
+
+    /// An application's goodput SLO in µs.
+    pub fn app_slo_us(&self, app: &AppView, base_dir: &Path) -> Result<f64, ScenarioError> {
+        match app.slo_us {
+            Some(v) => Ok(v),
+            None => Ok(10.0 * (self.app_mean_service_us(app, base_dir)? + self.network.rtt_us)),
+        }
+    }
+}
+
+/// Checks the applications after the first and the replica settings.
+pub fn validate(sc: &Scenario, base_dir: &Path) -> Result<(), ScenarioError> {
+    if sc.server.replicas == 0 || sc.server.replicas > 64 {
+        return Err(ScenarioError::new("server.replicas", format!("{} is not allowed: use 1..=64", sc.server.replicas)));
+    }
+    for (i, a) in sc.applications.iter().enumerate() {
+        let f = format!("applications[{i}]");
+        if a.name.is_empty() {
+            return Err(ScenarioError::new(format!("{f}.name"), "must not be empty"));
+        }
+        if a.name == sc.name || sc.applications[..i].iter().any(|o| o.name == a.name) {
+            return Err(ScenarioError::new(format!("{f}.name"), format!("`{}` names another application too", a.name)));
+        }
+        if a.workload.types.is_empty() || a.workload.types.len() > u16::MAX as usize {
+            return Err(ScenarioError::new(format!("{f}.workload.types"), "needs 1..=65535 request types"));
+        }
+        for (j, t) in a.workload.types.iter().enumerate() {
+            positive(&format!("{f}.workload.types[{j}].ratio"), t.ratio)?;
+            crate::dist::Sampler::build(&t.service, base_dir, &format!("{f}.workload.types[{j}].service"))?;
+        }
+        crate::program::validate(&a.workload, base_dir).map_err(|mut e| {
+            e.field = format!("{f}.{}", e.field);
+            e
+        })?;
+        crate::scenario::validate_load(&a.load, &format!("{f}.load"))?;
+        crate::scenario::validate_clients(&a.clients, &format!("{f}.clients"))?;
+        if let Some(v) = a.slo_us {
+            positive(&format!("{f}.slo_us"), v)?;
+        }
+    }
+    Ok(())
+}
