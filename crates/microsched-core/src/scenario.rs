@@ -284,6 +284,16 @@ pub struct Mode {
 
 // ---------------------------------------------------------------------------------------------
 // Policies
+//
+// Each policy's file owns its configuration (parameters, defaults, validation, construction);
+// adding a policy adds one line to `AllocatorCfg` or `OverloadCfg` here.
+
+use crate::alloc::{caladan, coresync, delay_range, shenango, static_alloc, utilization_range};
+use crate::overload::breakwater;
+
+pub use crate::overload::breakwater::{AlphaMode, PoolTrigger};
+/// Breakwater's parameters ([`breakwater::Config`]), under the name they had here.
+pub use crate::overload::breakwater::Config as BreakwaterCfg;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -295,211 +305,34 @@ pub struct Policy {
 }
 
 /// Core allocation policy. Defaults follow the CoreSync evaluation (§IV-A).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AllocatorCfg {
-    /// All cores allocated and spinning, never parked.
-    #[default]
-    Static,
-    /// Shenango: add a core when an item stays queued across two checks; park after at least
-    /// `min_passes` fruitless work-search passes and `poll_us`.
-    Shenango {
-        #[serde(default = "d_interval5")]
-        interval_us: f64,
-        #[serde(default = "d_poll2")]
-        poll_us: f64,
-        #[serde(default = "d_passes4")]
-        min_passes: u32,
-    },
-    /// Caladan: add a core when the max queueing delay reaches `delay_threshold_us` (or a parked
-    /// core has work); park after polling and stealing for `poll_us`.
-    Caladan {
-        #[serde(default = "d_interval5")]
-        interval_us: f64,
-        #[serde(default = "d_threshold5")]
-        delay_threshold_us: f64,
-        #[serde(default = "d_poll2")]
-        poll_us: f64,
-    },
-    /// McClure et al.'s Utilization Range: keep busy/(busy+search) within [lower, upper].
-    UtilizationRange {
-        #[serde(default = "d_interval5")]
-        interval_us: f64,
-        #[serde(default = "d_util_lower")]
-        lower: f64,
-        #[serde(default = "d_util_upper")]
-        upper: f64,
-    },
-    /// McClure et al.'s Delay Range: keep the average queueing delay within [lower_us, upper_us].
-    DelayRange {
-        #[serde(default = "d_interval5")]
-        interval_us: f64,
-        #[serde(default = "d_delay_lower")]
-        lower_us: f64,
-        #[serde(default = "d_delay_upper")]
-        upper_us: f64,
-    },
-    /// CoreSync (ICNP'25): Caladan's delay rule for adding cores; parking gated on the credit
-    /// state (Algorithm 1): no park while a session is drained, one parker at a time, and when
-    /// `C_issued − N_sess > R · N_cores` withhold `(C_issued − N_sess) / N_cores` credits from
-    /// the pool until issued credits come down. Without an overload controller it parks like
-    /// Caladan.
+    // One line per policy; each variant's schema (fields, defaults, description) is its Config's.
+    Static(static_alloc::Config),
+    Shenango(shenango::Config),
+    Caladan(caladan::Config),
+    UtilizationRange(utilization_range::Config),
+    DelayRange(delay_range::Config),
     #[serde(rename = "coresync")]
-    CoreSync {
-        #[serde(default = "d_interval5")]
-        interval_us: f64,
-        #[serde(default = "d_threshold5")]
-        delay_threshold_us: f64,
-        #[serde(default = "d_poll2")]
-        poll_us: f64,
-        /// Proportionality parameter R (paper: 50 synthetic, 20 Memcached).
-        #[serde(default = "d_coresync_r")]
-        r: f64,
-        /// When set, R = r_per_session × connected sessions, replacing `r` (paper §IV-D: 0.5).
-        #[serde(default)]
-        r_per_session: Option<f64>,
-        /// Reproduce the artifact's loss of the withheld credits when a session drains
-        /// mid-attempt (default: give them back and cancel the attempt).
-        #[serde(default)]
-        keep_quirk: bool,
-    },
+    CoreSync(coresync::Config),
 }
 
-fn d_interval5() -> f64 {
-    5.0
-}
-fn d_poll2() -> f64 {
-    2.0
-}
-fn d_passes4() -> u32 {
-    4
-}
-fn d_threshold5() -> f64 {
-    5.0
-}
-fn d_util_lower() -> f64 {
-    0.75
-}
-fn d_util_upper() -> f64 {
-    0.95
-}
-fn d_delay_lower() -> f64 {
-    0.5
-}
-fn d_delay_upper() -> f64 {
-    1.0
-}
-fn d_coresync_r() -> f64 {
-    50.0
+impl Default for AllocatorCfg {
+    fn default() -> Self {
+        AllocatorCfg::Static(static_alloc::Config::default())
+    }
 }
 
 /// Overload (admission) control.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum OverloadCfg {
+    // One line per controller, as for AllocatorCfg; "none" has no parameters and no object.
     /// Everything is admitted; clients send as soon as a request is created.
     #[default]
     None,
-    /// Breakwater: credit pool with delay-based AIMD, per-session credits, AQM drops.
-    Breakwater(BreakwaterCfg),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AlphaMode {
-    /// C_total += α · N_sessions per RTT, with fractional carry (Breakwater's code, CoreSync).
-    PerSession,
-    /// C_total += α per RTT (the simulation study's α = 1).
-    Absolute,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PoolTrigger {
-    /// Every `rtt_us` (Breakwater v1; what the papers describe).
-    Periodic,
-    /// On completions, at most once per `rtt_us`, plus an immediate decrease on an AQM drop (v2).
-    Completion,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BreakwaterCfg {
-    /// Queueing-delay target d_t.
-    #[serde(default = "d_bw_target")]
-    pub target_us: f64,
-    /// AQM threshold; default 2 × target.
-    #[serde(default)]
-    pub drop_us: Option<f64>,
-    #[serde(default = "d_bw_alpha")]
-    pub alpha: f64,
-    #[serde(default = "d_alpha_mode")]
-    pub alpha_mode: AlphaMode,
-    #[serde(default = "d_bw_beta")]
-    pub beta: f64,
-    /// Control-loop period; default: the network RTT.
-    #[serde(default)]
-    pub rtt_us: Option<f64>,
-    #[serde(default = "d_trigger")]
-    pub trigger: PoolTrigger,
-    /// Credits one session may hold (Breakwater clamps to 63).
-    #[serde(default = "d_max_window")]
-    pub max_window: u32,
-    /// Pool ceiling per session (Breakwater: 64).
-    #[serde(default = "d_pool_per_session")]
-    pub max_pool_per_session: u32,
-    /// Pool floor; default: max_cores.
-    #[serde(default)]
-    pub min_pool: Option<u32>,
-    /// Pool at the start of the run, clamped to [floor, ceiling]; default: the floor (Breakwater
-    /// starts at `runtime_max_cores()`). The simulation study's Fig. 2 starts from a small pool.
-    #[serde(default)]
-    pub initial_pool: Option<u32>,
-    /// The simulation study's fix: grow the pool in proportion to newly allocated cores, and a
-    /// minimum pool that depends on max cores and the RTT.
-    #[serde(default)]
-    pub core_fix: bool,
-}
-
-impl Default for BreakwaterCfg {
-    fn default() -> Self {
-        Self {
-            target_us: d_bw_target(),
-            drop_us: None,
-            alpha: d_bw_alpha(),
-            alpha_mode: d_alpha_mode(),
-            beta: d_bw_beta(),
-            rtt_us: None,
-            trigger: d_trigger(),
-            max_window: d_max_window(),
-            max_pool_per_session: d_pool_per_session(),
-            min_pool: None,
-            initial_pool: None,
-            core_fix: false,
-        }
-    }
-}
-
-fn d_bw_target() -> f64 {
-    80.0
-}
-fn d_bw_alpha() -> f64 {
-    0.001
-}
-fn d_alpha_mode() -> AlphaMode {
-    AlphaMode::PerSession
-}
-fn d_bw_beta() -> f64 {
-    0.02
-}
-fn d_trigger() -> PoolTrigger {
-    PoolTrigger::Periodic
-}
-fn d_max_window() -> u32 {
-    63
-}
-fn d_pool_per_session() -> u32 {
-    64
+    Breakwater(breakwater::Config),
 }
 
 // ---------------------------------------------------------------------------------------------
