@@ -74,8 +74,11 @@ impl CoreAllocator for CaladanAllocator {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Period of the congestion check (Caladan's IOKernel poll).
     pub interval_us: f64,
+    /// Max queueing delay at or above which one core is added.
     pub delay_threshold_us: f64,
+    /// Time an idle core polls and steals without finding work before it parks.
     pub poll_us: f64,
 }
 

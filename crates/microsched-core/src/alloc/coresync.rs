@@ -246,8 +246,11 @@ impl CoreAllocator for CoreSyncAllocator {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Period of the congestion check (Caladan's IOKernel poll).
     pub interval_us: f64,
+    /// Max queueing delay at or above which one core is added.
     pub delay_threshold_us: f64,
+    /// Time an idle core polls without finding work before it attempts to park.
     pub poll_us: f64,
     /// Proportionality parameter R (paper: 50 synthetic, 20 Memcached).
     pub r: f64,

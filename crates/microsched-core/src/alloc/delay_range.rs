@@ -74,8 +74,11 @@ impl CoreAllocator for DelayRangeAllocator {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Period of the delay check.
     pub interval_us: f64,
+    /// At or below this average queueing delay a core is revoked.
     pub lower_us: f64,
+    /// At or above this average queueing delay a core is added.
     pub upper_us: f64,
 }
 

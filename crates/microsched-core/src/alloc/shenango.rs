@@ -97,8 +97,11 @@ impl CoreAllocator for ShenangoAllocator {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Period of the congestion check.
     pub interval_us: f64,
+    /// Time an idle core polls before it may park (and at least `min_passes` passes).
     pub poll_us: f64,
+    /// Fruitless work-search passes an idle core makes before it may park (Shenango: 4).
     pub min_passes: u32,
 }
 

@@ -72,8 +72,11 @@ impl CoreAllocator for UtilizationRangeAllocator {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Period of the utilization check.
     pub interval_us: f64,
+    /// At or below this utilization (a fraction in [0, 1]) a core is revoked.
     pub lower: f64,
+    /// Above this utilization (a fraction in [0, 1]) a core is added.
     pub upper: f64,
 }
 

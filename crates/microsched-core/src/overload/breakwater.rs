@@ -511,11 +511,15 @@ pub struct Config {
     pub target_us: f64,
     /// AQM threshold; default 2 × target.
     pub drop_us: Option<f64>,
+    /// Additive increase α when the delay is below the target (see `alpha_mode`).
     pub alpha: f64,
+    /// Whether α is per session (Breakwater's code) or absolute (the simulation study).
     pub alpha_mode: AlphaMode,
+    /// Multiplicative-decrease gain β, in (0, 1).
     pub beta: f64,
     /// Control-loop period; default: the network RTT.
     pub rtt_us: Option<f64>,
+    /// When the pool is updated: every period (v1) or on completions (v2).
     pub trigger: PoolTrigger,
     /// Credits one session may hold (Breakwater clamps to 63).
     pub max_window: u32,
