@@ -66,6 +66,49 @@ impl CoreAllocator for CaladanAllocator {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Configuration: the `[policy.allocator]` table of `kind = "caladan"`.
+
+/// Caladan: add a core when the max queueing delay reaches `delay_threshold_us` (or a parked
+/// core has work); park after polling and stealing for `poll_us`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Period of the congestion check (Caladan's IOKernel poll).
+    pub interval_us: f64,
+    /// Max queueing delay at or above which one core is added.
+    pub delay_threshold_us: f64,
+    /// Time an idle core polls and steals without finding work before it parks.
+    pub poll_us: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { interval_us: 5.0, delay_threshold_us: 5.0, poll_us: 2.0 }
+    }
+}
+
+impl Config {
+    /// Checks the parameters; `field` is the table's dotted path.
+    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        use super::common::{check_non_negative_us, check_positive_us};
+        check_positive_us(format!("{field}.interval_us"), self.interval_us)?;
+        // Zero would mean "always congested" here; in Caladan it selects Shenango's signal,
+        // which is `kind = "shenango"`.
+        check_positive_us(format!("{field}.delay_threshold_us"), self.delay_threshold_us).map_err(|mut e| {
+            e.message.push_str("; for Shenango's standing-queue signal use kind = \"shenango\"");
+            e
+        })?;
+        check_non_negative_us(format!("{field}.poll_us"), self.poll_us)
+    }
+
+    /// The allocator; the configuration must have passed [`Config::validate`].
+    pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
+        use crate::time::us;
+        Box::new(CaladanAllocator::new(us(self.interval_us), us(self.delay_threshold_us), us(self.poll_us)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::common::test_util::*;

@@ -235,6 +235,79 @@ impl CoreAllocator for CoreSyncAllocator {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Configuration: the `[policy.allocator]` table of `kind = "coresync"`.
+
+/// CoreSync (ICNP'25): Caladan's delay rule for adding cores; parking gated on the credit
+/// state (Algorithm 1): no park while a session is drained, one parker at a time, and when
+/// `C_issued − N_sess > R · N_cores` withhold `(C_issued − N_sess) / N_cores` credits from
+/// the pool until issued credits come down. Without an overload controller it parks like
+/// Caladan.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Period of the congestion check (Caladan's IOKernel poll).
+    pub interval_us: f64,
+    /// Max queueing delay at or above which one core is added.
+    pub delay_threshold_us: f64,
+    /// Time an idle core polls without finding work before it attempts to park.
+    pub poll_us: f64,
+    /// Proportionality parameter R (paper: 50 synthetic, 20 Memcached).
+    pub r: f64,
+    /// When set, R = r_per_session × connected sessions, replacing `r` (paper §IV-D: 0.5).
+    pub r_per_session: Option<f64>,
+    /// Reproduce the artifact's loss of the withheld credits when a session drains
+    /// mid-attempt (default: give them back and cancel the attempt).
+    pub keep_quirk: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { interval_us: 5.0, delay_threshold_us: 5.0, poll_us: 2.0, r: 50.0, r_per_session: None, keep_quirk: false }
+    }
+}
+
+impl Config {
+    /// Checks the parameters; `field` is the table's dotted path.
+    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        use super::common::{check_non_negative_us, check_positive_us};
+        let f = |key: &str| format!("{field}.{key}");
+        check_positive_us(f("interval_us"), self.interval_us)?;
+        check_positive_us(f("delay_threshold_us"), self.delay_threshold_us)?;
+        check_non_negative_us(f("poll_us"), self.poll_us)?;
+        let factor = |key: &str, v: f64, what: &str| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(crate::error::ScenarioError::new(f(key), format!("{v} is not allowed: {what}")))
+            }
+        };
+        factor("r", self.r, "the proportionality parameter R must be a finite number > 0 (paper: 50; 20 for Memcached)")?;
+        match self.r_per_session {
+            Some(k) => factor(
+                "r_per_session",
+                k,
+                "R per session must be a finite number > 0 (R = r_per_session × sessions; paper §IV-D: 0.5)",
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The allocator; the configuration must have passed [`Config::validate`].
+    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+        use crate::time::us;
+        let r = self.r_per_session.map_or(RRule::Fixed(self.r), RRule::PerSession);
+        Box::new(CoreSyncAllocator::new(
+            us(self.interval_us),
+            us(self.delay_threshold_us),
+            us(self.poll_us),
+            r,
+            self.keep_quirk,
+            max_cores,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::common::test_util::*;
@@ -502,7 +575,7 @@ mod tests {
     fn config_defaults_build_and_validate() {
         let c = cfg(serde_json::json!({ "kind": "coresync" }));
         match c {
-            AllocatorCfg::CoreSync { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk } => {
+            AllocatorCfg::CoreSync(Config { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk }) => {
                 assert_eq!((interval_us, delay_threshold_us, poll_us, r), (5.0, 5.0, 2.0, 50.0));
                 assert_eq!((r_per_session, keep_quirk), (None, false));
             }
@@ -550,23 +623,23 @@ mod tests {
             assert!(e.message.contains("not allowed"), "{e}");
         }
         // Non-finite values cannot come from JSON/TOML literals easily; check them directly.
-        let nan = AllocatorCfg::CoreSync {
+        let nan = AllocatorCfg::CoreSync(Config {
             interval_us: 5.0,
             delay_threshold_us: 5.0,
             poll_us: 2.0,
             r: f64::NAN,
             r_per_session: None,
             keep_quirk: false,
-        };
+        });
         assert_eq!(validate(&nan, "a").unwrap_err().field, "a.r");
-        let inf = AllocatorCfg::CoreSync {
+        let inf = AllocatorCfg::CoreSync(Config {
             interval_us: 5.0,
             delay_threshold_us: 5.0,
             poll_us: 2.0,
             r: 50.0,
             r_per_session: Some(f64::INFINITY),
             keep_quirk: false,
-        };
+        });
         assert_eq!(validate(&inf, "a").unwrap_err().field, "a.r_per_session");
         // Poll 0 is allowed (park right after a failed pass, then the CoreSync gate).
         let mut j = base.clone();

@@ -67,6 +67,44 @@ impl CoreAllocator for DelayRangeAllocator {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Configuration: the `[policy.allocator]` table of `kind = "delay_range"`.
+
+/// McClure et al.'s Delay Range: keep the average queueing delay within [lower_us, upper_us].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Period of the delay check.
+    pub interval_us: f64,
+    /// At or below this average queueing delay a core is revoked.
+    pub lower_us: f64,
+    /// At or above this average queueing delay a core is added.
+    pub upper_us: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { interval_us: 5.0, lower_us: 0.5, upper_us: 1.0 }
+    }
+}
+
+impl Config {
+    /// Checks the parameters; `field` is the table's dotted path.
+    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        use super::common::{check_non_negative_us, check_positive_us, check_range};
+        check_positive_us(format!("{field}.interval_us"), self.interval_us)?;
+        check_non_negative_us(format!("{field}.lower_us"), self.lower_us)?;
+        check_non_negative_us(format!("{field}.upper_us"), self.upper_us)?;
+        check_range(field, "lower_us", self.lower_us, "upper_us", self.upper_us)
+    }
+
+    /// The allocator; the configuration must have passed [`Config::validate`].
+    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+        use crate::time::us;
+        Box::new(DelayRangeAllocator::new(us(self.interval_us), self.lower_us * 1e3, self.upper_us * 1e3, max_cores))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::common::test_util::*;

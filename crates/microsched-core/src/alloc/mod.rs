@@ -10,13 +10,13 @@
 //!    for at least [`ParkRule::min_poll_ns`] and [`ParkRule::min_passes`] passes, asks
 //!    [`CoreAllocator::on_park_attempt`] whether it may park, and parks it if so.
 
-mod caladan;
+pub mod caladan;
 mod common;
-mod coresync;
-mod delay_range;
-mod shenango;
-mod static_alloc;
-mod utilization_range;
+pub mod coresync;
+pub mod delay_range;
+pub mod shenango;
+pub mod static_alloc;
+pub mod utilization_range;
 
 pub use caladan::CaladanAllocator;
 pub use coresync::{CoreSyncAllocator, RRule};
@@ -28,7 +28,7 @@ pub use utilization_range::UtilizationRangeAllocator;
 use crate::error::ScenarioError;
 use crate::overload::CreditLink;
 use crate::scenario::AllocatorCfg;
-use crate::time::{us, Nanos};
+use crate::time::Nanos;
 
 pub type CoreId = u16;
 
@@ -169,95 +169,28 @@ pub trait CoreAllocator: Send {
     fn name(&self) -> &'static str;
 }
 
-/// Checks an allocator configuration; `field` is its dotted path.
+/// Checks an allocator configuration; `field` is its dotted path. Each policy's file owns its
+/// parameters and their checks.
 pub fn validate(cfg: &AllocatorCfg, field: &str) -> Result<(), ScenarioError> {
-    use common::{check_non_negative_us as non_negative, check_positive_us as positive, check_range};
-    let f = |key: &str| format!("{field}.{key}");
-    match *cfg {
-        AllocatorCfg::Static => Ok(()),
-        AllocatorCfg::Shenango { interval_us, poll_us, min_passes: _ } => {
-            positive(f("interval_us"), interval_us)?;
-            non_negative(f("poll_us"), poll_us)
-        }
-        AllocatorCfg::Caladan { interval_us, delay_threshold_us, poll_us } => {
-            positive(f("interval_us"), interval_us)?;
-            // Zero would mean "always congested" here; in Caladan it selects Shenango's signal,
-            // which is `kind = "shenango"`.
-            positive(f("delay_threshold_us"), delay_threshold_us).map_err(|mut e| {
-                e.message.push_str("; for Shenango's standing-queue signal use kind = \"shenango\"");
-                e
-            })?;
-            non_negative(f("poll_us"), poll_us)
-        }
-        AllocatorCfg::UtilizationRange { interval_us, lower, upper } => {
-            positive(f("interval_us"), interval_us)?;
-            for (key, v) in [("lower", lower), ("upper", upper)] {
-                if !(0.0..=1.0).contains(&v) {
-                    return Err(ScenarioError::new(
-                        f(key),
-                        format!("{v} is not allowed: must be a utilization fraction in [0, 1] (0.75 means 75 %)"),
-                    ));
-                }
-            }
-            check_range(field, "lower", lower, "upper", upper)
-        }
-        AllocatorCfg::DelayRange { interval_us, lower_us, upper_us } => {
-            positive(f("interval_us"), interval_us)?;
-            non_negative(f("lower_us"), lower_us)?;
-            non_negative(f("upper_us"), upper_us)?;
-            check_range(field, "lower_us", lower_us, "upper_us", upper_us)
-        }
-        AllocatorCfg::CoreSync { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk: _ } => {
-            positive(f("interval_us"), interval_us)?;
-            positive(f("delay_threshold_us"), delay_threshold_us)?;
-            non_negative(f("poll_us"), poll_us)?;
-            let factor = |key: &str, v: f64, what: &str| {
-                if v.is_finite() && v > 0.0 {
-                    Ok(())
-                } else {
-                    Err(ScenarioError::new(f(key), format!("{v} is not allowed: {what}")))
-                }
-            };
-            factor("r", r, "the proportionality parameter R must be a finite number > 0 (paper: 50; 20 for Memcached)")?;
-            match r_per_session {
-                Some(k) => factor(
-                    "r_per_session",
-                    k,
-                    "R per session must be a finite number > 0 (R = r_per_session × sessions; paper §IV-D: 0.5)",
-                ),
-                None => Ok(()),
-            }
-        }
+    match cfg {
+        AllocatorCfg::Static(c) => c.validate(field),
+        AllocatorCfg::Shenango(c) => c.validate(field),
+        AllocatorCfg::Caladan(c) => c.validate(field),
+        AllocatorCfg::UtilizationRange(c) => c.validate(field),
+        AllocatorCfg::DelayRange(c) => c.validate(field),
+        AllocatorCfg::CoreSync(c) => c.validate(field),
     }
 }
 
 /// Builds the policy a configuration names; `cfg` must have passed [`validate`].
 pub fn build(cfg: &AllocatorCfg, max_cores: u32) -> Box<dyn CoreAllocator> {
-    match *cfg {
-        AllocatorCfg::Static => Box::new(StaticAllocator::new(max_cores)),
-        AllocatorCfg::Shenango { interval_us, poll_us, min_passes } => {
-            Box::new(ShenangoAllocator::new(us(interval_us), us(poll_us), min_passes, max_cores))
-        }
-        AllocatorCfg::Caladan { interval_us, delay_threshold_us, poll_us } => {
-            Box::new(CaladanAllocator::new(us(interval_us), us(delay_threshold_us), us(poll_us)))
-        }
-        AllocatorCfg::UtilizationRange { interval_us, lower, upper } => {
-            Box::new(UtilizationRangeAllocator::new(us(interval_us), lower, upper, max_cores))
-        }
-        AllocatorCfg::DelayRange { interval_us, lower_us, upper_us } => {
-            Box::new(DelayRangeAllocator::new(us(interval_us), lower_us * 1e3, upper_us * 1e3, max_cores))
-        }
-        AllocatorCfg::CoreSync { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk } => {
-            let r = r_per_session.map_or(RRule::Fixed(r), RRule::PerSession);
-            Box::new(CoreSyncAllocator::new(
-                us(interval_us),
-                us(delay_threshold_us),
-                us(poll_us),
-                r,
-                keep_quirk,
-                max_cores,
-            ))
-        }
+    match cfg {
+        AllocatorCfg::Static(c) => c.build(max_cores),
+        AllocatorCfg::Shenango(c) => c.build(max_cores),
+        AllocatorCfg::Caladan(c) => c.build(max_cores),
+        AllocatorCfg::UtilizationRange(c) => c.build(max_cores),
+        AllocatorCfg::DelayRange(c) => c.build(max_cores),
+        AllocatorCfg::CoreSync(c) => c.build(max_cores),
     }
 }
 
@@ -285,33 +218,34 @@ mod tests {
                 assert_eq!(a.interval(), Some(5_000), "{}", a.name());
             }
         }
-        let a = build(&AllocatorCfg::Caladan { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 2.0 }, 16);
+        let a = build(&AllocatorCfg::Caladan(caladan::Config { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 2.0 }), 16);
         assert_eq!(a.park_rule().min_poll_ns, 2_000);
     }
 
     #[test]
     fn bad_parameters_name_their_field() {
         use AllocatorCfg::*;
+        let shen = |interval_us, poll_us, min_passes| Shenango(shenango::Config { interval_us, poll_us, min_passes });
+        let cal = |interval_us, delay_threshold_us, poll_us| Caladan(caladan::Config { interval_us, delay_threshold_us, poll_us });
+        let util = |interval_us, lower, upper| UtilizationRange(utilization_range::Config { interval_us, lower, upper });
+        let delay = |interval_us, lower_us, upper_us| DelayRange(delay_range::Config { interval_us, lower_us, upper_us });
         let cases = [
-            (Shenango { interval_us: 0.0, poll_us: 2.0, min_passes: 4 }, "policy.allocator.interval_us"),
-            (Shenango { interval_us: -5.0, poll_us: 2.0, min_passes: 4 }, "policy.allocator.interval_us"),
-            (Shenango { interval_us: 5.0, poll_us: 2e6, min_passes: 4 }, "policy.allocator.poll_us"),
-            (Shenango { interval_us: 5.0, poll_us: -1.0, min_passes: 4 }, "policy.allocator.poll_us"),
-            (Caladan { interval_us: f64::NAN, delay_threshold_us: 5.0, poll_us: 2.0 }, "policy.allocator.interval_us"),
-            (
-                Caladan { interval_us: 5.0, delay_threshold_us: 0.0, poll_us: 2.0 },
-                "policy.allocator.delay_threshold_us",
-            ),
-            (Caladan { interval_us: 5.0, delay_threshold_us: 5.0, poll_us: 1_000_001.0 }, "policy.allocator.poll_us"),
-            (UtilizationRange { interval_us: 5.0, lower: 0.95, upper: 0.75 }, "policy.allocator.lower"),
-            (UtilizationRange { interval_us: 5.0, lower: 0.8, upper: 0.8 }, "policy.allocator.lower"),
-            (UtilizationRange { interval_us: 5.0, lower: -0.1, upper: 0.9 }, "policy.allocator.lower"),
-            (UtilizationRange { interval_us: 5.0, lower: 0.75, upper: 95.0 }, "policy.allocator.upper"),
-            (UtilizationRange { interval_us: 0.0, lower: 0.75, upper: 0.95 }, "policy.allocator.interval_us"),
-            (DelayRange { interval_us: 5.0, lower_us: 4.0, upper_us: 1.0 }, "policy.allocator.lower_us"),
-            (DelayRange { interval_us: 5.0, lower_us: 1.0, upper_us: 1.0 }, "policy.allocator.lower_us"),
-            (DelayRange { interval_us: 5.0, lower_us: -1.0, upper_us: 1.0 }, "policy.allocator.lower_us"),
-            (DelayRange { interval_us: 5.0, lower_us: 1.0, upper_us: f64::INFINITY }, "policy.allocator.upper_us"),
+            (shen(0.0, 2.0, 4), "policy.allocator.interval_us"),
+            (shen(-5.0, 2.0, 4), "policy.allocator.interval_us"),
+            (shen(5.0, 2e6, 4), "policy.allocator.poll_us"),
+            (shen(5.0, -1.0, 4), "policy.allocator.poll_us"),
+            (cal(f64::NAN, 5.0, 2.0), "policy.allocator.interval_us"),
+            (cal(5.0, 0.0, 2.0), "policy.allocator.delay_threshold_us"),
+            (cal(5.0, 5.0, 1_000_001.0), "policy.allocator.poll_us"),
+            (util(5.0, 0.95, 0.75), "policy.allocator.lower"),
+            (util(5.0, 0.8, 0.8), "policy.allocator.lower"),
+            (util(5.0, -0.1, 0.9), "policy.allocator.lower"),
+            (util(5.0, 0.75, 95.0), "policy.allocator.upper"),
+            (util(0.0, 0.75, 0.95), "policy.allocator.interval_us"),
+            (delay(5.0, 4.0, 1.0), "policy.allocator.lower_us"),
+            (delay(5.0, 1.0, 1.0), "policy.allocator.lower_us"),
+            (delay(5.0, -1.0, 1.0), "policy.allocator.lower_us"),
+            (delay(5.0, 1.0, f64::INFINITY), "policy.allocator.upper_us"),
         ];
         for (cfg, field) in cases {
             let e = err(cfg.clone());
@@ -319,8 +253,8 @@ mod tests {
             assert!(e.message.contains("not allowed"), "{e}");
         }
         // Zero bounds are meaningful: revoke only at zero utilization / delay; poll 0 parks at once.
-        validate(&UtilizationRange { interval_us: 5.0, lower: 0.0, upper: 1.0 }, "a").unwrap();
-        validate(&DelayRange { interval_us: 5.0, lower_us: 0.0, upper_us: 4.0 }, "a").unwrap();
-        validate(&Caladan { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 0.0 }, "a").unwrap();
+        validate(&util(5.0, 0.0, 1.0), "a").unwrap();
+        validate(&delay(5.0, 0.0, 4.0), "a").unwrap();
+        validate(&cal(5.0, 10.0, 0.0), "a").unwrap();
     }
 }

@@ -89,6 +89,43 @@ impl CoreAllocator for ShenangoAllocator {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Configuration: the `[policy.allocator]` table of `kind = "shenango"`.
+
+/// Shenango: add a core when an item stays queued across two checks; park after at least
+/// `min_passes` fruitless work-search passes and `poll_us`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Period of the congestion check.
+    pub interval_us: f64,
+    /// Time an idle core polls before it may park (and at least `min_passes` passes).
+    pub poll_us: f64,
+    /// Fruitless work-search passes an idle core makes before it may park (Shenango: 4).
+    pub min_passes: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { interval_us: 5.0, poll_us: 2.0, min_passes: 4 }
+    }
+}
+
+impl Config {
+    /// Checks the parameters; `field` is the table's dotted path.
+    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        use super::common::{check_non_negative_us, check_positive_us};
+        check_positive_us(format!("{field}.interval_us"), self.interval_us)?;
+        check_non_negative_us(format!("{field}.poll_us"), self.poll_us)
+    }
+
+    /// The allocator; the configuration must have passed [`Config::validate`].
+    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+        use crate::time::us;
+        Box::new(ShenangoAllocator::new(us(self.interval_us), us(self.poll_us), self.min_passes, max_cores))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::common::test_util::*;

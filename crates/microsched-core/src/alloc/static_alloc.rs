@@ -30,3 +30,24 @@ impl CoreAllocator for StaticAllocator {
         "static"
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Configuration: the `[policy.allocator]` table of `kind = "static"`.
+
+/// All cores allocated and spinning, never parked.
+// No parameters. Unknown keys are denied in the schema only: serde's own error for a struct
+// without fields reads "there are no fields"; the loader's unread-key check rejects a stray key
+// instead, naming it and the allowed keys (`kind`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Config {}
+
+impl Config {
+    pub fn validate(&self, _field: &str) -> Result<(), crate::error::ScenarioError> {
+        Ok(())
+    }
+
+    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+        Box::new(StaticAllocator::new(max_cores))
+    }
+}

@@ -65,6 +65,50 @@ impl CoreAllocator for UtilizationRangeAllocator {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Configuration: the `[policy.allocator]` table of `kind = "utilization_range"`.
+
+/// McClure et al.'s Utilization Range: keep busy/(busy+search) within [lower, upper].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Period of the utilization check.
+    pub interval_us: f64,
+    /// At or below this utilization (a fraction in [0, 1]) a core is revoked.
+    pub lower: f64,
+    /// Above this utilization (a fraction in [0, 1]) a core is added.
+    pub upper: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { interval_us: 5.0, lower: 0.75, upper: 0.95 }
+    }
+}
+
+impl Config {
+    /// Checks the parameters; `field` is the table's dotted path.
+    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        use super::common::{check_positive_us, check_range};
+        check_positive_us(format!("{field}.interval_us"), self.interval_us)?;
+        for (key, v) in [("lower", self.lower), ("upper", self.upper)] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(crate::error::ScenarioError::new(
+                    format!("{field}.{key}"),
+                    format!("{v} is not allowed: must be a utilization fraction in [0, 1] (0.75 means 75 %)"),
+                ));
+            }
+        }
+        check_range(field, "lower", self.lower, "upper", self.upper)
+    }
+
+    /// The allocator; the configuration must have passed [`Config::validate`].
+    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+        use crate::time::us;
+        Box::new(UtilizationRangeAllocator::new(us(self.interval_us), self.lower, self.upper, max_cores))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::common::test_util::*;

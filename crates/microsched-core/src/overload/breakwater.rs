@@ -39,7 +39,6 @@
 use std::collections::VecDeque;
 
 use super::{Admission, CreditController, CreditLink, CreditStats, SessionId};
-use crate::scenario::{AlphaMode, BreakwaterCfg, PoolTrigger};
 use crate::time::{us, Nanos, NS_PER_US};
 
 /// Shortest control period accepted; a zero network RTT would otherwise make a zero-period timer.
@@ -108,9 +107,9 @@ impl Breakwater {
     ///   set (so passing the already-resolved period gives the same period), and the RTT of the core
     ///   fix's minimum pool.
     ///
-    /// The configuration is assumed to have passed [`super::validate`]; degenerate values are
+    /// The configuration is assumed to have passed [`Config::validate`]; degenerate values are
     /// still clamped so that nothing divides by zero or loops forever.
-    pub fn new(cfg: &BreakwaterCfg, sessions: u32, max_cores: u32, rtt_ns: u64) -> Self {
+    pub fn new(cfg: &Config, sessions: u32, max_cores: u32, rtt_ns: u64) -> Self {
         let target_ns = us(cfg.target_us).max(1);
         let drop_ns = cfg.drop_us.map(us).unwrap_or(2 * target_ns);
         let period_ns = cfg.rtt_us.map(us).unwrap_or(rtt_ns).max(MIN_PERIOD_NS);
@@ -501,10 +500,155 @@ impl CreditController for Breakwater {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Configuration: the `[policy.overload]` table of `kind = "breakwater"`.
+
+/// Breakwater: credit pool with delay-based AIMD, per-session credits, AQM drops.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Queueing-delay target d_t.
+    pub target_us: f64,
+    /// AQM threshold; default 2 × target.
+    pub drop_us: Option<f64>,
+    /// Additive increase α when the delay is below the target (see `alpha_mode`).
+    pub alpha: f64,
+    /// Whether α is per session (Breakwater's code) or absolute (the simulation study).
+    pub alpha_mode: AlphaMode,
+    /// Multiplicative-decrease gain β, in (0, 1).
+    pub beta: f64,
+    /// Control-loop period; default: the network RTT.
+    pub rtt_us: Option<f64>,
+    /// When the pool is updated: every period (v1) or on completions (v2).
+    pub trigger: PoolTrigger,
+    /// Credits one session may hold (Breakwater clamps to 63).
+    pub max_window: u32,
+    /// Pool ceiling per session (Breakwater: 64).
+    pub max_pool_per_session: u32,
+    /// Pool floor; default: max_cores.
+    pub min_pool: Option<u32>,
+    /// Pool at the start of the run, clamped to [floor, ceiling]; default: the floor (Breakwater
+    /// starts at `runtime_max_cores()`). The simulation study's Fig. 2 starts from a small pool.
+    pub initial_pool: Option<u32>,
+    /// The simulation study's fix: grow the pool in proportion to newly allocated cores, and a
+    /// minimum pool that depends on max cores and the RTT.
+    pub core_fix: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            target_us: 80.0,
+            drop_us: None,
+            alpha: 0.001,
+            alpha_mode: AlphaMode::PerSession,
+            beta: 0.02,
+            rtt_us: None,
+            trigger: PoolTrigger::Periodic,
+            max_window: 63,
+            max_pool_per_session: 64,
+            min_pool: None,
+            initial_pool: None,
+            core_fix: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AlphaMode {
+    /// C_total += α · N_sessions per RTT, with fractional carry (Breakwater's code, CoreSync).
+    PerSession,
+    /// C_total += α per RTT (the simulation study's α = 1).
+    Absolute,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolTrigger {
+    /// Every `rtt_us` (Breakwater v1; what the papers describe).
+    Periodic,
+    /// On completions, at most once per `rtt_us`, plus an immediate decrease on an AQM drop (v2).
+    Completion,
+}
+
+impl Config {
+    /// Checks the parameters; `field` is the table's dotted path.
+    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        use crate::error::ScenarioError;
+        let positive = |key: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(ScenarioError::new(
+                    format!("{field}.{key}"),
+                    format!("{v} is not allowed: must be a finite number > 0"),
+                ))
+            }
+        };
+        positive("target_us", self.target_us)?;
+        if let Some(d) = self.drop_us {
+            positive("drop_us", d)?;
+            if d < self.target_us {
+                return Err(ScenarioError::new(
+                    format!("{field}.drop_us"),
+                    format!(
+                        "{d} is not allowed: the AQM drop threshold must be >= target_us ({}); default 2 × target_us",
+                        self.target_us
+                    ),
+                ));
+            }
+        }
+        if !(self.alpha.is_finite() && self.alpha >= 0.0) {
+            return Err(ScenarioError::new(
+                format!("{field}.alpha"),
+                format!("{} is not allowed: the additive increase must be a finite number >= 0", self.alpha),
+            ));
+        }
+        if !(self.beta.is_finite() && self.beta > 0.0 && self.beta < 1.0) {
+            return Err(ScenarioError::new(
+                format!("{field}.beta"),
+                format!("{} is not allowed: the multiplicative-decrease gain must be in (0, 1)", self.beta),
+            ));
+        }
+        if let Some(r) = self.rtt_us {
+            positive("rtt_us", r)?;
+        }
+        if self.max_window == 0 {
+            return Err(ScenarioError::new(format!("{field}.max_window"), "0 is not allowed: must be at least 1"));
+        }
+        if self.max_pool_per_session == 0 {
+            return Err(ScenarioError::new(
+                format!("{field}.max_pool_per_session"),
+                "0 is not allowed: must be at least 1",
+            ));
+        }
+        if self.min_pool == Some(0) {
+            return Err(ScenarioError::new(
+                format!("{field}.min_pool"),
+                "0 is not allowed: must be at least 1 (default: server.max_cores)",
+            ));
+        }
+        if self.initial_pool == Some(0) {
+            return Err(ScenarioError::new(
+                format!("{field}.initial_pool"),
+                "0 is not allowed: must be at least 1 (default: the pool floor)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The controller, with sessions `0..sessions` connected (see [`Breakwater::new`]); the
+    /// configuration must have passed [`Config::validate`].
+    pub fn build(&self, sessions: u32, max_cores: u32, rtt_ns: Nanos) -> Box<dyn super::CreditController> {
+        Box::new(Breakwater::new(self, sessions, max_cores, rtt_ns))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::BreakwaterCfg;
+    use super::Config as BreakwaterCfg;
 
     const US: Nanos = NS_PER_US;
 

@@ -9,7 +9,7 @@
 //! returned by [`CreditController::take_wakeups`]. The delay passed in is the driver's congestion
 //! signal (max over cores of the oldest queued item's age), as stale as the driver measures it.
 //!
-//! With [`crate::scenario::PoolTrigger::Completion`] (Breakwater v2) pool updates ride on
+//! With [`breakwater::PoolTrigger::Completion`] (Breakwater v2) pool updates ride on
 //! `on_response` (and an AQM drop in `on_request`), so the driver calls `take_wakeups` after those
 //! too; calling it after every call into the controller is always correct.
 //!
@@ -19,7 +19,7 @@
 //! The "none" controller is no object at all: drivers skip credits entirely for it ([`build`]
 //! returns `None`).
 
-mod breakwater;
+pub mod breakwater;
 pub mod client;
 
 pub use breakwater::Breakwater;
@@ -96,70 +96,12 @@ pub trait CreditController: CreditLink + Send {
     fn name(&self) -> &'static str;
 }
 
-/// Checks an overload-controller configuration; `field` is its dotted path.
+/// Checks an overload-controller configuration; `field` is its dotted path. Each controller's
+/// file owns its parameters and their checks.
 pub fn validate(cfg: &OverloadCfg, field: &str) -> Result<(), ScenarioError> {
     match cfg {
         OverloadCfg::None => Ok(()),
-        OverloadCfg::Breakwater(b) => {
-            positive(&format!("{field}.target_us"), b.target_us)?;
-            if let Some(d) = b.drop_us {
-                positive(&format!("{field}.drop_us"), d)?;
-                if d < b.target_us {
-                    return Err(ScenarioError::new(
-                        format!("{field}.drop_us"),
-                        format!(
-                            "{d} is not allowed: the AQM drop threshold must be >= target_us ({}); default 2 × target_us",
-                            b.target_us
-                        ),
-                    ));
-                }
-            }
-            if !(b.alpha.is_finite() && b.alpha >= 0.0) {
-                return Err(ScenarioError::new(
-                    format!("{field}.alpha"),
-                    format!("{} is not allowed: the additive increase must be a finite number >= 0", b.alpha),
-                ));
-            }
-            if !(b.beta.is_finite() && b.beta > 0.0 && b.beta < 1.0) {
-                return Err(ScenarioError::new(
-                    format!("{field}.beta"),
-                    format!("{} is not allowed: the multiplicative-decrease gain must be in (0, 1)", b.beta),
-                ));
-            }
-            if let Some(r) = b.rtt_us {
-                positive(&format!("{field}.rtt_us"), r)?;
-            }
-            if b.max_window == 0 {
-                return Err(ScenarioError::new(format!("{field}.max_window"), "0 is not allowed: must be at least 1"));
-            }
-            if b.max_pool_per_session == 0 {
-                return Err(ScenarioError::new(
-                    format!("{field}.max_pool_per_session"),
-                    "0 is not allowed: must be at least 1",
-                ));
-            }
-            if b.min_pool == Some(0) {
-                return Err(ScenarioError::new(
-                    format!("{field}.min_pool"),
-                    "0 is not allowed: must be at least 1 (default: server.max_cores)",
-                ));
-            }
-            if b.initial_pool == Some(0) {
-                return Err(ScenarioError::new(
-                    format!("{field}.initial_pool"),
-                    "0 is not allowed: must be at least 1 (default: the pool floor)",
-                ));
-            }
-            Ok(())
-        }
-    }
-}
-
-fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(ScenarioError::new(field, format!("{v} is not allowed: must be a finite number > 0")))
+        OverloadCfg::Breakwater(c) => c.validate(field),
     }
 }
 
@@ -169,14 +111,14 @@ fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
 pub fn build(cfg: &OverloadCfg, sessions: u32, max_cores: u32, rtt_ns: Nanos) -> Option<Box<dyn CreditController>> {
     match cfg {
         OverloadCfg::None => None,
-        OverloadCfg::Breakwater(b) => Some(Box::new(Breakwater::new(b, sessions, max_cores, rtt_ns))),
+        OverloadCfg::Breakwater(c) => Some(c.build(sessions, max_cores, rtt_ns)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::BreakwaterCfg;
+    use super::breakwater::Config as BreakwaterCfg;
 
     fn bw_err(f: impl FnOnce(&mut BreakwaterCfg)) -> ScenarioError {
         let mut c = BreakwaterCfg::default();

@@ -109,7 +109,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     sc.server.preemption.validate("server.preemption")?;
     if let Some(d) = &sc.server.dispatcher {
         d.validate("server.dispatcher", sc.server.max_cores)?;
-        if !matches!(sc.policy.allocator, crate::scenario::AllocatorCfg::Static) {
+        if !matches!(sc.policy.allocator, crate::scenario::AllocatorCfg::Static(_)) {
             return Err(ScenarioError::new(
                 "server.dispatcher",
                 "a dispatcher core needs statically allocated workers: use policy.allocator.kind = \"static\"",

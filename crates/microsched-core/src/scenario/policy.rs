@@ -1,0 +1,56 @@
+//! The `[policy]` table: which core allocator and which overload controller run.
+//!
+//! Each policy's file owns its configuration: its parameters (serde + JSON Schema, defaults
+//! written once, doc comments that become the schema's descriptions), their validation and the
+//! construction of the policy. Adding a policy adds one line to [`AllocatorCfg`] or
+//! [`OverloadCfg`] here, and nothing else in the scenario module.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::alloc::{caladan, coresync, delay_range, shenango, static_alloc, utilization_range};
+use crate::overload::breakwater;
+
+pub use crate::overload::breakwater::{AlphaMode, PoolTrigger};
+/// Breakwater's parameters ([`breakwater::Config`]), under the name they had here.
+pub use crate::overload::breakwater::Config as BreakwaterCfg;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    #[serde(default)]
+    pub allocator: AllocatorCfg,
+    #[serde(default)]
+    pub overload: OverloadCfg,
+}
+
+/// Core allocation policy. Defaults follow the CoreSync evaluation (§IV-A).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AllocatorCfg {
+    // One line per policy; each variant's schema (fields, defaults, description) is its Config's.
+    Static(static_alloc::Config),
+    Shenango(shenango::Config),
+    Caladan(caladan::Config),
+    UtilizationRange(utilization_range::Config),
+    DelayRange(delay_range::Config),
+    #[serde(rename = "coresync")]
+    CoreSync(coresync::Config),
+}
+
+impl Default for AllocatorCfg {
+    fn default() -> Self {
+        AllocatorCfg::Static(static_alloc::Config::default())
+    }
+}
+
+/// Overload (admission) control.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OverloadCfg {
+    // One line per controller, as for AllocatorCfg; "none" has no parameters and no object.
+    /// Everything is admitted; clients send as soon as a request is created.
+    #[default]
+    None,
+    Breakwater(breakwater::Config),
+}

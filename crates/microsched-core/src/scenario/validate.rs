@@ -1,0 +1,133 @@
+//! Validation of a deserialised scenario: every check names the dotted path of the field at
+//! fault. Policies check their own parameters ([`crate::alloc::validate`],
+//! [`crate::overload::validate`]).
+
+use std::path::Path;
+
+use super::{Clients, Load, Scenario};
+use crate::error::ScenarioError;
+
+impl Scenario {
+    pub(super) fn validate(&self, base_dir: &Path) -> Result<(), ScenarioError> {
+        positive("duration_ms", self.duration_ms)?;
+        non_negative("warmup_ms", self.warmup_ms)?;
+        if let Some(v) = self.slo_us {
+            positive("slo_us", v)?;
+        }
+        let s = &self.server;
+        if s.max_cores == 0 || s.max_cores > 1024 {
+            return Err(ScenarioError::new(
+                "server.max_cores",
+                format!("{} is not allowed: use 1..=1024", s.max_cores),
+            ));
+        }
+        non_negative("server.steal_cost_ns", s.steal_cost_ns)?;
+        non_negative("server.allocation_delay_us", s.allocation_delay_us)?;
+        non_negative("server.packet_cost_ns", s.packet_cost_ns)?;
+        positive("server.search_pass_ns", s.search_pass_ns)?;
+        non_negative("network.rtt_us", self.network.rtt_us)?;
+        non_negative("network.jitter_us", self.network.jitter_us)?;
+        validate_clients(&self.clients, "clients")?;
+        validate_load(&self.load, "load")?;
+        if self.workload.types.is_empty() {
+            return Err(ScenarioError::new(
+                "workload.types",
+                "needs at least one request type",
+            ));
+        }
+        if self.workload.types.len() > u16::MAX as usize {
+            return Err(ScenarioError::new(
+                "workload.types",
+                "at most 65535 request types",
+            ));
+        }
+        for (i, t) in self.workload.types.iter().enumerate() {
+            positive(&format!("workload.types[{i}].ratio"), t.ratio)?;
+            crate::dist::Sampler::build(
+                &t.service,
+                base_dir,
+                &format!("workload.types[{i}].service"),
+            )?;
+        }
+        crate::program::validate(&self.workload, base_dir)?;
+        crate::sched::validate(self)?;
+        crate::topology::validate(self, base_dir)?;
+        positive(
+            "metrics.sample_interval_us",
+            self.metrics.sample_interval_us,
+        )?;
+        crate::alloc::validate(&self.policy.allocator, "policy.allocator")?;
+        crate::overload::validate(&self.policy.overload, "policy.overload")?;
+        self.runtime.validate()?;
+        Ok(())
+    }
+
+}
+
+/// Checks a load table whose dotted path is `field`.
+pub(crate) fn validate_load(load: &Load, field: &str) -> Result<(), ScenarioError> {
+    one_rate(field, load.fraction, load.rps)?;
+    let mut last = -1.0;
+    for (i, step) in load.schedule.iter().enumerate() {
+        let f = format!("{field}.schedule[{i}]");
+        non_negative(&format!("{f}.at_ms"), step.at_ms)?;
+        if step.at_ms <= last {
+            return Err(ScenarioError::new(
+                format!("{f}.at_ms"),
+                "steps must be in strictly increasing time order",
+            ));
+        }
+        last = step.at_ms;
+        one_rate(&f, step.fraction, step.rps)?;
+    }
+    Ok(())
+}
+
+/// Checks a clients table whose dotted path is `field`.
+pub(crate) fn validate_clients(c: &Clients, field: &str) -> Result<(), ScenarioError> {
+    if c.sessions == 0 {
+        return Err(ScenarioError::new(format!("{field}.sessions"), "must be at least 1"));
+    }
+    if c.queue_capacity == 0 {
+        return Err(ScenarioError::new(format!("{field}.queue_capacity"), "must be at least 1"));
+    }
+    positive(&format!("{field}.timeout_us"), c.timeout_us)?;
+    if c.retries > 16 {
+        return Err(ScenarioError::new(format!("{field}.retries"), format!("{} is not allowed: use 0..=16", c.retries)));
+    }
+    Ok(())
+}
+
+fn one_rate(field: &str, fraction: Option<f64>, rps: Option<f64>) -> Result<(), ScenarioError> {
+    match (fraction, rps) {
+        (Some(f), None) => non_negative(&format!("{field}.fraction"), f),
+        (None, Some(r)) => non_negative(&format!("{field}.rps"), r),
+        _ => Err(ScenarioError::new(
+            field,
+            "give exactly one of `fraction` (of capacity) and `rps`",
+        )),
+    }
+}
+
+pub(crate) fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(
+            field,
+            format!("{v} is not allowed: must be a finite number > 0"),
+        ))
+    }
+}
+
+pub(crate) fn non_negative(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(
+            field,
+            format!("{v} is not allowed: must be a finite number >= 0"),
+        ))
+    }
+}
+
