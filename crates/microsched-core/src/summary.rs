@@ -110,6 +110,38 @@ pub struct Sched {
     pub preempt_send_ns: u64,
 }
 
+/// One application's results (its requests, latencies and goodput over the measured window).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AppSummary {
+    pub name: String,
+    pub slo_us: f64,
+    pub offered_rps: f64,
+    pub throughput_rps: f64,
+    pub goodput_rps: f64,
+    pub drop_rate: f64,
+    pub latency_us: Percentiles,
+    pub queueing_delay_us: Percentiles,
+    pub slowdown: Slowdown,
+    pub by_type: Vec<TypeSummary>,
+    /// Whole-run conservation counts of this application.
+    pub requests: Requests,
+    /// Requests resent to another replica after a failure reply (measured window).
+    pub retries: u64,
+}
+
+/// One server node's resources over the measured window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NodeSummary {
+    pub node: u32,
+    pub cores: Cores,
+    pub cpu_utilization: f64,
+    pub be_cores_mean: f64,
+    pub core_time: CoreTime,
+    pub sched: Sched,
+    #[serde(default)]
+    pub credits: Option<Credits>,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SimStats {
     pub events: u64,
@@ -146,5 +178,12 @@ pub struct Summary {
     pub credits: Option<Credits>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched: Option<Sched>,
+    /// One section per application, the first being the one the flat keys describe.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applications: Vec<AppSummary>,
+    /// One section per server node; the flat `cores`, `core_time`, `sched` and `credits` are
+    /// their totals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeSummary>,
     pub sim: SimStats,
 }

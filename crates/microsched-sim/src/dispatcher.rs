@@ -10,6 +10,7 @@ use crate::events::{Event, EventQueue};
 
 #[derive(Debug)]
 pub struct Dispatcher {
+    node: u16,
     cost: Nanos,
     queue: VecDeque<u32>,
     /// The request being dispatched.
@@ -20,8 +21,8 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(cost: Nanos) -> Self {
-        Self { cost, queue: VecDeque::new(), current: None, since: 0, busy_ns: 0, search_ns: 0 }
+    pub fn new(node: u16, cost: Nanos) -> Self {
+        Self { node, cost, queue: VecDeque::new(), current: None, since: 0, busy_ns: 0, search_ns: 0 }
     }
 
     /// A request reaches the dispatcher; returns true if it starts on it now (its queueing at
@@ -41,7 +42,7 @@ impl Dispatcher {
             self.since = now;
         }
         self.current = Some(req);
-        evq.push(now + self.cost, Event::DispatchDone);
+        evq.push(now + self.cost, Event::DispatchDone { node: self.node });
     }
 
     /// The current request is dispatched: returns it, and the next one it starts on (whose

@@ -10,41 +10,42 @@ use microsched_core::Nanos;
 /// Indices are into the simulator's request slab; `epoch` lets stale timers be ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// The client-side arrival process produces its next request.
-    Generate,
-    /// A request packet reaches the server; `demand` is the sending client's queue length
-    /// (credit-based overload control only).
+    /// Application `app`'s arrival process produces its next request.
+    Generate { app: u16 },
+    /// A request packet reaches its server node (the request's `node`); `demand` is the sending
+    /// client's queue length (credit-based overload control only).
     ServerArrive { req: u32, demand: u32 },
     /// A core's compute slice ends (the op is done, or the quantum expired); `gen` tells a
     /// cancelled slice from the current one.
-    CoreDone { core: u16, gen: u32 },
+    CoreDone { node: u16, core: u16, gen: u32 },
     /// A core's preemption overhead (receive or return cost) ends.
-    OverheadDone { core: u16, gen: u32 },
+    OverheadDone { node: u16, core: u16, gen: u32 },
     /// A spin-waiting core was handed the mutex it spins for.
-    LockGranted { core: u16, gen: u32 },
+    LockGranted { node: u16, core: u16, gen: u32 },
     /// The dispatcher core finishes dispatching its current request.
-    DispatchDone,
+    DispatchDone { node: u16 },
     /// A core finishes a steal and can run what it took.
-    StealDone { core: u16 },
+    StealDone { node: u16, core: u16 },
     /// A granted core becomes usable.
-    WakeDone { core: u16 },
+    WakeDone { node: u16, core: u16 },
     /// An idle core has polled long enough to consider parking.
-    ParkCheck { core: u16, epoch: u32 },
+    ParkCheck { node: u16, core: u16, epoch: u32 },
     /// A response (or drop notice) reaches its client, with the absolute credits it carries
     /// (credit-based overload control only).
     ResponseArrive { req: u32, credits: u32 },
     /// The server's AQM failure reply for a dropped request leaves (after the packet cost).
     DropReply { req: u32 },
-    /// An explicit credit request (Breakwater's WINUPDATE/CREDIT) reaches the server.
-    CreditRequest { session: u32, demand: u32 },
-    /// An explicit credit message reaches a client.
-    CreditArrive { session: u32, credits: u32 },
-    /// A request waiting for credits at a client times out.
-    ClientTimeout { session: u32, epoch: u32 },
-    AllocTick,
-    CreditTimer,
+    /// An explicit credit request (Breakwater's WINUPDATE/CREDIT) of a session (numbered across
+    /// applications) reaches a node.
+    CreditRequest { node: u16, session: u32, demand: u32 },
+    /// An explicit credit message from a node reaches a client session.
+    CreditArrive { node: u16, session: u32, credits: u32 },
+    /// A request waiting for credits from a node at a client times out.
+    ClientTimeout { node: u16, session: u32 },
+    AllocTick { node: u16 },
+    CreditTimer { node: u16 },
     /// Periodic measurement of the congestion signal (static allocation, sampled signal).
-    DelayPoll,
+    DelayPoll { node: u16 },
     Sample,
     /// The start of the measured window.
     WarmupEnd,

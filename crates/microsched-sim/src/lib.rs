@@ -3,8 +3,10 @@
 //! `run(&loaded, seed)` simulates one scenario; the same scenario and seed give bit-identical
 //! results (apart from the wall-clock fields of `summary.sim`).
 
+mod app;
 mod dispatcher;
 mod events;
+mod node;
 mod requests;
 mod result;
 mod server;

@@ -15,8 +15,17 @@ pub struct Req {
     pub arrive: Nanos,
     pub start: Nanos,
     pub done: Nanos,
+    /// Its client session, numbered within its application.
     pub session: u32,
+    /// Its session numbered across applications: what steering hashes and credit controllers
+    /// key on.
+    pub flow: u32,
     pub rtype: u16,
+    pub app: u16,
+    /// The server node it was sent to.
+    pub node: u16,
+    /// Times it was resent to another replica after a failure reply.
+    pub tries: u8,
     pub dropped: bool,
     /// When it last joined a runqueue (arrival, preemption, yield, wake-up): the age of the
     /// oldest queued request is the congestion signal.

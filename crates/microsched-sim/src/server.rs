@@ -269,6 +269,8 @@ pub struct SchedCounters {
 }
 
 pub struct Server {
+    /// Its index among the scenario's nodes, carried by the events it schedules.
+    node: u16,
     cfg: ServerCfg,
     pub q: Queues,
     policy: Box<dyn QueuePolicy<Queues>>,
@@ -321,7 +323,7 @@ enum Ran {
 }
 
 impl Server {
-    pub fn new(cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy<Queues>>, spin_locks: Vec<bool>) -> Self {
+    pub fn new(node: u16, cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy<Queues>>, spin_locks: Vec<bool>) -> Self {
         let n = cfg.max_cores;
         let dispatcher = cfg.dispatcher;
         let mut cores = Vec::with_capacity(n);
@@ -337,12 +339,13 @@ impl Server {
             }
         }
         Self {
+            node,
             q: Queues { max_cores: n, cores, shared: VecDeque::new(), spinners, active, victims: CoreSet::new(n), queued: 0 },
             cfg,
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
-            dispatcher: dispatcher.map(Dispatcher::new),
+            dispatcher: dispatcher.map(|cost| Dispatcher::new(node, cost)),
             spin_locks,
             counters: SchedCounters::default(),
             aborted_parks: Vec::new(),
@@ -391,7 +394,7 @@ impl Server {
             }
             return;
         }
-        let place = self.policy.steer(r.session, &self.q);
+        let place = self.policy.steer(r.flow, &self.q);
         self.make_runnable(req, place, now, slab, evq);
     }
 
@@ -405,7 +408,7 @@ impl Server {
         }
         let r = &mut slab[req];
         r.enqueued_at = now;
-        let place = self.policy.steer(r.session, &self.q);
+        let place = self.policy.steer(r.flow, &self.q);
         self.make_runnable(req, place, now, slab, evq);
     }
 
@@ -457,7 +460,7 @@ impl Server {
             c.set_mode(CoreMode::Overhead, now);
             c.after_overhead = AfterOverhead::Resume;
             c.gen = c.gen.wrapping_add(1);
-            evq.push(now + self.cfg.preemption.ret, Event::OverheadDone { core, gen: c.gen });
+            evq.push(now + self.cfg.preemption.ret, Event::OverheadDone { node: self.node, core, gen: c.gen });
             return true;
         }
         r.preempted = false;
@@ -471,7 +474,7 @@ impl Server {
             c.gen = c.gen.wrapping_add(1);
             c.slice_start = now + self.cfg.packet_cost;
             c.slice_len = r.service;
-            evq.push(c.slice_start + r.service, Event::CoreDone { core, gen: c.gen });
+            evq.push(c.slice_start + r.service, Event::CoreDone { node: self.node, core, gen: c.gen });
             return true;
         }
         match self.run(core, now, slab, evq) {
@@ -491,7 +494,7 @@ impl Server {
         c.gen = c.gen.wrapping_add(1);
         c.slice_start = now;
         c.slice_len = len;
-        evq.push(now + len, Event::CoreDone { core, gen: c.gen });
+        evq.push(now + len, Event::CoreDone { node: self.node, core, gen: c.gen });
     }
 
     /// Runs the current request's ops from where it is, until one takes time (a compute slice
@@ -584,7 +587,7 @@ impl Server {
         if self.mutexes_spin(m) {
             // Its core has been spinning for it: it goes on at once, after this event.
             let c = r.core;
-            evq.push(now, Event::LockGranted { core: c, gen: self.q.cores[c as usize].gen });
+            evq.push(now, Event::LockGranted { node: self.node, core: c, gen: self.q.cores[c as usize].gen });
         } else {
             r.enqueued_at = now;
             let place = self.policy.requeue(core, Requeue::Woken, &self.q);
@@ -660,7 +663,7 @@ impl Server {
             c.set_mode(CoreMode::Overhead, now);
             c.after_overhead = AfterOverhead::Requeue;
             c.gen = c.gen.wrapping_add(1);
-            evq.push(now + p.receive, Event::OverheadDone { core, gen: c.gen });
+            evq.push(now + p.receive, Event::OverheadDone { node: self.node, core, gen: c.gen });
             return SliceEnd::Running;
         }
         self.requeue_preempted(core, now, slab);
@@ -739,7 +742,7 @@ impl Server {
                 self.idled.push((thief, next));
             }
         } else {
-            evq.push(now + self.cfg.steal_cost, Event::StealDone { core: thief });
+            evq.push(now + self.cfg.steal_cost, Event::StealDone { node: self.node, core: thief });
         }
     }
 
@@ -822,7 +825,7 @@ impl Server {
             .position(|c| c.mode == CoreMode::Parked && !c.queue.is_empty())
             .or_else(|| cores.iter().position(|c| c.mode == CoreMode::Parked))? as u16;
         self.q.cores[pick as usize].set_mode(CoreMode::Waking, now);
-        evq.push(now + self.cfg.alloc_delay, Event::WakeDone { core: pick });
+        evq.push(now + self.cfg.alloc_delay, Event::WakeDone { node: self.node, core: pick });
         Some(pick)
     }
 
@@ -927,7 +930,7 @@ mod tests {
     fn one_core() -> Server {
         let preemption = Preemption { quantum: Nanos::MAX, ..Preemption::default() };
         let cfg = ServerCfg { max_cores: 1, dispatcher: None, steal_cost: 0, packet_cost: 0, alloc_delay: 0, preemption };
-        Server::new(cfg, 1, Box::new(CentralFcfs), vec![])
+        Server::new(0, cfg, 1, Box::new(CentralFcfs), vec![])
     }
 
     #[test]
@@ -943,7 +946,7 @@ mod tests {
         assert_eq!(s.core(0).current, b);
         let mut finished = vec![];
         while let Some((t, ev)) = evq.pop() {
-            let Event::CoreDone { core, gen } = ev else { panic!("{ev:?}") };
+            let Event::CoreDone { core, gen, .. } = ev else { panic!("{ev:?}") };
             match s.slice_end(core, gen, t, &mut slab, &mut evq) {
                 SliceEnd::Finished(r) => {
                     finished.push((r, t));

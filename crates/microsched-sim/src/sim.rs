@@ -1,26 +1,25 @@
-//! The event loop: clients and network around the server, policies driven at their intervals,
-//! metrics over the measured window.
+//! The event loop: applications' clients and the network around the server nodes, policies
+//! driven at their intervals, metrics over the measured window.
 
 use std::time::Instant;
 
-use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs, ParkMode, ParkVerdict};
-use microsched_core::metrics::LatencyRecorder;
-use microsched_core::overload::{self, Admission, CreditController, CreditLink, SessionId};
-use microsched_core::scenario::{DelaySignal, Loaded, Scenario};
-use microsched_core::program::{Op, Programs};
-use microsched_core::sched;
-use microsched_core::summary::{CoreTime, Cores, Credits, Requests, Sched, SimStats, Summary};
-use microsched_core::time::{ms, us, NS_PER_US};
+use microsched_core::alloc::{AllocAction, AllocObs, ParkMode, ParkVerdict};
+use microsched_core::overload::client::{ClientDrop, Out};
+use microsched_core::overload::{Admission, CreditLink};
+use microsched_core::rng::{stream, Stream};
+use microsched_core::scenario::{Loaded, Scenario};
+use microsched_core::summary::{CoreTime, Cores, Requests, Sched, SimStats, Summary};
+use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
 
-use microsched_core::overload::client::{ClientDrop, Clients, Out};
+use crate::app::App;
 use crate::events::{Event, EventQueue};
+use crate::node::Node;
 use crate::requests::{Req, Slab};
 use crate::result::{RequestLog, SimResult, TimeSeries};
-use microsched_core::rng::{stream, Stream};
-use microsched_core::workload::{load_steps, pick, Arrivals, RequestMix};
-use crate::server::{Idle, SchedCounters, Server, ServerCfg, SliceEnd};
+use crate::server::{Idle, SliceEnd};
+use microsched_core::program::Op;
 
 struct Network {
     one_way: Nanos,
@@ -41,42 +40,6 @@ impl Network {
     }
 }
 
-/// Period of the congestion-signal measurement when the core allocator has no interval of its
-/// own (Caladan's IOKERNEL_POLL_INTERVAL).
-const DELAY_POLL_NS: Nanos = 10 * NS_PER_US;
-
-/// Credit-based overload control: the server's controller, the client sessions, the cached
-/// congestion signal and the credit statistics. Absent with the "none" controller, whose path
-/// has no credit work at all.
-struct Credit {
-    ctl: Box<dyn CreditController>,
-    clients: Clients<u32>,
-    /// Reused buffers: what the clients do, the controller's wake-ups.
-    out: Vec<Out<u32>>,
-    wakeups: Vec<(SessionId, u32)>,
-    /// Measure the signal at each decision instead of reading the cached sample.
-    exact: bool,
-    /// The last sampled congestion signal.
-    delay: Nanos,
-    /// Period of `Event::DelayPoll` (sampled signal, allocator without an interval).
-    poll: Option<Nanos>,
-    /// Active cores last reported to the controller.
-    active_reported: u32,
-    packet_cost: Nanos,
-    // Measured-window counters and sample sums.
-    aqm_drops: u64,
-    client_timeouts: u64,
-    client_overflows: u64,
-    credit_messages: u64,
-    credit_requests: u64,
-    parks_while_drained: u64,
-    samples: u64,
-    pool_sum: f64,
-    issued_sum: f64,
-    drained_sum: f64,
-    queued_sum: f64,
-}
-
 /// Counters of one time-series interval.
 #[derive(Default, Clone, Copy)]
 struct Interval {
@@ -93,32 +56,17 @@ pub struct Sim {
     measuring: bool,
     evq: EventQueue,
     slab: Slab,
-    server: Server,
+    nodes: Vec<Node>,
+    apps: Vec<App>,
     net: Network,
-    workload: RequestMix,
-    programs: Programs,
     /// Reused buffer for one request's drawn program.
     ops: Vec<Op>,
-    arrivals: Arrivals,
-    session_rng: Stream,
-    sessions: u32,
-    allocator: Box<dyn CoreAllocator>,
-    credit: Option<Box<Credit>>,
-    obs: Vec<CoreObs>,
     search_pass: Nanos,
     sample_every: Nanos,
-    recorder: LatencyRecorder,
-    slo_us: f64,
-    // Whole-run conservation counters.
-    generated: u64,
-    completed: u64,
-    dropped: u64,
-    // Core-time and scheduling-counter snapshots at the start of the measured window.
-    window_start_times: [Nanos; 5],
-    window_start_sched: SchedCounters,
     interval: Interval,
-    last_sample_times: [Nanos; 5],
     last_sample_at: Nanos,
+    /// Σ over samples of the requests waiting for credits at clients (credit control only).
+    client_queued_sum: f64,
     series: TimeSeries,
     log: Option<RequestLog>,
     events: u64,
@@ -128,91 +76,37 @@ impl Sim {
     pub fn new(loaded: &Loaded, seed: u64) -> Result<Self, ScenarioError> {
         let sc = loaded.scenario.clone();
         let base = &loaded.base_dir;
-        let max_cores = sc.server.max_cores as usize;
-        let allocator = alloc::build(&sc.policy.allocator, sc.server.max_cores);
-
-        let workload = RequestMix::new(&sc, base, seed)?;
-        let programs = Programs::new(&sc.workload, base, seed)?;
-        let spin_locks = (0..programs.mutexes()).map(|m| programs.is_spin(m)).collect();
-        let steps = load_steps(&sc, base)?;
-        let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
-        let slo_us = sc.slo_us(base)?;
+        let credit_based = !matches!(sc.policy.overload, microsched_core::scenario::OverloadCfg::None);
+        let mut apps = Vec::new();
+        let (mut sessions, mut mutexes) = (0u32, 0u32);
+        let mut spin_locks = Vec::new();
+        for a in sc.apps() {
+            let app = App::new(&sc, &a, base, seed, sessions, mutexes, credit_based)?;
+            sessions += app.sessions;
+            mutexes += app.programs.mutexes();
+            spin_locks.extend((0..app.programs.mutexes()).map(|m| app.programs.is_spin(m)));
+            apps.push(app);
+        }
+        let nodes = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
         let warmup = ms(sc.warmup_ms);
-        let end = warmup + ms(sc.duration_ms);
-        let server = Server::new(
-            ServerCfg {
-                max_cores: sched::worker_cores(&sc) as usize,
-                dispatcher: sc.server.dispatcher.as_ref().map(|d| d.cost()),
-                steal_cost: sc.server.steal_cost_ns.round() as Nanos,
-                packet_cost: sc.server.packet_cost_ns.round() as Nanos,
-                alloc_delay: us(sc.server.allocation_delay_us),
-                preemption: sc.server.preemption.build(),
-            },
-            // Dynamic policies start from one core and grow as load demands.
-            if allocator.park_rule().mode == ParkMode::Never { sched::worker_cores(&sc) as usize } else { 1 },
-            sched::build(&sc, seed),
-            spin_locks,
-        );
-        let log = sc.metrics.record_requests.then(RequestLog::default);
-        let rtt = us(sc.network.rtt_us);
-        let credit = overload::build(&sc.policy.overload, sc.clients.sessions, sc.server.max_cores, rtt).map(|ctl| {
-            let exact = sc.server.delay_signal == DelaySignal::Exact;
-            Box::new(Credit {
-                ctl,
-                // The simulated network loses nothing: a credit request is never retried.
-                clients: Clients::new(sc.clients.sessions, sc.clients.queue_capacity, us(sc.clients.timeout_us), true, None),
-                out: Vec::with_capacity(64),
-                wakeups: Vec::with_capacity(64),
-                exact,
-                delay: 0,
-                poll: (!exact && allocator.interval().is_none()).then_some(DELAY_POLL_NS),
-                active_reported: 0,
-                packet_cost: sc.server.packet_cost_ns.round() as Nanos,
-                aqm_drops: 0,
-                client_timeouts: 0,
-                client_overflows: 0,
-                credit_messages: 0,
-                credit_requests: 0,
-                parks_while_drained: 0,
-                samples: 0,
-                pool_sum: 0.0,
-                issued_sum: 0.0,
-                drained_sum: 0.0,
-                queued_sum: 0.0,
-            })
-        });
         Ok(Self {
             now: 0,
-            end,
+            end: warmup + ms(sc.duration_ms),
             warmup,
             measuring: warmup == 0,
             evq: EventQueue::with_capacity(1024),
             slab: Slab::default(),
-            server,
+            nodes,
+            apps,
             net: Network { one_way: us(sc.network.rtt_us) / 2, jitter: us(sc.network.jitter_us), rng: stream(seed, "network") },
-            workload,
-            programs,
             ops: Vec::new(),
-            arrivals: Arrivals::from_steps(&steps, seed),
-            session_rng: stream(seed, "sessions"),
-            sessions: sc.clients.sessions,
-            allocator,
-            credit,
-            obs: Vec::with_capacity(max_cores),
             search_pass: (sc.server.search_pass_ns.round() as Nanos).max(1),
             sample_every: us(sc.metrics.sample_interval_us).max(1),
-            recorder: LatencyRecorder::new(&names, us(slo_us)),
-            slo_us,
-            generated: 0,
-            completed: 0,
-            dropped: 0,
-            window_start_times: [0; 5],
-            window_start_sched: SchedCounters::default(),
             interval: Interval::default(),
-            last_sample_times: [0; 5],
             last_sample_at: 0,
+            client_queued_sum: 0.0,
             series: TimeSeries::default(),
-            log,
+            log: sc.metrics.record_requests.then(RequestLog::default),
             events: 0,
             scenario: sc,
         })
@@ -221,27 +115,34 @@ impl Sim {
     /// Runs to the end of the measured window and returns the results.
     pub fn run(mut self) -> SimResult {
         let wall = Instant::now();
-        if let Some(t) = self.arrivals.next() {
-            self.evq.push(t, Event::Generate);
+        for (i, a) in self.apps.iter_mut().enumerate() {
+            if let Some(t) = a.arrivals.next() {
+                self.evq.push(t, Event::Generate { app: i as u16 });
+            }
         }
         if self.warmup > 0 {
             self.evq.push(self.warmup, Event::WarmupEnd);
         }
         self.evq.push(self.sample_every, Event::Sample);
-        if let Some(iv) = self.allocator.interval() {
-            self.evq.push(iv, Event::AllocTick);
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(iv) = n.allocator.interval() {
+                self.evq.push(iv, Event::AllocTick { node: i as u16 });
+            }
         }
-        if let Some(c) = &mut self.credit {
-            if let Some(iv) = c.ctl.timer_interval() {
-                self.evq.push(iv, Event::CreditTimer);
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            let node = i as u16;
+            if let Some(c) = &mut n.credit {
+                if let Some(iv) = c.ctl.timer_interval() {
+                    self.evq.push(iv, Event::CreditTimer { node });
+                }
+                if let Some(p) = c.poll {
+                    self.evq.push(p, Event::DelayPoll { node });
+                }
+                // The controller assumes every core active until told otherwise.
+                let active = n.server.active_count() as u32;
+                c.active_reported = active;
+                c.ctl.on_cores_changed(0, active);
             }
-            if let Some(p) = c.poll {
-                self.evq.push(p, Event::DelayPoll);
-            }
-            // The controller assumes every core active until told otherwise.
-            let active = self.server.active_count() as u32;
-            c.active_reported = active;
-            c.ctl.on_cores_changed(0, active);
         }
         while let Some((t, ev)) = self.evq.pop() {
             if t >= self.end {
@@ -250,11 +151,13 @@ impl Sim {
             self.now = t;
             self.events += 1;
             self.handle(ev);
-            while let Some(core) = self.server.aborted_parks.pop() {
-                self.park_aborted(core);
-            }
-            while let Some((core, idle)) = self.server.idled.pop() {
-                self.after_idle(core, idle);
+            for node in 0..self.nodes.len() as u16 {
+                while let Some(core) = self.nodes[node as usize].server.aborted_parks.pop() {
+                    self.park_aborted(node, core);
+                }
+                while let Some((core, idle)) = self.nodes[node as usize].server.idled.pop() {
+                    self.after_idle(node, core, idle);
+                }
             }
         }
         self.now = self.end;
@@ -268,131 +171,144 @@ impl Sim {
     fn handle(&mut self, ev: Event) {
         let now = self.now;
         match ev {
-            Event::Generate => self.generate(),
+            Event::Generate { app } => self.generate(app),
             Event::ServerArrive { req, demand } => {
-                if self.credit.is_none() {
-                    self.server.arrive(req, now, &mut self.slab, &mut self.evq);
+                let node = self.slab[req].node;
+                if self.nodes[node as usize].credit.is_none() {
+                    self.nodes[node as usize].server.arrive(req, now, &mut self.slab, &mut self.evq);
                 } else {
                     self.credit_arrive(req, demand);
                 }
             }
-            Event::CoreDone { core, gen } => {
-                let end = self.server.slice_end(core, gen, now, &mut self.slab, &mut self.evq);
-                self.after_slice(core, end);
+            Event::CoreDone { node, core, gen } => {
+                let end = self.nodes[node as usize].server.slice_end(core, gen, now, &mut self.slab, &mut self.evq);
+                self.after_slice(node, core, end);
             }
-            Event::OverheadDone { core, gen } => {
-                let end = self.server.overhead_done(core, gen, now, &mut self.slab, &mut self.evq);
-                self.after_slice(core, end);
+            Event::OverheadDone { node, core, gen } => {
+                let end = self.nodes[node as usize].server.overhead_done(core, gen, now, &mut self.slab, &mut self.evq);
+                self.after_slice(node, core, end);
             }
-            Event::LockGranted { core, gen } => {
-                let end = self.server.lock_granted(core, gen, now, &mut self.slab, &mut self.evq);
-                self.after_slice(core, end);
+            Event::LockGranted { node, core, gen } => {
+                let end = self.nodes[node as usize].server.lock_granted(core, gen, now, &mut self.slab, &mut self.evq);
+                self.after_slice(node, core, end);
             }
-            Event::DispatchDone => self.server.dispatch_done(now, &mut self.slab, &mut self.evq),
-            Event::StealDone { core } => {
-                let idle = self.server.steal_done(core, now, &mut self.slab, &mut self.evq);
-                self.after_idle(core, idle);
+            Event::DispatchDone { node } => self.nodes[node as usize].server.dispatch_done(now, &mut self.slab, &mut self.evq),
+            Event::StealDone { node, core } => {
+                let idle = self.nodes[node as usize].server.steal_done(core, now, &mut self.slab, &mut self.evq);
+                self.after_idle(node, core, idle);
             }
-            Event::WakeDone { core } => {
-                self.park_aborted(core);
-                let idle = self.server.wake_done(core, now, &mut self.slab, &mut self.evq);
-                self.cores_changed();
-                self.after_idle(core, idle);
+            Event::WakeDone { node, core } => {
+                self.park_aborted(node, core);
+                let idle = self.nodes[node as usize].server.wake_done(core, now, &mut self.slab, &mut self.evq);
+                self.cores_changed(node);
+                self.after_idle(node, core, idle);
             }
-            Event::ParkCheck { core, epoch } => self.park_check(core, epoch),
-            Event::ResponseArrive { req, credits } => {
-                let session = self.response(req);
-                if let Some(c) = &mut self.credit {
-                    c.clients.on_credits(session, credits, true, now, &mut c.out);
-                    self.client_outs();
-                }
-            }
-            Event::AllocTick => self.alloc_tick(),
+            Event::ParkCheck { node, core, epoch } => self.park_check(node, core, epoch),
+            Event::ResponseArrive { req, credits } => self.response(req, credits),
+            Event::AllocTick { node } => self.alloc_tick(node),
             Event::Sample => self.sample(),
             Event::WarmupEnd => {
                 self.measuring = true;
-                self.window_start_times = self.server.core_times(now);
-                self.window_start_sched = self.server.counters;
+                for n in &mut self.nodes {
+                    n.window_start_times = n.server.core_times(now);
+                    n.window_start_sched = n.server.counters;
+                }
             }
             Event::DropReply { req } => self.drop_reply(req),
-            Event::CreditRequest { session, demand } => {
-                let c = self.credit.as_mut().expect("credit events need a credit controller");
+            Event::CreditRequest { node, session, demand } => {
+                let c = self.nodes[node as usize].credit.as_mut().expect("credit events need a credit controller");
                 if let Some(credits) = c.ctl.on_credit_request(now, session, demand) {
                     if self.measuring {
                         c.credit_messages += 1;
                     }
-                    self.net.send(now, Event::CreditArrive { session, credits }, &mut self.evq);
+                    self.net.send(now, Event::CreditArrive { node, session, credits }, &mut self.evq);
                 }
-                self.send_wakeups();
+                self.send_wakeups(node);
             }
-            Event::CreditArrive { session, credits } => {
-                let c = self.credit.as_mut().expect("credit events need a credit controller");
-                c.clients.on_credits(session, credits, false, now, &mut c.out);
-                self.client_outs();
+            Event::CreditArrive { node, session, credits } => {
+                let (app, local) = self.app_of(session);
+                let a = &mut self.apps[app];
+                a.clients[node as usize].on_credits(local, credits, false, now, &mut a.out);
+                self.client_outs(app, node);
             }
-            Event::ClientTimeout { session, .. } => {
-                let c = self.credit.as_mut().expect("credit events need a credit controller");
-                c.clients.on_timer(session, now, &mut c.out);
-                self.client_outs();
+            Event::ClientTimeout { node, session } => {
+                let (app, local) = self.app_of(session);
+                let a = &mut self.apps[app];
+                a.clients[node as usize].on_timer(local, now, &mut a.out);
+                self.client_outs(app, node);
             }
-            Event::CreditTimer => {
-                let delay = self.delay_signal();
-                let c = self.credit.as_mut().expect("credit events need a credit controller");
+            Event::CreditTimer { node } => {
+                let delay = self.delay_signal(node);
+                let c = self.nodes[node as usize].credit.as_mut().expect("credit events need a credit controller");
                 c.ctl.on_timer(now, delay);
                 if let Some(iv) = c.ctl.timer_interval() {
-                    self.evq.push(now + iv, Event::CreditTimer);
+                    self.evq.push(now + iv, Event::CreditTimer { node });
                 }
-                self.send_wakeups();
+                self.send_wakeups(node);
             }
-            Event::DelayPoll => {
-                let d = self.server.max_delay(now, &self.slab);
-                let c = self.credit.as_mut().expect("credit events need a credit controller");
+            Event::DelayPoll { node } => {
+                let n = &mut self.nodes[node as usize];
+                let d = n.server.max_delay(now, &self.slab);
+                let c = n.credit.as_mut().expect("credit events need a credit controller");
                 c.delay = d;
                 if let Some(p) = c.poll {
-                    self.evq.push(now + p, Event::DelayPoll);
+                    self.evq.push(now + p, Event::DelayPoll { node });
                 }
             }
         }
     }
 
+    /// The application a session numbered across applications belongs to, and its number
+    /// within it.
+    #[inline]
+    fn app_of(&self, session: u32) -> (usize, u32) {
+        let app = self.apps.iter().rposition(|a| a.session_base <= session).expect("session 0 is the first app's");
+        (app, session - self.apps[app].session_base)
+    }
+
     /// What follows a core's slice end: the response of a finished request, and the core's
     /// search for work when it is free.
-    fn after_slice(&mut self, core: u16, end: SliceEnd) {
+    fn after_slice(&mut self, node: u16, core: u16, end: SliceEnd) {
         let now = self.now;
         match end {
             SliceEnd::Stale | SliceEnd::Running => return,
             SliceEnd::Finished(req) => {
                 self.slab[req].done = now;
-                let credits = if self.credit.is_some() { self.credit_response(req, false) } else { 0 };
+                let credited = self.nodes[node as usize].credit.is_some();
+                let credits = if credited { self.credit_response(req, false) } else { 0 };
                 self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
-                if self.credit.is_some() {
-                    self.send_wakeups();
+                if credited {
+                    self.send_wakeups(node);
                 }
             }
             SliceEnd::Freed => {}
         }
-        let idle = self.server.find_work(core, now, &mut self.slab, &mut self.evq);
-        self.after_idle(core, idle);
+        let idle = self.nodes[node as usize].server.find_work(core, now, &mut self.slab, &mut self.evq);
+        self.after_idle(node, core, idle);
     }
 
-    /// The congestion signal an overload controller reads now: the cached sample, or measured.
+    /// The congestion signal a node's overload controller reads now: the cached sample, or
+    /// measured.
     #[inline]
-    fn delay_signal(&self) -> Nanos {
-        match &self.credit {
+    fn delay_signal(&self, node: u16) -> Nanos {
+        let n = &self.nodes[node as usize];
+        match &n.credit {
             Some(c) if !c.exact => c.delay,
-            _ => self.server.max_delay(self.now, &self.slab),
+            _ => n.server.max_delay(self.now, &self.slab),
         }
     }
 
-    /// A request reaches a server with a credit controller: admitted into the queues, or dropped
+    /// A request reaches a node with a credit controller: admitted into the queues, or dropped
     /// by AQM and answered with a failure reply after the packet cost.
     fn credit_arrive(&mut self, req: u32, demand: u32) {
         let now = self.now;
-        let delay = self.delay_signal();
-        let session = self.slab[req].session;
-        let c = self.credit.as_mut().expect("credit path");
-        match c.ctl.on_request(now, session, demand, delay) {
-            Admission::Admit => self.server.arrive(req, now, &mut self.slab, &mut self.evq),
+        let node = self.slab[req].node;
+        let delay = self.delay_signal(node);
+        let flow = self.slab[req].flow;
+        let n = &mut self.nodes[node as usize];
+        let c = n.credit.as_mut().expect("credit path");
+        match c.ctl.on_request(now, flow, demand, delay) {
+            Admission::Admit => n.server.arrive(req, now, &mut self.slab, &mut self.evq),
             Admission::Drop => {
                 if self.measuring {
                     c.aqm_drops += 1;
@@ -409,7 +325,7 @@ impl Sim {
                 }
             }
         }
-        self.send_wakeups();
+        self.send_wakeups(node);
     }
 
     /// The failure reply of an AQM-dropped request leaves, with credits.
@@ -418,47 +334,49 @@ impl Sim {
         self.slab[req].done = now;
         let credits = self.credit_response(req, true);
         self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
-        self.send_wakeups();
+        self.send_wakeups(self.slab[req].node);
     }
 
     /// The controller's credits for the response to `req` leaving now.
     fn credit_response(&mut self, req: u32, dropped: bool) -> u32 {
-        let delay = self.delay_signal();
-        let session = self.slab[req].session;
-        let c = self.credit.as_mut().expect("credit path");
-        c.ctl.on_response(self.now, session, dropped, delay)
+        let node = self.slab[req].node;
+        let delay = self.delay_signal(node);
+        let flow = self.slab[req].flow;
+        let c = self.nodes[node as usize].credit.as_mut().expect("credit path");
+        c.ctl.on_response(self.now, flow, dropped, delay)
     }
 
-    /// Sends the explicit credit messages of the sessions the controller woke.
-    fn send_wakeups(&mut self) {
-        let Some(c) = &mut self.credit else { return };
+    /// Sends the explicit credit messages of the sessions a node's controller woke.
+    fn send_wakeups(&mut self, node: u16) {
+        let Some(c) = &mut self.nodes[node as usize].credit else { return };
         c.ctl.take_wakeups(&mut c.wakeups);
         if self.measuring {
             c.credit_messages += c.wakeups.len() as u64;
         }
         for (session, credits) in c.wakeups.drain(..) {
-            self.net.send(self.now, Event::CreditArrive { session, credits }, &mut self.evq);
+            self.net.send(self.now, Event::CreditArrive { node, session, credits }, &mut self.evq);
         }
     }
 
-    /// Carries out what the clients decided.
-    fn client_outs(&mut self) {
+    /// Carries out what an application's clients towards `node` decided.
+    fn client_outs(&mut self, app: usize, node: u16) {
         let now = self.now;
-        let mut out = std::mem::take(&mut self.credit.as_mut().expect("credit path").out);
+        let mut out = std::mem::take(&mut self.apps[app].out);
+        let base = self.apps[app].session_base;
         for o in out.drain(..) {
             match o {
                 Out::Send { req, demand } => self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq),
                 Out::Drop { req, why } => {
                     let mut r = self.slab.remove(req);
                     r.dropped = true;
-                    self.dropped += 1;
+                    let a = &mut self.apps[app];
+                    a.dropped += 1;
                     self.interval.drops += 1;
                     if self.measuring {
-                        self.recorder.dropped(r.rtype as usize);
-                        let c = self.credit.as_mut().expect("credit path");
+                        a.recorder.dropped(r.rtype as usize);
                         match why {
-                            ClientDrop::Timeout => c.client_timeouts += 1,
-                            ClientDrop::Overflow => c.client_overflows += 1,
+                            ClientDrop::Timeout => a.client_timeouts += 1,
+                            ClientDrop::Overflow => a.client_overflows += 1,
                         }
                     }
                     if let Some(log) = &mut self.log {
@@ -467,20 +385,21 @@ impl Sim {
                 }
                 Out::CreditRequest { session, demand } => {
                     if self.measuring {
-                        self.credit.as_mut().expect("credit path").credit_requests += 1;
+                        self.apps[app].credit_requests += 1;
                     }
-                    self.net.send(now, Event::CreditRequest { session, demand }, &mut self.evq);
+                    self.net.send(now, Event::CreditRequest { node, session: base + session, demand }, &mut self.evq);
                 }
-                Out::Timer { session, at } => self.evq.push(at, Event::ClientTimeout { session, epoch: 0 }),
+                Out::Timer { session, at } => self.evq.push(at, Event::ClientTimeout { node, session: base + session }),
             }
         }
-        self.credit.as_mut().expect("credit path").out = out;
+        self.apps[app].out = out;
     }
 
-    /// Tells the credit controller when the number of active cores changed.
-    fn cores_changed(&mut self) {
-        if let Some(c) = &mut self.credit {
-            let active = self.server.active_count() as u32;
+    /// Tells a node's credit controller when its number of active cores changed.
+    fn cores_changed(&mut self, node: u16) {
+        let n = &mut self.nodes[node as usize];
+        if let Some(c) = &mut n.credit {
+            let active = n.server.active_count() as u32;
             if active != c.active_reported {
                 c.active_reported = active;
                 c.ctl.on_cores_changed(self.now, active);
@@ -488,204 +407,253 @@ impl Sim {
         }
     }
 
-    fn generate(&mut self) {
+    fn generate(&mut self, app: u16) {
         let now = self.now;
-        let session = pick(&mut self.session_rng, self.sessions);
-        let (rtype, mut service) = self.workload.draw();
-        let has_program = self.programs.has_program(rtype);
-        if has_program {
-            self.ops.clear();
-            service = self.programs.draw(rtype, service, &mut self.ops);
-        }
-        let req = Req { id: self.generated, created: now, service, session, rtype, has_program, ..Req::default() };
-        self.generated += 1;
+        let a = &mut self.apps[app as usize];
+        let (session, rtype, service, has_program) = a.draw(&mut self.ops);
+        let node = a.home_node(session, self.nodes.len() as u16);
+        let flow = a.session_base + session;
+        let req = Req { id: a.generated, created: now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
+        a.generated += 1;
         self.interval.arrivals += 1;
         if self.measuring {
-            self.recorder.generated(rtype as usize);
+            a.recorder.generated(rtype as usize);
         }
         let slot = self.slab.insert(req);
         if has_program {
-            self.server.set_program(slot, &self.ops);
-        }
-        match &mut self.credit {
-            None => self.net.send(now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq),
-            Some(c) => {
-                c.clients.submit(session, slot, now, &mut c.out);
-                self.client_outs();
+            for n in &mut self.nodes {
+                n.server.set_program(slot, &self.ops);
             }
         }
-        if let Some(next) = self.arrivals.next() {
+        self.send(slot);
+        let a = &mut self.apps[app as usize];
+        if let Some(next) = a.arrivals.next() {
             if next < self.end {
-                self.evq.push(next, Event::Generate);
+                self.evq.push(next, Event::Generate { app });
             }
         }
     }
 
-    /// A response (or an AQM failure reply) reaches its client; returns the session.
-    fn response(&mut self, slot: u32) -> u32 {
+    /// A request leaves its client for its node: straight onto the network, or through the
+    /// session's credit state.
+    fn send(&mut self, slot: u32) {
+        let r = &self.slab[slot];
+        let (app, node, session) = (r.app as usize, r.node, r.session);
+        if self.nodes[node as usize].credit.is_none() {
+            self.net.send(self.now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq);
+        } else {
+            let a = &mut self.apps[app];
+            a.clients[node as usize].submit(session, slot, self.now, &mut a.out);
+            self.client_outs(app, node);
+        }
+    }
+
+    /// A response (or a failure reply) reaches its client. A failure with retries left is sent
+    /// again, to the next replica.
+    fn response(&mut self, slot: u32, credits: u32) {
         let now = self.now;
+        let r = self.slab[slot];
+        let app = r.app as usize;
+        let credited = self.nodes[r.node as usize].credit.is_some();
+        let replicas = self.nodes.len() as u16;
+        if r.dropped && r.tries < self.apps[app].retries && replicas > 1 {
+            if credited {
+                self.client_credits(app, r.node, r.session, credits);
+            }
+            if self.measuring {
+                self.apps[app].retried += 1;
+            }
+            let again = Req { id: r.id, created: r.created, service: r.service, session: r.session, flow: r.flow, rtype: r.rtype, app: r.app, has_program: r.has_program, ..Req::default() };
+            self.slab[slot] = Req { node: (r.node + 1) % replicas, tries: r.tries + 1, ..again };
+            self.send(slot);
+            return;
+        }
         let r = self.slab.remove(slot);
+        let a = &mut self.apps[app];
         if r.dropped {
-            self.dropped += 1;
+            a.dropped += 1;
             self.interval.drops += 1;
             if self.measuring {
-                self.recorder.dropped(r.rtype as usize);
+                a.recorder.dropped(r.rtype as usize);
             }
         } else {
-            self.completed += 1;
+            a.completed += 1;
             self.interval.completions += 1;
             if self.measuring {
-                self.recorder.completed(r.rtype as usize, now - r.created, r.queued_ns, r.service);
+                a.recorder.completed(r.rtype as usize, now - r.created, r.queued_ns, r.service);
             }
         }
         if let Some(log) = &mut self.log {
             log.push(&r, now);
         }
-        r.session
+        if credited {
+            self.client_credits(app, r.node, r.session, credits);
+        }
+    }
+
+    /// The credits a response carries reach its session's client state.
+    fn client_credits(&mut self, app: usize, node: u16, session: u32, credits: u32) {
+        let a = &mut self.apps[app];
+        a.clients[node as usize].on_credits(session, credits, true, self.now, &mut a.out);
+        self.client_outs(app, node);
     }
 
     /// Schedules the park check of a core that just went idle, as its allocator's rule says.
-    fn after_idle(&mut self, core: u16, idle: Idle) {
+    fn after_idle(&mut self, node: u16, core: u16, idle: Idle) {
         match idle {
             Idle::Working => {}
-            Idle::Yielded => self.after_park(),
+            Idle::Yielded => self.after_park(node),
             Idle::Spinning => {
-                let rule = self.allocator.park_rule();
+                let n = &self.nodes[node as usize];
+                let rule = n.allocator.park_rule();
                 let wait = match rule.mode {
                     ParkMode::Never => return,
                     ParkMode::AfterPoll => rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass),
-                    ParkMode::OnlyLastCore if self.server.active_count() == 1 => self.search_pass,
+                    ParkMode::OnlyLastCore if n.server.active_count() == 1 => self.search_pass,
                     ParkMode::OnlyLastCore => return,
                 };
-                let epoch = self.server.core(core).epoch;
-                self.evq.push(self.now + wait, Event::ParkCheck { core, epoch });
+                let epoch = n.server.core(core).epoch;
+                self.evq.push(self.now + wait, Event::ParkCheck { node, core, epoch });
             }
         }
     }
 
-    fn park_check(&mut self, core: u16, epoch: u32) {
-        if self.server.core(core).epoch != epoch || !self.server.is_spinning(core) {
+    fn park_check(&mut self, node: u16, core: u16, epoch: u32) {
+        let measuring = self.measuring;
+        let n = &mut self.nodes[node as usize];
+        if n.server.core(core).epoch != epoch || !n.server.is_spinning(core) {
             return; // found work since, or already parked
         }
-        let active = self.server.active_count();
-        if active == 1 && self.allocator.park_rule().mode == ParkMode::Never {
+        let active = n.server.active_count();
+        if active == 1 && n.allocator.park_rule().mode == ParkMode::Never {
             return;
         }
-        let credits = self.credit.as_mut().map(|c| &mut *c.ctl as &mut dyn CreditLink);
-        match self.allocator.on_park_attempt(self.now, core, active, credits) {
+        let credits = n.credit.as_mut().map(|c| &mut *c.ctl as &mut dyn CreditLink);
+        match n.allocator.on_park_attempt(self.now, core, active, credits) {
             ParkVerdict::Park => {
-                if let Some(c) = &mut self.credit {
-                    if self.measuring && c.ctl.drained() > 0 {
+                if let Some(c) = &mut n.credit {
+                    if measuring && c.ctl.drained() > 0 {
                         c.parks_while_drained += 1;
                     }
                 }
-                self.server.park(core, self.now);
-                self.after_park();
+                n.server.park(core, self.now);
+                self.after_park(node);
             }
             ParkVerdict::KeepPolling => {
-                self.server.mark_park_attempt(core);
-                self.evq.push(self.now + self.search_pass, Event::ParkCheck { core, epoch });
+                n.server.mark_park_attempt(core);
+                self.evq.push(self.now + self.search_pass, Event::ParkCheck { node, core, epoch });
             }
         }
-        if self.credit.is_some() {
-            self.send_wakeups();
+        if self.nodes[node as usize].credit.is_some() {
+            self.send_wakeups(node);
         }
     }
 
-    /// Tells the allocator that a core ended a park attempt: it found work, or it was woken
-    /// after parking (CoreSync returns the credits it withheld).
-    fn park_aborted(&mut self, core: u16) {
-        let credits = self.credit.as_mut().map(|c| &mut *c.ctl as &mut dyn CreditLink);
-        self.allocator.on_park_abort(self.now, core, credits);
+    /// Tells a node's allocator that a core ended a park attempt: it found work, or it was
+    /// woken after parking (CoreSync returns the credits it withheld).
+    fn park_aborted(&mut self, node: u16, core: u16) {
+        let n = &mut self.nodes[node as usize];
+        let credits = n.credit.as_mut().map(|c| &mut *c.ctl as &mut dyn CreditLink);
+        n.allocator.on_park_abort(self.now, core, credits);
     }
 
     /// After any park: a lone remaining idle core under an only-the-last-core-parks rule gets
     /// its own park check.
-    fn after_park(&mut self) {
-        self.cores_changed();
-        if self.allocator.park_rule().mode == ParkMode::OnlyLastCore && self.server.active_count() == 1 {
-            if let Some(c) = (0..self.server.cores().len() as u16).find(|&c| self.server.is_spinning(c)) {
-                self.after_idle(c, Idle::Spinning);
+    fn after_park(&mut self, node: u16) {
+        self.cores_changed(node);
+        let s = &self.nodes[node as usize];
+        if s.allocator.park_rule().mode == ParkMode::OnlyLastCore && s.server.active_count() == 1 {
+            if let Some(c) = (0..s.server.cores().len() as u16).find(|&c| s.server.is_spinning(c)) {
+                self.after_idle(node, c, Idle::Spinning);
             }
         }
     }
 
-    fn alloc_tick(&mut self) {
+    fn alloc_tick(&mut self, node: u16) {
         let now = self.now;
-        self.server.observe(now, &self.slab, &mut self.obs);
-        if let Some(c) = &mut self.credit {
+        let n = &mut self.nodes[node as usize];
+        n.server.observe(now, &self.slab, &mut n.obs);
+        if let Some(c) = &mut n.credit {
             if !c.exact {
                 // The congestion signal is measured at the allocator's pace, as in Caladan.
-                c.delay = self.server.max_delay(now, &self.slab);
+                c.delay = n.server.max_delay(now, &self.slab);
             }
         }
         // A yield request not served within one interval is withdrawn, as Caladan's IOKernel
         // does: the signal that motivated it is stale by now.
-        self.server.withdraw_yield_requests();
-        let action = self.allocator.tick(&AllocObs { now, cores: &self.obs });
+        n.server.withdraw_yield_requests();
+        let action = n.allocator.tick(&AllocObs { now, cores: &n.obs });
         match action {
             AllocAction::Nothing => {}
             AllocAction::Grant => {
-                self.server.grant(now, &mut self.evq);
+                n.server.grant(now, &mut self.evq);
             }
             AllocAction::Yield(core) => {
-                self.server.request_yield(core, now);
-                if !self.server.core(core).is_active() {
-                    self.after_park();
+                n.server.request_yield(core, now);
+                if !n.server.core(core).is_active() {
+                    self.after_park(node);
                 }
             }
         }
-        if let Some(iv) = self.allocator.interval() {
-            self.evq.push(now + iv, Event::AllocTick);
+        if let Some(iv) = self.nodes[node as usize].allocator.interval() {
+            self.evq.push(now + iv, Event::AllocTick { node });
         }
     }
 
     fn sample(&mut self) {
         let now = self.now;
-        let times = self.server.core_times(now);
         let dt = (now - self.last_sample_at) as f64;
-        let d = |i: usize| (times[i] - self.last_sample_times[i]) as f64 / dt;
+        let measuring = self.measuring;
         let s = &mut self.series;
         s.t_ms.push(now as f64 / 1e6);
-        // A waking core is already the LC application's (taken from the BE co-tenant), though
-        // not yet usable: it counts as allocated, so allocated + parked = max_cores.
-        s.cores_allocated.push(d(0) + d(1) + d(3) + d(4));
-        s.cores_busy.push(d(0));
-        s.cores_parked.push(d(2));
-        s.queue_len.push(self.server.queued_total() as f64);
-        s.oldest_delay_us.push(self.server.max_delay(now, &self.slab) as f64 / 1e3);
-        s.arrivals.push(self.interval.arrivals as f64);
-        s.completions.push(self.interval.completions as f64);
-        s.drops.push(self.interval.drops as f64);
-        s.throughput_rps.push(self.interval.completions as f64 / dt * 1e9);
-        s.offered_rps.push(self.arrivals.rate_at(now as f64));
-        s.in_system.push(self.slab.live() as f64);
-        s.alloc_signal.push(self.allocator.signal().unwrap_or(f64::NAN));
-        match &mut self.credit {
-            None => {
-                s.credit_pool.push(f64::NAN);
-                s.credits_issued.push(f64::NAN);
-                s.drained_sessions.push(f64::NAN);
-                s.client_queued.push(0.0);
-            }
-            Some(c) => {
+        let (mut allocated, mut busy, mut parked, mut queue_len, mut oldest) = (0.0, 0.0, 0.0, 0.0, 0.0f64);
+        let (mut pool, mut issued, mut drained) = (f64::NAN, f64::NAN, f64::NAN);
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            let times = n.server.core_times(now);
+            let d = |k: usize| (times[k] - n.last_sample_times[k]) as f64 / dt;
+            // A waking core is already the LC application's (taken from the BE co-tenant), though
+            // not yet usable: it counts as allocated, so allocated + parked = max_cores.
+            allocated += d(0) + d(1) + d(3) + d(4);
+            busy += d(0);
+            parked += d(2);
+            queue_len += n.server.queued_total() as f64;
+            oldest = oldest.max(n.server.max_delay(now, &self.slab) as f64 / 1e3);
+            n.last_sample_times = times;
+            if let Some(c) = &mut n.credit {
                 let st = c.ctl.stats();
-                let queued = c.clients.queued as f64;
-                s.credit_pool.push(st.pool as f64);
-                s.credits_issued.push(st.issued as f64);
-                s.drained_sessions.push(st.drained as f64);
-                s.client_queued.push(queued);
-                if self.measuring {
+                let first = i == 0;
+                pool = if first { st.pool as f64 } else { pool + st.pool as f64 };
+                issued = if first { st.issued as f64 } else { issued + st.issued as f64 };
+                drained = if first { st.drained as f64 } else { drained + st.drained as f64 };
+                if measuring {
                     c.samples += 1;
                     c.pool_sum += st.pool as f64;
                     c.issued_sum += st.issued as f64;
                     c.drained_sum += st.drained as f64;
-                    c.queued_sum += queued;
                 }
             }
         }
+        s.cores_allocated.push(allocated);
+        s.cores_busy.push(busy);
+        s.cores_parked.push(parked);
+        s.queue_len.push(queue_len);
+        s.oldest_delay_us.push(oldest);
+        s.arrivals.push(self.interval.arrivals as f64);
+        s.completions.push(self.interval.completions as f64);
+        s.drops.push(self.interval.drops as f64);
+        s.throughput_rps.push(self.interval.completions as f64 / dt * 1e9);
+        s.offered_rps.push(self.apps.iter().map(|a| a.arrivals.rate_at(now as f64)).sum());
+        s.in_system.push(self.slab.live() as f64);
+        s.alloc_signal.push(self.nodes[0].allocator.signal().unwrap_or(f64::NAN));
+        s.credit_pool.push(pool);
+        s.credits_issued.push(issued);
+        s.drained_sessions.push(drained);
+        let queued: u64 = self.apps.iter().flat_map(|a| a.clients.iter()).map(|c| c.queued).sum();
+        s.client_queued.push(queued as f64);
+        if measuring && self.nodes[0].credit.is_some() {
+            self.client_queued_sum += queued as f64;
+        }
         self.interval = Interval::default();
-        self.last_sample_times = times;
         self.last_sample_at = now;
         self.evq.push(now + self.sample_every, Event::Sample);
     }
@@ -694,75 +662,85 @@ impl Sim {
         let sc = &self.scenario;
         let window_ns = self.end - self.warmup;
         let window_s = window_ns as f64 / 1e9;
-        let times = self.server.core_times(self.end);
-        let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
-        let max_cores = sc.server.max_cores;
-        let allocated_mean = w(0) + w(1) + w(3) + w(4);
-        let (sc0, sc1) = (self.window_start_sched, self.server.counters);
+        let nodes: Vec<_> =
+            self.nodes.iter().enumerate().map(|(i, n)| n.summary(i as u16, sc.server.max_cores, self.end, window_ns)).collect();
+        // The flat resource keys are the nodes' totals (a single node's, exactly).
+        let mut total = nodes[0].clone();
+        for n in &nodes[1..] {
+            let (t, c) = (&mut total, n);
+            t.cores.max += c.cores.max;
+            t.cores.allocated_mean += c.cores.allocated_mean;
+            t.cores.busy_mean += c.cores.busy_mean;
+            t.cores.transition_mean += c.cores.transition_mean;
+            t.be_cores_mean += c.be_cores_mean;
+            let (a, b) = (&mut t.core_time, &c.core_time);
+            *a = CoreTime {
+                busy_ns: a.busy_ns + b.busy_ns,
+                search_ns: a.search_ns + b.search_ns,
+                parked_ns: a.parked_ns + b.parked_ns,
+                transition_ns: a.transition_ns + b.transition_ns,
+                overhead_ns: a.overhead_ns + b.overhead_ns,
+                total_ns: a.total_ns + b.total_ns,
+            };
+            let (a, b) = (&mut t.sched, &c.sched);
+            let waited = |s: &Sched| s.lock_wait_us_mean * s.lock_waits as f64;
+            let waits = a.lock_waits + b.lock_waits;
+            a.lock_wait_us_mean = if waits > 0 { (waited(a) + waited(b)) / waits as f64 } else { 0.0 };
+            a.preemptions += b.preemptions;
+            a.yields += b.yields;
+            a.lock_acquisitions += b.lock_acquisitions;
+            a.lock_waits = waits;
+            a.preempt_send_ns += b.preempt_send_ns;
+            if let (Some(a), Some(b)) = (&mut t.credits, &c.credits) {
+                a.pool_mean += b.pool_mean;
+                a.issued_mean += b.issued_mean;
+                a.drained_mean += b.drained_mean;
+                a.aqm_drops += b.aqm_drops;
+                a.credit_messages += b.credit_messages;
+                a.parks_while_drained += b.parks_while_drained;
+            }
+        }
+        total.cpu_utilization = if nodes.len() == 1 { total.cpu_utilization } else { total.cores.allocated_mean / total.cores.max as f64 };
+        let credits = total.credits.take().map(|mut c| {
+            let samples = self.nodes[0].credit.as_ref().map_or(0, |c| c.samples).max(1) as f64;
+            c.client_queued_mean = self.client_queued_sum / samples;
+            for a in &self.apps {
+                c.client_timeouts += a.client_timeouts;
+                c.client_overflows += a.client_overflows;
+                c.credit_requests += a.credit_requests;
+            }
+            c.client_drops = c.client_timeouts + c.client_overflows;
+            c
+        });
+        let first = &self.apps[0];
+        let generated: u64 = self.apps.iter().map(|a| a.generated).sum();
         let summary = Summary {
             scenario: sc.name.clone(),
             seed: 0,
-            allocator: self.allocator.name().to_string(),
-            overload: self.credit.as_ref().map_or("none", |c| c.ctl.name()).to_string(),
-            slo_us: self.slo_us,
-            cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0), transition_mean: w(3) },
-            cpu_utilization: allocated_mean / max_cores as f64,
-            be_cores_mean: w(2),
+            allocator: self.nodes[0].allocator.name().to_string(),
+            overload: self.nodes[0].credit.as_ref().map_or("none", |c| c.ctl.name()).to_string(),
+            slo_us: first.slo_us,
+            cores: Cores { ..total.cores },
+            cpu_utilization: total.cpu_utilization,
+            be_cores_mean: total.be_cores_mean,
             requests: Requests {
-                generated: self.generated,
-                completed: self.completed,
-                dropped: self.dropped,
-                in_flight: self.slab.live() as u64,
+                generated: first.generated,
+                completed: first.completed,
+                dropped: first.dropped,
+                in_flight: if self.apps.len() == 1 { self.slab.live() as u64 } else { first.in_flight() },
             },
-            core_time: CoreTime {
-                busy_ns: times[0],
-                search_ns: times[1],
-                parked_ns: times[2],
-                transition_ns: times[3],
-                overhead_ns: times[4],
-                total_ns: times.iter().sum(),
-            },
-            sched: Some(Sched {
-                queue_policy: self.server.policy_name().to_string(),
-                preemptions: sc1.preemptions - sc0.preemptions,
-                yields: sc1.yields - sc0.yields,
-                lock_acquisitions: sc1.lock_acquisitions - sc0.lock_acquisitions,
-                lock_waits: sc1.lock_waits - sc0.lock_waits,
-                lock_wait_us_mean: if sc1.lock_waits > sc0.lock_waits {
-                    (sc1.lock_wait_ns - sc0.lock_wait_ns) as f64 / (sc1.lock_waits - sc0.lock_waits) as f64 / 1e3
-                } else {
-                    0.0
-                },
-                preempt_send_ns: sc1.preempt_send_ns - sc0.preempt_send_ns,
-            }),
-            credits: self.credit.as_ref().map(|c| {
-                let n = c.samples.max(1) as f64;
-                Credits {
-                    pool_mean: c.pool_sum / n,
-                    issued_mean: c.issued_sum / n,
-                    drained_mean: c.drained_sum / n,
-                    client_queued_mean: c.queued_sum / n,
-                    aqm_drops: c.aqm_drops,
-                    client_drops: c.client_timeouts + c.client_overflows,
-                    client_timeouts: c.client_timeouts,
-                    client_overflows: c.client_overflows,
-                    credit_messages: c.credit_messages,
-                    credit_requests: c.credit_requests,
-                    parks_while_drained: c.parks_while_drained,
-                }
-            }),
+            core_time: total.core_time,
+            credits,
+            sched: Some(total.sched),
+            applications: self.apps.iter().map(|a| a.summary(window_s)).collect(),
+            nodes,
             sim: SimStats {
                 events: self.events,
                 wall_s,
-                requests_per_wall_s: if wall_s > 0.0 { self.generated as f64 / wall_s } else { 0.0 },
+                requests_per_wall_s: if wall_s > 0.0 { generated as f64 / wall_s } else { 0.0 },
             },
-            ..self.recorder.summary(window_s)
+            ..first.recorder.summary(window_s)
         };
-        SimResult {
-            summary,
-            timeseries: self.series,
-            latency_cdf: self.recorder.latency_cdf(),
-            requests: self.log,
-        }
+        SimResult { summary, timeseries: self.series, latency_cdf: first.recorder.latency_cdf(), requests: self.log }
     }
 }

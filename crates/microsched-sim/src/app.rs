@@ -1,0 +1,159 @@
+//! An application of the scenario: its arrival process, request mix and programs, its client
+//! sessions (their Breakwater client state towards each node, under credit-based overload
+//! control), its latency recorder and its conservation counters.
+
+use std::path::Path;
+
+use microsched_core::metrics::LatencyRecorder;
+use microsched_core::overload::client::{Clients, Out};
+use microsched_core::program::{Op, Programs};
+use microsched_core::rng::{hash, stream, Stream};
+use microsched_core::scenario::Scenario;
+use microsched_core::summary::{AppSummary, Requests};
+use microsched_core::time::us;
+use microsched_core::topology::{AppView, ReplicaChoice};
+use microsched_core::workload::{load_steps_for, pick, Arrivals, RequestMix};
+use microsched_core::{Nanos, ScenarioError};
+
+pub struct App {
+    pub name: String,
+    pub mix: RequestMix,
+    pub programs: Programs,
+    pub arrivals: Arrivals,
+    session_rng: Stream,
+    pub sessions: u32,
+    /// Its first session's number across applications.
+    pub session_base: u32,
+    /// Its first mutex's id in the nodes' mutex tables.
+    pub mutex_base: u32,
+    pub replica_choice: ReplicaChoice,
+    pub retries: u8,
+    pub recorder: LatencyRecorder,
+    pub slo_us: f64,
+    /// Client state per node (credit-based overload control only).
+    pub clients: Vec<Clients<u32>>,
+    pub out: Vec<Out<u32>>,
+    // Whole-run conservation counters.
+    pub generated: u64,
+    pub completed: u64,
+    pub dropped: u64,
+    // Measured-window counters.
+    pub retried: u64,
+    pub client_timeouts: u64,
+    pub client_overflows: u64,
+    pub credit_requests: u64,
+}
+
+impl App {
+    /// Application `index` of `sc`; `session_base` and `mutex_base` number its sessions and
+    /// mutexes after the applications before it.
+    pub fn new(
+        sc: &Scenario,
+        a: &AppView,
+        base_dir: &Path,
+        seed: u64,
+        session_base: u32,
+        mutex_base: u32,
+        credit_based: bool,
+    ) -> Result<Self, ScenarioError> {
+        let prefix = &a.stream_prefix;
+        let mix = RequestMix::for_workload(a.workload, base_dir, seed, prefix).map_err(|e| in_app(e, a))?;
+        let programs = Programs::for_app(a.workload, base_dir, seed, prefix).map_err(|e| in_app(e, a))?;
+        let steps = load_steps_for(a.load, sc.app_capacity_rps(a, base_dir)?);
+        let names: Vec<String> = a.workload.types.iter().map(|t| t.name.clone()).collect();
+        let slo_us = sc.app_slo_us(a, base_dir)?;
+        let c = a.clients;
+        let clients = if credit_based {
+            // The simulated network loses nothing: a credit request is never retried.
+            (0..sc.server.replicas).map(|_| Clients::new(c.sessions, c.queue_capacity, us(c.timeout_us), true, None)).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            name: a.name.to_string(),
+            mix,
+            programs,
+            arrivals: Arrivals::from_steps_named(&steps, seed, prefix),
+            session_rng: stream(seed, &format!("{prefix}sessions")),
+            sessions: c.sessions,
+            session_base,
+            mutex_base,
+            replica_choice: c.replica_choice,
+            retries: c.retries as u8,
+            recorder: LatencyRecorder::new(&names, us(slo_us)),
+            slo_us,
+            clients,
+            out: Vec::with_capacity(64),
+            generated: 0,
+            completed: 0,
+            dropped: 0,
+            retried: 0,
+            client_timeouts: 0,
+            client_overflows: 0,
+            credit_requests: 0,
+        })
+    }
+
+    /// The next request's session, type, total work and program (appended to `ops`, mutex ids
+    /// numbered across applications; `None` if the type has no program).
+    pub fn draw(&mut self, ops: &mut Vec<Op>) -> (u32, u16, Nanos, bool) {
+        let session = pick(&mut self.session_rng, self.sessions);
+        let (rtype, mut service) = self.mix.draw();
+        let has_program = self.programs.has_program(rtype);
+        if has_program {
+            ops.clear();
+            service = self.programs.draw(rtype, service, ops);
+            if self.mutex_base > 0 {
+                for op in ops.iter_mut() {
+                    if let Op::Acquire(m) | Op::Release(m) = op {
+                        *m += self.mutex_base;
+                    }
+                }
+            }
+        }
+        (session, rtype, service, has_program)
+    }
+
+    /// The node a session talks to first.
+    pub fn home_node(&self, session: u32, replicas: u16) -> u16 {
+        match self.replica_choice {
+            _ if replicas == 1 => 0,
+            ReplicaChoice::Primary => 0,
+            ReplicaChoice::Hash => (hash(((self.session_base + session) as u64) ^ 0x5eed_0f_4e91_1ca5) % replicas as u64) as u16,
+        }
+    }
+
+    /// Requests of this application still in the system.
+    pub fn in_flight(&self) -> u64 {
+        self.generated - self.completed - self.dropped
+    }
+
+    pub fn summary(&self, window_s: f64) -> AppSummary {
+        let s = self.recorder.summary(window_s);
+        AppSummary {
+            name: self.name.clone(),
+            slo_us: self.slo_us,
+            offered_rps: s.offered_rps,
+            throughput_rps: s.throughput_rps,
+            goodput_rps: s.goodput_rps,
+            drop_rate: s.drop_rate,
+            latency_us: s.latency_us,
+            queueing_delay_us: s.queueing_delay_us,
+            slowdown: s.slowdown,
+            by_type: s.by_type,
+            requests: Requests {
+                generated: self.generated,
+                completed: self.completed,
+                dropped: self.dropped,
+                in_flight: self.in_flight(),
+            },
+            retries: self.retried,
+        }
+    }
+}
+
+/// An error of an application after the first names its table.
+fn in_app(mut e: ScenarioError, a: &AppView) -> ScenarioError {
+    e.field = format!("{}{}", a.field, e.field);
+    e
+}

@@ -1,0 +1,155 @@
+//! A server node: its cores and queues (the [`Server`] mechanism), its core allocator, its
+//! credit controller and the cached congestion signal it reads, and the snapshots its window
+//! statistics are taken from.
+
+use microsched_core::alloc::{self, CoreAllocator, CoreObs, ParkMode};
+use microsched_core::overload::{self, CreditController, SessionId};
+use microsched_core::scenario::{DelaySignal, Scenario};
+use microsched_core::sched;
+use microsched_core::summary::{CoreTime, Cores, Credits, NodeSummary, Sched};
+use microsched_core::time::{us, NS_PER_US};
+use microsched_core::Nanos;
+
+use crate::server::{SchedCounters, Server, ServerCfg};
+
+/// Period of the congestion-signal measurement when the core allocator has no interval of its
+/// own (Caladan's IOKERNEL_POLL_INTERVAL).
+const DELAY_POLL_NS: Nanos = 10 * NS_PER_US;
+
+/// A node's credit-based overload control: its controller, the cached congestion signal and
+/// the node-side credit statistics. Absent with the "none" controller, whose path has no credit
+/// work at all.
+pub struct Credit {
+    pub ctl: Box<dyn CreditController>,
+    /// Reused buffer: the controller's wake-ups.
+    pub wakeups: Vec<(SessionId, u32)>,
+    /// Measure the signal at each decision instead of reading the cached sample.
+    pub exact: bool,
+    /// The last sampled congestion signal.
+    pub delay: Nanos,
+    /// Period of `Event::DelayPoll` (sampled signal, allocator without an interval).
+    pub poll: Option<Nanos>,
+    /// Active cores last reported to the controller.
+    pub active_reported: u32,
+    pub packet_cost: Nanos,
+    // Measured-window counters and sample sums.
+    pub aqm_drops: u64,
+    pub credit_messages: u64,
+    pub parks_while_drained: u64,
+    pub samples: u64,
+    pub pool_sum: f64,
+    pub issued_sum: f64,
+    pub drained_sum: f64,
+}
+
+pub struct Node {
+    pub server: Server,
+    pub allocator: Box<dyn CoreAllocator>,
+    pub credit: Option<Box<Credit>>,
+    pub obs: Vec<CoreObs>,
+    /// Core-time and scheduling-counter snapshots at the start of the measured window.
+    pub window_start_times: [Nanos; 5],
+    pub window_start_sched: SchedCounters,
+    pub last_sample_times: [Nanos; 5],
+}
+
+impl Node {
+    /// Node `index` of `sc`; `sessions` counts the sessions of every application, `spin_locks`
+    /// the mutexes of every application.
+    pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, spin_locks: Vec<bool>) -> Self {
+        let workers = sched::worker_cores(sc);
+        let allocator = alloc::build(&sc.policy.allocator, sc.server.max_cores);
+        let server = Server::new(
+            index,
+            ServerCfg {
+                max_cores: workers as usize,
+                dispatcher: sc.server.dispatcher.as_ref().map(|d| d.cost()),
+                steal_cost: sc.server.steal_cost_ns.round() as Nanos,
+                packet_cost: sc.server.packet_cost_ns.round() as Nanos,
+                alloc_delay: us(sc.server.allocation_delay_us),
+                preemption: sc.server.preemption.build(),
+            },
+            // Dynamic policies start from one core and grow as load demands.
+            if allocator.park_rule().mode == ParkMode::Never { workers as usize } else { 1 },
+            // Node 0 draws from the streams a single server always drew from.
+            sched::build(sc, if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) }),
+            spin_locks,
+        );
+        let rtt = us(sc.network.rtt_us);
+        let credit = overload::build(&sc.policy.overload, sessions, sc.server.max_cores, rtt).map(|ctl| {
+            let exact = sc.server.delay_signal == DelaySignal::Exact;
+            Box::new(Credit {
+                ctl,
+                wakeups: Vec::with_capacity(64),
+                exact,
+                delay: 0,
+                poll: (!exact && allocator.interval().is_none()).then_some(DELAY_POLL_NS),
+                active_reported: 0,
+                packet_cost: sc.server.packet_cost_ns.round() as Nanos,
+                aqm_drops: 0,
+                credit_messages: 0,
+                parks_while_drained: 0,
+                samples: 0,
+                pool_sum: 0.0,
+                issued_sum: 0.0,
+                drained_sum: 0.0,
+            })
+        });
+        Self {
+            server,
+            allocator,
+            credit,
+            obs: Vec::with_capacity(sc.server.max_cores as usize),
+            window_start_times: [0; 5],
+            window_start_sched: SchedCounters::default(),
+            last_sample_times: [0; 5],
+        }
+    }
+
+    /// This node's section of the summary over the window that ends at `end`.
+    pub fn summary(&self, index: u16, max_cores: u32, end: Nanos, window_ns: Nanos) -> NodeSummary {
+        let times = self.server.core_times(end);
+        let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
+        let allocated_mean = w(0) + w(1) + w(3) + w(4);
+        let (sc0, sc1) = (self.window_start_sched, self.server.counters);
+        NodeSummary {
+            node: index as u32,
+            cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0), transition_mean: w(3) },
+            cpu_utilization: allocated_mean / max_cores as f64,
+            be_cores_mean: w(2),
+            core_time: CoreTime {
+                busy_ns: times[0],
+                search_ns: times[1],
+                parked_ns: times[2],
+                transition_ns: times[3],
+                overhead_ns: times[4],
+                total_ns: times.iter().sum(),
+            },
+            sched: Sched {
+                queue_policy: self.server.policy_name().to_string(),
+                preemptions: sc1.preemptions - sc0.preemptions,
+                yields: sc1.yields - sc0.yields,
+                lock_acquisitions: sc1.lock_acquisitions - sc0.lock_acquisitions,
+                lock_waits: sc1.lock_waits - sc0.lock_waits,
+                lock_wait_us_mean: if sc1.lock_waits > sc0.lock_waits {
+                    (sc1.lock_wait_ns - sc0.lock_wait_ns) as f64 / (sc1.lock_waits - sc0.lock_waits) as f64 / 1e3
+                } else {
+                    0.0
+                },
+                preempt_send_ns: sc1.preempt_send_ns - sc0.preempt_send_ns,
+            },
+            credits: self.credit.as_ref().map(|c| {
+                let n = c.samples.max(1) as f64;
+                Credits {
+                    pool_mean: c.pool_sum / n,
+                    issued_mean: c.issued_sum / n,
+                    drained_mean: c.drained_sum / n,
+                    aqm_drops: c.aqm_drops,
+                    credit_messages: c.credit_messages,
+                    parks_while_drained: c.parks_while_drained,
+                    ..Credits::default()
+                }
+            }),
+        }
+    }
+}
