@@ -97,6 +97,9 @@ pub struct Sim {
     arrivals: Arrivals,
     session_rng: Stream,
     sessions: u32,
+    /// The session of the next generated request, drawn one arrival ahead (same stream, same
+    /// order) so that its client state can be prefetched.
+    next_session: u32,
     allocator: Box<dyn CoreAllocator>,
     credit: Option<Box<Credit>>,
     obs: Vec<CoreObs>,
@@ -185,6 +188,7 @@ impl Sim {
             arrivals: Arrivals::from_steps(&steps, seed),
             session_rng: stream(seed, "sessions"),
             sessions: sc.clients.sessions,
+            next_session: 0,
             allocator,
             credit,
             obs: Vec::with_capacity(max_cores),
@@ -211,6 +215,7 @@ impl Sim {
         let wall = Instant::now();
         if let Some(t) = self.arrivals.next() {
             self.evq.push(t, Event::Generate);
+            self.draw_session();
         }
         if self.warmup > 0 {
             self.evq.push(self.warmup, Event::WarmupEnd);
@@ -409,7 +414,11 @@ impl Sim {
         let mut out = std::mem::take(&mut self.credit.as_mut().expect("credit path").out);
         for o in out.drain(..) {
             match o {
-                Out::Send { req, demand } => self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq),
+                Out::Send { req, demand } => {
+                    let c = self.credit.as_ref().expect("credit path");
+                    c.ctl.prefetch(self.slab[req].session);
+                    self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq)
+                }
                 Out::Drop { req, why } => {
                     let mut r = self.slab.remove(req);
                     r.dropped = true;
@@ -450,9 +459,16 @@ impl Sim {
         }
     }
 
+    fn draw_session(&mut self) {
+        self.next_session = pick(&mut self.session_rng, self.sessions);
+        if let Some(c) = &self.credit {
+            c.clients.prefetch(self.next_session);
+        }
+    }
+
     fn generate(&mut self) {
         let now = self.now;
-        let session = pick(&mut self.session_rng, self.sessions);
+        let session = self.next_session;
         let (rtype, service) = self.workload.draw();
         let req = Req { id: self.generated, created: now, service, session, rtype, ..Req::default() };
         self.generated += 1;
@@ -471,6 +487,7 @@ impl Sim {
         if let Some(next) = self.arrivals.next() {
             if next < self.end {
                 self.evq.push(next, Event::Generate);
+                self.draw_session();
             }
         }
     }

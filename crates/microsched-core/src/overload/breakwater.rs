@@ -516,6 +516,12 @@ impl CreditController for Breakwater {
         self.active_cores = active;
     }
 
+    fn prefetch(&self, session: SessionId) {
+        if let Some(s) = self.sessions.get(session as usize) {
+            super::prefetch(s);
+        }
+    }
+
     fn stats(&self) -> CreditStats {
         CreditStats { pool: self.pool, issued: self.issued, drained: self.num_drained, aqm_drops: self.aqm_drops }
     }

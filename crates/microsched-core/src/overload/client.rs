@@ -121,6 +121,13 @@ impl<R: Copy> Clients<R> {
         }
     }
 
+    /// A hint: a request of `session` is coming (see [`super::CreditController::prefetch`]).
+    pub fn prefetch(&self, session: u32) {
+        if let Some(s) = self.sessions.get(session as usize) {
+            super::prefetch(s);
+        }
+    }
+
     /// Credits a session got when it connected.
     pub fn set_granted(&mut self, session: u32, credits: u32) {
         self.sessions[session as usize].granted = credits;
