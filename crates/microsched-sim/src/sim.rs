@@ -1,6 +1,7 @@
 //! The event loop: clients and network around the server, policies driven at their intervals,
 //! metrics over the measured window.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs, ParkMode, ParkVerdict};
@@ -38,6 +39,10 @@ impl Network {
         }
     }
 }
+
+/// How many arrivals ahead a request's session is drawn: one arrival is often too short a lead
+/// (Poisson gaps) for the prefetch of its client state to complete.
+const SESSION_LOOKAHEAD: usize = 4;
 
 /// Period of the congestion-signal measurement when the core allocator has no interval of its
 /// own (Caladan's IOKERNEL_POLL_INTERVAL).
@@ -97,9 +102,9 @@ pub struct Sim {
     arrivals: Arrivals,
     session_rng: Stream,
     sessions: u32,
-    /// The session of the next generated request, drawn one arrival ahead (same stream, same
-    /// order) so that its client state can be prefetched.
-    next_session: u32,
+    /// Sessions of the next requests to be generated, drawn [`SESSION_LOOKAHEAD`] arrivals
+    /// ahead (same stream, same order) so that their client state can be prefetched.
+    upcoming: VecDeque<u32>,
     allocator: Box<dyn CoreAllocator>,
     credit: Option<Box<Credit>>,
     obs: Vec<CoreObs>,
@@ -188,7 +193,7 @@ impl Sim {
             arrivals: Arrivals::from_steps(&steps, seed),
             session_rng: stream(seed, "sessions"),
             sessions: sc.clients.sessions,
-            next_session: 0,
+            upcoming: VecDeque::with_capacity(SESSION_LOOKAHEAD),
             allocator,
             credit,
             obs: Vec::with_capacity(max_cores),
@@ -215,7 +220,9 @@ impl Sim {
         let wall = Instant::now();
         if let Some(t) = self.arrivals.next() {
             self.evq.push(t, Event::Generate);
-            self.draw_session();
+            for _ in 0..SESSION_LOOKAHEAD {
+                self.draw_session();
+            }
         }
         if self.warmup > 0 {
             self.evq.push(self.warmup, Event::WarmupEnd);
@@ -460,15 +467,16 @@ impl Sim {
     }
 
     fn draw_session(&mut self) {
-        self.next_session = pick(&mut self.session_rng, self.sessions);
+        let session = pick(&mut self.session_rng, self.sessions);
+        self.upcoming.push_back(session);
         if let Some(c) = &self.credit {
-            c.clients.prefetch(self.next_session);
+            c.clients.prefetch(session);
         }
     }
 
     fn generate(&mut self) {
         let now = self.now;
-        let session = self.next_session;
+        let session = self.upcoming.pop_front().expect("sessions are drawn ahead of every Generate");
         let (rtype, service) = self.workload.draw();
         let req = Req { id: self.generated, created: now, service, session, rtype, ..Req::default() };
         self.generated += 1;
