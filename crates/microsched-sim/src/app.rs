@@ -2,6 +2,7 @@
 //! sessions (their Breakwater client state towards each node, under credit-based overload
 //! control), its latency recorder and its conservation counters.
 
+use std::collections::VecDeque;
 use std::path::Path;
 
 use microsched_core::metrics::LatencyRecorder;
@@ -15,12 +16,19 @@ use microsched_core::topology::{AppView, ReplicaChoice};
 use microsched_core::workload::{load_steps_for, pick, Arrivals, RequestMix};
 use microsched_core::{Nanos, ScenarioError};
 
+/// How many arrivals ahead a request's session is drawn (same stream, same order): one arrival
+/// is often too short a lead (Poisson gaps) for the prefetch of its client state to complete.
+const SESSION_LOOKAHEAD: usize = 4;
+
 pub struct App {
     pub name: String,
     pub mix: RequestMix,
     pub programs: Programs,
     pub arrivals: Arrivals,
     session_rng: Stream,
+    /// Sessions of the next requests, drawn ahead so that their client state can be prefetched.
+    upcoming: VecDeque<u32>,
+    replicas: u16,
     pub sessions: u32,
     /// Its first session's number across applications.
     pub session_base: u32,
@@ -75,6 +83,8 @@ impl App {
             programs,
             arrivals: Arrivals::from_steps_named(&steps, seed, prefix),
             session_rng: stream(seed, &format!("{prefix}sessions")),
+            upcoming: VecDeque::with_capacity(SESSION_LOOKAHEAD + 1),
+            replicas: sc.server.replicas as u16,
             sessions: c.sessions,
             session_base,
             mutex_base,
@@ -97,7 +107,14 @@ impl App {
     /// The next request's session, type, total work and program (appended to `ops`, mutex ids
     /// numbered across applications; `None` if the type has no program).
     pub fn draw(&mut self, ops: &mut Vec<Op>) -> (u32, u16, Nanos, bool) {
-        let session = pick(&mut self.session_rng, self.sessions);
+        while self.upcoming.len() <= SESSION_LOOKAHEAD {
+            let s = pick(&mut self.session_rng, self.sessions);
+            if let Some(c) = self.clients.get(self.home_node(s, self.replicas) as usize) {
+                c.prefetch(s);
+            }
+            self.upcoming.push_back(s);
+        }
+        let session = self.upcoming.pop_front().expect("drawn above");
         let (rtype, mut service) = self.mix.draw();
         let has_program = self.programs.has_program(rtype);
         if has_program {

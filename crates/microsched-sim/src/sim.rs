@@ -365,7 +365,13 @@ impl Sim {
         let base = self.apps[app].session_base;
         for o in out.drain(..) {
             match o {
-                Out::Send { req, demand } => self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq),
+                Out::Send { req, demand } => {
+                    // The server-side session state is needed one network trip from now.
+                    if let Some(c) = &self.nodes[node as usize].credit {
+                        c.ctl.prefetch(self.slab[req].flow);
+                    }
+                    self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq)
+                }
                 Out::Drop { req, why } => {
                     let mut r = self.slab.remove(req);
                     r.dropped = true;

@@ -36,8 +36,6 @@
 //! * `Absolute` α keeps the fractional carry too, so that a non-integer α still means "α credits
 //!   per period on average".
 
-use std::collections::VecDeque;
-
 use super::{Admission, CreditController, CreditLink, CreditStats, SessionId};
 use crate::time::{us, Nanos, NS_PER_US};
 
@@ -47,21 +45,31 @@ pub const MIN_PERIOD_NS: Nanos = NS_PER_US;
 /// Rounding tolerance of the additive-increase carry.
 const CARRY_EPS: f64 = 1e-9;
 
-#[derive(Debug, Clone, Default)]
+/// End of the drained list.
+const NIL: SessionId = SessionId::MAX;
+
+/// Counts are stored as `u32` and computed in `i64` (as in Breakwater's code): a window
+/// never leaves `[0, max_window]`, and 28 bytes a session rather than 48 keep 100 000 sessions
+/// within the cache, which a random session per request otherwise misses.
+#[derive(Debug, Clone)]
 struct Session {
     /// Credits granted to the client, including those used by requests in flight or at the server.
-    win: i64,
+    win: u32,
     /// Requests of this session at the server (admitted or AQM-dropped), until their response.
-    num_pending: i64,
+    num_pending: u32,
     /// The client's queue length as last reported.
-    demand: i64,
+    demand: u32,
     /// The window last sent to the client (on a response or an explicit credit message).
-    advertised: i64,
-    /// On the drained list.
+    advertised: u32,
+    /// On the drained list, linked through `prev`/`next` so that leaving it is O(1) from anywhere.
     drained: bool,
-    /// Generation of the drained-list entry that is live (older entries are stale).
-    drain_gen: u32,
+    prev: SessionId,
+    next: SessionId,
 }
+
+const _: () = assert!(std::mem::size_of::<Session>() == 28);
+
+const IDLE: Session = Session { win: 0, num_pending: 0, demand: 0, advertised: 0, drained: false, prev: NIL, next: NIL };
 
 /// Breakwater's server-side credit controller. See the module docs.
 #[derive(Debug, Clone)]
@@ -86,7 +94,9 @@ pub struct Breakwater {
     carry: f64,
     last_update: Option<Nanos>,
     sessions: Vec<Session>,
-    drained_list: VecDeque<(SessionId, u32)>,
+    /// FIFO of drained sessions: its oldest and newest.
+    drained_head: SessionId,
+    drained_tail: SessionId,
     num_drained: u32,
     wakeups: Vec<(SessionId, u32)>,
     aqm_drops: u64,
@@ -136,8 +146,9 @@ impl Breakwater {
             issued: 0,
             carry: 0.0,
             last_update: None,
-            sessions: vec![Session::default(); sessions as usize],
-            drained_list: VecDeque::new(),
+            sessions: vec![IDLE; sessions as usize],
+            drained_head: NIL,
+            drained_tail: NIL,
             num_drained: 0,
             wakeups: Vec::new(),
             aqm_drops: 0,
@@ -182,11 +193,11 @@ impl Breakwater {
     }
     /// Credits granted to `session` (including in-flight ones); 0 for an unknown session.
     pub fn window(&self, session: SessionId) -> u32 {
-        self.sessions.get(session as usize).map_or(0, |s| s.win.max(0) as u32)
+        self.sessions.get(session as usize).map_or(0, |s| s.win)
     }
     /// Requests of `session` at the server.
     pub fn num_pending(&self, session: SessionId) -> u32 {
-        self.sessions.get(session as usize).map_or(0, |s| s.num_pending.max(0) as u32)
+        self.sessions.get(session as usize).map_or(0, |s| s.num_pending)
     }
     /// Whether `session` is on the drained list.
     pub fn is_drained(&self, session: SessionId) -> bool {
@@ -252,7 +263,7 @@ impl Breakwater {
             let Some(sid) = self.pop_drained() else { break };
             let s = &mut self.sessions[sid as usize];
             debug_assert_eq!(s.win, 0);
-            self.issued += 1 - s.win;
+            self.issued += 1 - i64::from(s.win);
             s.win = 1;
             woken.push(sid);
             open -= 1;
@@ -265,7 +276,7 @@ impl Breakwater {
             let s = &mut self.sessions[sid as usize];
             if s.advertised < s.win {
                 s.advertised = s.win;
-                self.wakeups.push((sid, s.win as u32));
+                self.wakeups.push((sid, s.win));
             }
         }
     }
@@ -281,30 +292,41 @@ impl Breakwater {
             return;
         }
         s.drained = true;
-        s.drain_gen = s.drain_gen.wrapping_add(1);
-        self.drained_list.push_back((sid, s.drain_gen));
+        s.prev = self.drained_tail;
+        s.next = NIL;
+        match self.drained_tail {
+            NIL => self.drained_head = sid,
+            tail => self.sessions[tail as usize].next = sid,
+        }
+        self.drained_tail = sid;
         self.num_drained += 1;
     }
 
     fn remove_drained(&mut self, sid: SessionId) {
         let s = &mut self.sessions[sid as usize];
-        if s.drained {
-            // The list entry becomes stale (its generation no longer matches once re-drained).
-            s.drained = false;
-            self.num_drained -= 1;
+        if !s.drained {
+            return;
         }
+        let (prev, next) = (s.prev, s.next);
+        s.drained = false;
+        match prev {
+            NIL => self.drained_head = next,
+            p => self.sessions[p as usize].next = next,
+        }
+        match next {
+            NIL => self.drained_tail = prev,
+            n => self.sessions[n as usize].prev = prev,
+        }
+        self.num_drained -= 1;
     }
 
     fn pop_drained(&mut self) -> Option<SessionId> {
-        while let Some((sid, gen)) = self.drained_list.pop_front() {
-            let s = &mut self.sessions[sid as usize];
-            if s.drained && s.drain_gen == gen {
-                s.drained = false;
-                self.num_drained -= 1;
-                return Some(sid);
-            }
+        let sid = self.drained_head;
+        if sid == NIL {
+            return None;
         }
-        None
+        self.remove_drained(sid);
+        Some(sid)
     }
 
     /// Breakwater's per-session credit computation (`srpc_update_window` v1 /
@@ -328,12 +350,12 @@ impl Breakwater {
         if s.drained {
             return;
         }
-        let old = s.win;
+        let (old, pending, demand) = (i64::from(s.win), i64::from(s.num_pending), i64::from(s.demand));
         let open = pool - issued;
         let o = (open / n).max(1);
-        let mut win = s.win;
+        let mut win = old;
         if issued < pool {
-            win = (s.num_pending + s.demand + o).min(win + open);
+            win = (pending + demand + o).min(win + open);
         } else if issued > pool {
             win -= 1;
         }
@@ -343,20 +365,22 @@ impl Breakwater {
         if old > 0 && win == 0 && !req_dropped {
             win = o;
         }
-        win = win.max(s.num_pending);
+        win = win.max(pending);
         win = win.min(max_window);
-        win = win.min(s.num_pending + s.demand + o);
-        s.win = win;
+        win = win.min(pending + demand + o);
+        // In [0, max_window]: at least min(pending, max_window, pending + demand + o) >= 0.
+        s.win = win as u32;
         self.issued += win - old;
     }
 
     /// Prompt revocation when demand falls: `win > num_pending + demand` shrinks to it.
     fn shrink_to_demand(&mut self, sid: SessionId) {
         let s = &mut self.sessions[sid as usize];
-        let cap = s.num_pending + s.demand;
-        if s.win > cap {
-            self.issued -= s.win - cap;
-            s.win = cap;
+        let cap = i64::from(s.num_pending) + i64::from(s.demand);
+        if i64::from(s.win) > cap {
+            self.issued -= i64::from(s.win) - cap;
+            // Below the window, so within u32.
+            s.win = cap as u32;
         }
     }
 
@@ -414,7 +438,7 @@ impl CreditController for Breakwater {
         }
         self.remove_drained(session);
         let s = &mut self.sessions[session as usize];
-        s.demand = i64::from(demand);
+        s.demand = demand;
         s.num_pending += 1;
         self.shrink_to_demand(session);
         if delay_ns >= self.drop_ns {
@@ -438,11 +462,11 @@ impl CreditController for Breakwater {
             self.update_pool(now, delay_ns);
         }
         let s = &mut self.sessions[session as usize];
-        s.num_pending = (s.num_pending - 1).max(0);
+        s.num_pending = s.num_pending.saturating_sub(1);
         self.update_window(session, dropped, false);
         let s = &mut self.sessions[session as usize];
         s.advertised = s.win;
-        let win = s.win.max(0) as u32;
+        let win = s.win;
         self.maybe_drain(session);
         win
     }
@@ -453,7 +477,7 @@ impl CreditController for Breakwater {
         }
         let s = &mut self.sessions[session as usize];
         let old_demand = s.demand;
-        s.demand = i64::from(demand);
+        s.demand = demand;
         let need = s.num_pending == 0 && s.demand > 0;
         if s.demand == 0 {
             s.advertised = 0;
@@ -470,7 +494,7 @@ impl CreditController for Breakwater {
         let s = &mut self.sessions[session as usize];
         if s.advertised < s.win {
             s.advertised = s.win;
-            return Some(s.win as u32);
+            return Some(s.win);
         }
         self.maybe_drain(session);
         None
@@ -489,6 +513,12 @@ impl CreditController for Breakwater {
     /// parks) ratchets it to its ceiling, handing control to AQM drops.
     fn on_cores_changed(&mut self, _now: Nanos, active: u32) {
         self.active_cores = active;
+    }
+
+    fn prefetch(&self, session: SessionId) {
+        if let Some(s) = self.sessions.get(session as usize) {
+            super::prefetch(s);
+        }
     }
 
     fn stats(&self) -> CreditStats {
@@ -663,12 +693,19 @@ mod tests {
 
     /// Sum of windows equals C_issued; the drained count matches the flags.
     fn check_invariants(b: &Breakwater) {
-        let sum: i64 = b.sessions.iter().map(|s| s.win).sum();
+        let sum: i64 = b.sessions.iter().map(|s| i64::from(s.win)).sum();
         assert_eq!(sum, b.issued, "C_issued must equal the sum of windows");
         let drained = b.sessions.iter().filter(|s| s.drained).count() as u32;
         assert_eq!(drained, b.num_drained);
+        let mut listed = vec![];
+        let mut at = b.drained_head;
+        while at != NIL {
+            listed.push(at);
+            at = b.sessions[at as usize].next;
+        }
+        assert_eq!(listed.len() as u32, b.num_drained, "the drained list holds every drained session once");
+        assert_eq!(listed.last().copied().unwrap_or(NIL), b.drained_tail);
         for s in &b.sessions {
-            assert!(s.win >= 0 && s.num_pending >= 0);
             if s.drained {
                 assert_eq!(s.win, 0);
             }
@@ -1233,7 +1270,7 @@ mod tests {
                 check_invariants(&b);
                 for (i, s) in b.sessions.iter().enumerate() {
                     let pending = at_server.iter().filter(|(x, _)| *x as usize == i).count() as i64;
-                    assert_eq!(s.num_pending, pending);
+                    assert_eq!(i64::from(s.num_pending), pending);
                     assert!(s.win <= 63);
                 }
             }

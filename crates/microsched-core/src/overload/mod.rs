@@ -30,6 +30,21 @@ use crate::time::Nanos;
 
 pub type SessionId = u32;
 
+/// Starts loading `x` into the cache without waiting for it. With 100 000 sessions, the state of
+/// the session a request belongs to is seldom cached: asked for one event ahead, its miss
+/// overlaps with that event instead of stalling the next.
+#[inline]
+pub(crate) fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache; it never faults and reads nothing into the program.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// The RPC-layer credit state a core allocator may see (CoreSync §III-D): the pool is the single
 /// writable value; everything else is read-only.
 pub trait CreditLink {
@@ -90,6 +105,10 @@ pub trait CreditController: CreditLink + Send {
     /// assume `max_cores` active until told otherwise, so a driver whose allocator does not start
     /// with every core reports the initial count at time 0.
     fn on_cores_changed(&mut self, _now: Nanos, _active: u32) {}
+
+    /// A hint: `session`'s state is about to be needed (a request of it is on its way here).
+    /// Changes nothing; lets a driver with many sessions overlap the cache miss with other work.
+    fn prefetch(&self, _session: SessionId) {}
 
     fn stats(&self) -> CreditStats;
 
