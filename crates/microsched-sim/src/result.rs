@@ -14,6 +14,10 @@ pub struct RequestLog {
     pub id: Vec<u64>,
     pub session: Vec<u64>,
     pub rtype: Vec<u64>,
+    /// The application (0: the first).
+    pub app: Vec<u64>,
+    /// The node that answered.
+    pub node: Vec<u64>,
     pub created_ns: Vec<u64>,
     pub server_arrival_ns: Vec<u64>,
     pub start_ns: Vec<u64>,
@@ -30,6 +34,8 @@ impl RequestLog {
         self.id.push(r.id);
         self.session.push(r.session as u64);
         self.rtype.push(r.rtype as u64);
+        self.app.push(r.app as u64);
+        self.node.push(r.node as u64);
         self.created_ns.push(r.created);
         self.server_arrival_ns.push(r.arrive);
         self.start_ns.push(r.start);
@@ -45,6 +51,8 @@ impl RequestLog {
             ("id", &self.id),
             ("session", &self.session),
             ("type", &self.rtype),
+            ("app", &self.app),
+            ("node", &self.node),
             ("created_ns", &self.created_ns),
             ("server_arrival_ns", &self.server_arrival_ns),
             ("start_ns", &self.start_ns),

@@ -337,3 +337,153 @@ fn a_dispatcher_needs_static_workers_and_two_cores() {
     assert!(e.field == "server.dispatcher" && e.message.contains("static"), "{e}");
     assert_eq!(err(&["server.max_cores=4", "server.dispatcher.cost_ns=-1"]).field, "server.dispatcher.cost_ns");
 }
+
+/// Two applications sharing one M/M/8 central queue, each at 0.4 of capacity.
+const TWO_APPS: &str = r#"
+    name = "a"
+    duration_ms = 500
+    warmup_ms = 10
+    [server]
+    max_cores = 8
+    queue = "central"
+    [network]
+    rtt_us = 0
+    [load]
+    fraction = 0.4
+    [[workload.types]]
+    name = "a"
+    service = { dist = "exponential", mean_us = 10 }
+    [[applications]]
+    name = "b"
+    load = { fraction = 0.4 }
+    workload = { types = [{ name = "b", service = { dist = "exponential", mean_us = 10 } }] }
+"#;
+
+#[test]
+fn applications_share_the_server_and_each_has_its_results() {
+    let s = run(TWO_APPS, &[], 3).summary;
+    assert_eq!(s.applications.len(), 2);
+    let (a, b) = (&s.applications[0], &s.applications[1]);
+    assert_eq!((a.name.as_str(), b.name.as_str()), ("a", "b"));
+    // The flat keys are the first application's.
+    assert_eq!(s.latency_us, a.latency_us);
+    assert_eq!(s.requests, a.requests);
+    for app in [a, b] {
+        let r = &app.requests;
+        assert_eq!(r.generated, r.completed + r.dropped + r.in_flight, "{}", app.name);
+        // Each offers 0.4 × 800 k req/s.
+        assert!((app.offered_rps / 320e3 - 1.0).abs() < 0.02, "{}: {}", app.name, app.offered_rps);
+    }
+    // One FCFS queue at total load 0.8: both see the M/M/8 waiting time, Erlang C(8, 6.4) =
+    // 0.4576 → E[Wq] = 0.4576 × 10 µs / (8 − 6.4) = 2.860 µs (4 batch-means standard errors).
+    let r = run(TWO_APPS, &["metrics.record_requests=true"], 3);
+    let log = r.requests.as_ref().unwrap();
+    for app in [0u64, 1] {
+        let mut rows: Vec<(u64, f64)> = (0..log.id.len())
+            .filter(|&i| log.app[i] == app && log.created_ns[i] >= 10_000_000 && log.dropped[i] == 0)
+            .map(|i| (log.created_ns[i], log.queued_ns[i] as f64))
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        let q: Vec<f64> = rows.into_iter().map(|r| r.1).collect();
+        let (m, se) = common::batch_means(&q, 40);
+        assert!((m - 2860.3).abs() < 4.0 * se, "app {app}: E[Wq] = {m:.0} ns, Erlang C 2860 ns, se {se:.0}");
+    }
+    // The server's cores carry both: 0.8 × 8 busy.
+    assert!((s.cores.busy_mean - 6.4).abs() < 0.15, "{}", s.cores.busy_mean);
+}
+
+#[test]
+fn a_co_tenant_does_not_move_the_first_applications_arrivals() {
+    let alone = TWO_APPS.replace("load = { fraction = 0.4 }", "load = { rps = 0 }");
+    let set = ["duration_ms=20", "metrics.record_requests=true"];
+    let with_b = run(TWO_APPS, &set, 4);
+    let without = run(&alone, &set, 4);
+    assert_eq!(without.summary.applications[1].requests.generated, 0);
+    // Application a's requests (created times, services, sessions) are the same in both runs.
+    let of_a = |r: &microsched_sim::SimResult| {
+        let l = r.requests.as_ref().unwrap();
+        let mut v: Vec<(u64, u64, u64)> =
+            (0..l.id.len()).filter(|&i| l.rtype[i] == 0 && l.session[i] < u64::MAX).map(|i| (l.created_ns[i], l.service_ns[i], l.session[i])).collect();
+        v.sort_unstable();
+        v
+    };
+    let (x, y) = (of_a(&with_b), of_a(&without));
+    assert!(x.len() > 1000);
+    // With b, the log holds both applications' type-0 requests: a's are a subset.
+    let y_set: std::collections::BTreeSet<_> = y.iter().collect();
+    assert_eq!(x.iter().filter(|t| y_set.contains(t)).count(), y.len());
+}
+
+/// Two replicas, 8 cores each, exponential 10 µs, Breakwater.
+const REPLICAS: &str = r#"
+    duration_ms = 100
+    warmup_ms = 10
+    [server]
+    max_cores = 8
+    replicas = 2
+    [load]
+    fraction = 0.6
+    [[workload.types]]
+    name = "t"
+    service = { dist = "exponential", mean_us = 10 }
+"#;
+
+#[test]
+fn replicas_split_the_sessions_and_account_for_every_core() {
+    let s = run(REPLICAS, &[], 5).summary;
+    assert_eq!(s.nodes.len(), 2);
+    let r = &s.requests;
+    assert_eq!(r.generated, r.completed + r.dropped + r.in_flight);
+    // Load 0.6 of one node's capacity spread over two: each node ~0.3 busy.
+    for n in &s.nodes {
+        assert!((n.cores.busy_mean / 8.0 - 0.3).abs() < 0.05, "node {}: {}", n.node, n.cores.busy_mean);
+        assert_eq!(n.core_time.total_ns, 8 * 110_000_000);
+    }
+    assert_eq!(s.cores.max, 16);
+    assert_eq!(s.core_time.total_ns, 16 * 110_000_000);
+    assert!((s.cores.busy_mean - s.nodes.iter().map(|n| n.cores.busy_mean).sum::<f64>()).abs() < 1e-9);
+}
+
+#[test]
+fn a_failed_request_is_retried_on_the_next_replica() {
+    // Every session on the first replica, offered twice its capacity, Breakwater's AQM dropping
+    // the excess: with one retry, dropped requests go to the idle second replica.
+    let set = [
+        "load.fraction=2.0",
+        "clients.replica_choice=\"primary\"",
+        "policy.overload.kind=\"breakwater\"",
+        "clients.timeout_us=1000",
+    ];
+    let no_retry = run(REPLICAS, &set, 6).summary;
+    let mut with = set.to_vec();
+    with.push("clients.retries=1");
+    let retry = run(REPLICAS, &with, 6).summary;
+    assert_eq!(no_retry.applications[0].retries, 0);
+    assert!(no_retry.nodes[1].cores.busy_mean < 1e-9, "the second replica sees nothing without retries");
+    let retried = retry.applications[0].retries;
+    assert!(retried > 100, "{retried}");
+    // The second replica's work is the retried requests' (10 µs each): busy time ≈ retries ×
+    // 10 µs over the 100 ms window, within the spread of an exponential sum.
+    let work_ns = retry.nodes[1].cores.busy_mean * 100e6;
+    let expect_ns = retried as f64 * 10e3;
+    let sd = expect_ns / (retried as f64).sqrt();
+    assert!((work_ns - expect_ns).abs() < 4.0 * sd + 20e3, "node 1 busy {work_ns:.0} ns for {retried} retries");
+    // Fewer requests end dropped.
+    assert!(retry.drop_rate < no_retry.drop_rate, "{} vs {}", retry.drop_rate, no_retry.drop_rate);
+    let r = &retry.requests;
+    assert_eq!(r.generated, r.completed + r.dropped + r.in_flight);
+}
+
+#[test]
+fn application_and_replica_settings_are_checked() {
+    let err = |toml: &str, set: &[&str]| {
+        let o: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        microsched_sim::Scenario::load(toml, microsched_sim::Format::Toml, std::path::Path::new("."), &o).unwrap_err()
+    };
+    assert_eq!(err(REPLICAS, &["server.replicas=0"]).field, "server.replicas");
+    assert_eq!(err(REPLICAS, &["clients.retries=100"]).field, "clients.retries");
+    assert_eq!(err(TWO_APPS, &["applications.0.name=\"a\""]).field, "applications[0].name");
+    assert_eq!(err(TWO_APPS, &["applications.0.load.fraction=-1"]).field, "applications[0].load.fraction");
+    let e = err(TWO_APPS, &["applications.0.workload.types.0.service.mean_us=0"]);
+    assert_eq!(e.field, "applications[0].workload.types[0].service.mean_us", "{e}");
+}
