@@ -136,7 +136,7 @@ impl App {
         match self.replica_choice {
             _ if replicas == 1 => 0,
             ReplicaChoice::Primary => 0,
-            ReplicaChoice::Hash => (hash(((self.session_base + session) as u64) ^ 0x5eed_0f_4e91_1ca5) % replicas as u64) as u16,
+            ReplicaChoice::Hash => (hash(((self.session_base + session) as u64) ^ 0x005e_ed0f_4e91_1ca5) % replicas as u64) as u16,
         }
     }
 
