@@ -145,6 +145,10 @@ impl Sched {
     }
 
     /// The queue an arriving request of session `sid` joins.
+    pub fn name(&self) -> &'static str {
+        self.policy.name()
+    }
+
     #[inline]
     pub fn steer(&mut self, sid: u32) -> Place {
         let view = self.view.fresh();

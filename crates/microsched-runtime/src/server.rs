@@ -133,6 +133,7 @@ pub struct Server {
     addr: SocketAddr,
     opts: ServeOpts,
     scenario_name: String,
+    queue_policy: &'static str,
     workers: Vec<JoinHandle<()>>,
     control: Option<JoinHandle<ControlOut>>,
     be: Option<BeCoTenant>,
@@ -211,6 +212,7 @@ impl Server {
             stacks: StackPool::new(MAX_STACKS),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
+        let queue_policy = Sched::new(sc, 0, sh.clone()).name();
         let workers = locals
             .into_iter()
             .enumerate()
@@ -240,6 +242,7 @@ impl Server {
             addr,
             opts,
             scenario_name: sc.name.clone(),
+            queue_policy,
             workers,
             control: Some(control),
             be,
@@ -330,6 +333,7 @@ impl Server {
             scenario: self.scenario_name.clone(),
             allocator: sh.alloc.lock().name().to_string(),
             overload: sh.rpc.lock().controller_name().to_string(),
+            queue_policy: self.queue_policy.to_string(),
             workers: n,
             start_unix_ns: sh.clock.start_unix_ns(),
             duration_s: end as f64 / 1e9,

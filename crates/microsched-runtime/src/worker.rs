@@ -260,6 +260,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 }
             }
             Step::Suspended(Suspend::Acquire(id)) => {
+                Counters::bump(&sh.counters.lock_acquisitions);
                 let now = sh.clock.now();
                 let mut parked = Some((job, coro));
                 let got = sh.mutexes.acquire(id, now, || {
