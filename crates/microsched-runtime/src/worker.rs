@@ -159,13 +159,14 @@ fn run_from(sh: &Shared, local: &LocalQueue, me: usize, next: Next) -> Option<Jo
     }
 }
 
-/// A request that ran on `me` goes back to the queue the policy names, stamped `now` (the delay
+/// A request that ran on `me` goes back to the queue the policy names, stamped now (the delay
 /// signal counts its wait from when it became ready, as Caladan's runqueue delay does for a
 /// woken thread). A yielder going back to this worker's run queue goes behind what arrived
 /// meanwhile (`refill`), else a run queue of yielders would never let the worker reach its
 /// inbox.
-fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: Requeue, refill: bool, job: Job, now: Nanos) {
+fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: Requeue, refill: bool, job: Job) {
     let core = &sh.cores[me];
+    let now = sh.clock.now();
     match sched.requeue(me, why) {
         Place::Core(c) if c as usize == me => {
             if refill {
@@ -224,7 +225,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 job.task = task.map(Box::new);
                 Counters::bump(&sh.counters.stack_waits);
                 // It has not run yet: no refill, it keeps its place among the waiting.
-                requeue(sh, me, local, sched, Requeue::Yielded, false, job, start);
+                requeue(sh, me, local, sched, Requeue::Yielded, false, job);
                 core.parker.set(sh.clock.now(), Phase::Search);
                 return false;
             };
@@ -256,7 +257,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 if let Some((waiter, since)) = sh.mutexes.release(id) {
                     let now = sh.clock.now();
                     sh.counters.mutex_wait_ns.fetch_add(now.saturating_sub(since), Ordering::Relaxed);
-                    requeue(sh, me, local, sched, Requeue::Woken, false, waiter, now);
+                    requeue(sh, me, local, sched, Requeue::Woken, false, waiter);
                 }
             }
             Step::Suspended(Suspend::Acquire(id)) => {
@@ -279,7 +280,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 Counters::bump(&sh.counters.yields);
                 let now = sh.clock.now();
                 job.task = Some(Box::new(Task::Running { coro, started }));
-                requeue(sh, me, local, sched, Requeue::Yielded, true, job, now);
+                requeue(sh, me, local, sched, Requeue::Yielded, true, job);
                 core.parker.set(now, Phase::Search);
                 return true;
             }
