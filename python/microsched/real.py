@@ -116,6 +116,12 @@ def _wait_ready(server: subprocess.Popen) -> str:
         if r:
             chunk = os.read(fd, 4096)
             if not chunk:
+                # Its stdout closed: it is exiting (a refused configuration); its status and
+                # message come a moment later, and must not be taken for a server still starting.
+                try:
+                    server.wait(READY_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    pass
                 break
             buf += chunk
             for line in buf.decode(errors="replace").splitlines():

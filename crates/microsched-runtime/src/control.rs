@@ -29,6 +29,7 @@ use microsched_core::Nanos;
 use crate::clock::{realtime_priority, tight_timer_slack};
 use crate::park::Phase;
 use crate::report::{ControllerReport, ServerSeries};
+use crate::sched::Sched;
 use crate::server::Shared;
 
 /// Datagrams the controller receives per tick when no worker polls the socket.
@@ -42,6 +43,7 @@ pub(crate) struct ControlOut {
 
 pub(crate) fn run(
     sh: Arc<Shared>,
+    mut sched: Sched,
     tick_ns: Nanos,
     sample_ns: Nanos,
     be_ops: Option<Arc<std::sync::atomic::AtomicU64>>,
@@ -84,20 +86,27 @@ pub(crate) fn run(
         // Nobody polls the socket: receive for the cores.
         let searching = |sh: &Shared| sh.cores.iter().any(|c| c.parker.phase() == Phase::Search);
         if !searching(&sh) {
-            crate::server::poll_socket(&sh, RX_DRAIN, &mut buf, &mut msgs);
+            crate::server::poll_socket(&sh, &mut sched, RX_DRAIN, &mut buf, &mut msgs);
         }
         let now = sh.clock.now();
-        // Observe.
+        // Observe. The shared queue (c-FCFS) is reported on core 0, as one queue of the server,
+        // as the simulator reports it.
         let mut max_delay = 0;
         for (i, c) in sh.cores.iter().enumerate() {
             let t = c.parker.times(now);
-            let oldest = c.oldest();
+            let (mut oldest, mut queued) = (c.oldest(), c.queued());
+            if i == 0 {
+                if let Some(s) = sh.shared.stamps.oldest() {
+                    oldest = Some(oldest.map_or(s, |o| o.min(s)));
+                }
+                queued += sh.shared.stamps.len();
+            }
             if let Some(o) = oldest {
                 max_delay = max_delay.max(now.saturating_sub(o));
             }
             obs[i] = CoreObs {
                 state: c.parker.phase().core_state(),
-                queued: c.queued().min(u32::MAX as u64) as u32,
+                queued: queued.min(u32::MAX as u64) as u32,
                 oldest_enqueued_at: oldest,
                 enqueued_total: c.enqueued_total.load(Ordering::Relaxed),
                 dequeued_total: c.dequeued_total.load(Ordering::Relaxed),
@@ -154,14 +163,13 @@ pub(crate) fn run(
         // Time series.
         if now >= next_sample {
             let mut times = [0u64; 4];
-            let mut queued = 0u64;
             for c in &sh.cores {
                 let t = c.parker.times(now);
                 for k in 0..4 {
                     times[k] += t[k];
                 }
-                queued += c.queued();
             }
+            let queued = sh.queued();
             let dt = now.saturating_sub(last_sample_t).max(1) as f64;
             let d = |k: usize| times[k].saturating_sub(last_times[k]) as f64 / dt;
             series.unix_ns.push(sh.clock.start_unix_ns() + now);

@@ -10,6 +10,8 @@
 //! * [`server`]: socket, the receive path the workers and the controller poll (validation,
 //!   admission), startup and report.
 //! * [`worker`], [`queue`], [`park`]: the cores: run loop, queues with stealing, parking.
+//! * [`sched`]: the cores' queueing policy (steering, requeueing, where an idle core finds work
+//!   and whom it steals from): the simulator's `QueuePolicy` objects over a view of the runtime.
 //! * [`control`]: the controller thread that ticks the allocator and the credit controller.
 //! * [`rpc`]: session table and credit controller under one lock.
 //! * [`handler`]: the application trait and the synthetic handler (runs request programs).
@@ -33,6 +35,7 @@ pub mod park;
 pub mod queue;
 pub mod report;
 pub mod rpc;
+pub(crate) mod sched;
 pub mod server;
 pub mod wire;
 pub(crate) mod worker;

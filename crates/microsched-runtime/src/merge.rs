@@ -4,7 +4,7 @@
 //! (rejection counters, best-effort throughput, the controller's real tick period, the client's
 //! accounting). The summary keys are those of `microsched run`.
 
-use microsched_core::summary::{CoreTime, Cores, Summary};
+use microsched_core::summary::{CoreTime, Cores, Sched, Summary};
 use serde_json::{json, Value};
 
 use crate::loadgen::LoadgenResult;
@@ -106,6 +106,22 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         c.drained_mean = or(w.drained, 0.0);
         c.credit_messages = rep.counter("credit_messages");
     }
+    // The server's counters cover its whole run, warm-up and drain included (it keeps no
+    // per-request log to cut them to the measured window as the simulator does).
+    let lock_waits = rep.counter("mutex_waits");
+    s.sched = Some(Sched {
+        queue_policy: rep.queue_policy.clone(),
+        preemptions: 0,
+        yields: rep.counter("yields"),
+        lock_acquisitions: rep.counter("lock_acquisitions"),
+        lock_waits,
+        lock_wait_us_mean: if lock_waits > 0 {
+            rep.counter("mutex_wait_ns") as f64 / lock_waits as f64 / 1e3
+        } else {
+            0.0
+        },
+        preempt_send_ns: 0,
+    });
     let mut v = serde_json::to_value(&s).expect("summary serialises");
     let server_requests = rep.counter("requests");
     v["runtime"] = json!({

@@ -1,6 +1,6 @@
 //! A core's queues: the packet inbox filled by whichever thread received the datagram (a worker
 //! polling the socket, or the controller when no worker is searching; `crossbeam_deque::Injector`,
-//! one per core, sessions hashed to active cores as Caladan's IOKernel steers) and the worker's run queue
+//! one per core, fed as the queueing policy steers: [`crate::sched`]) and the worker's run queue
 //! (`crossbeam_deque::Worker`, FIFO, others steal from it through its `Stealer`).
 //!
 //! Both are FIFO for every taker (owner pops and steals all take the front), and each has one
@@ -119,11 +119,11 @@ impl CoreShared {
         (s, w)
     }
 
-    /// The thread that received a request (a worker polling the socket, or the controller)
-    /// hands it to this core.
-    pub fn deliver(&self, job: Job) {
+    /// The thread that received a request (a worker polling the socket, or the controller), or
+    /// one requeueing a request here, hands it to this core, stamped `at`.
+    pub fn deliver(&self, job: Job, at: Nanos) {
         let _g = self.deliver_lock.lock();
-        self.inbox_stamps.pushed(job.arrived);
+        self.inbox_stamps.pushed(at);
         self.enqueued_total.fetch_add(1, Ordering::Relaxed);
         self.inbox.push(job);
     }
@@ -172,7 +172,8 @@ impl CoreShared {
     }
 }
 
-/// The owning worker's side of its core: pops, refills from its inbox, steals from others.
+/// The owning worker's side of its core: pops, refills from its inbox, steals from a victim the
+/// queueing policy chose.
 pub struct LocalQueue {
     pub runq: Worker<Job>,
 }
@@ -208,14 +209,6 @@ impl LocalQueue {
         }
     }
 
-    /// The next request for worker `me_idx`: own run queue, then own inbox (moving a batch into
-    /// the run queue, where others may steal it), then stealing half of another core's run
-    /// queue or inbox (parked cores included), starting at a rotating victim. Counts the moves
-    /// between cores. `None` is one fruitless work-search pass.
-    pub fn find(&self, cores: &[CoreShared], me_idx: usize, rotor: &mut usize) -> Option<Job> {
-        self.find_own(cores, me_idx).or_else(|| self.steal(cores, me_idx, rotor))
-    }
-
     /// Own run queue, then own inbox (moving a batch into the run queue).
     pub fn find_own(&self, cores: &[CoreShared], me_idx: usize) -> Option<Job> {
         let me = &cores[me_idx];
@@ -237,39 +230,76 @@ impl LocalQueue {
         None
     }
 
-    /// Steals half of another core's run queue or inbox (parked cores included), starting at a
-    /// rotating victim.
-    pub fn steal(&self, cores: &[CoreShared], me_idx: usize, rotor: &mut usize) -> Option<Job> {
+    /// Takes `amount(queued)` of core `v`'s waiting requests (run queue first, then inbox:
+    /// oldest first, parked cores included); starts the first, queues the rest here. Counts the
+    /// moves between cores. `None` when the victim had emptied meanwhile.
+    pub fn steal_from(
+        &self,
+        cores: &[CoreShared],
+        me_idx: usize,
+        v: usize,
+        amount: impl FnOnce(usize) -> usize,
+    ) -> Option<Job> {
         let me = &cores[me_idx];
-        let n = cores.len();
-        for k in 1..n {
-            *rotor = rotor.wrapping_add(1);
-            let v = (me_idx + k + *rotor) % n;
-            if v == me_idx {
-                continue;
-            }
-            let victim = &cores[v];
-            let want = victim.queued().div_ceil(2).max(1);
-            let mut got: Option<Job> = None;
-            let mut moved = 0u64;
-            for _ in 0..want {
-                let j = victim.steal_runq().or_else(|| victim.take_inbox());
-                let Some(j) = j else { break };
-                moved += 1;
-                if got.is_none() {
-                    got = Some(j);
-                } else {
-                    self.push(me, j);
-                }
-            }
-            if moved > 0 {
-                victim.dequeued_total.fetch_add(moved, Ordering::Relaxed);
-                // The first is started at once: it enters and leaves this core.
-                me.enqueued_total.fetch_add(moved, Ordering::Relaxed);
-                me.dequeued_total.fetch_add(1, Ordering::Relaxed);
-                return got;
+        let victim = &cores[v];
+        let want = amount(victim.queued() as usize).max(1);
+        let mut got: Option<Job> = None;
+        let mut moved = 0u64;
+        for _ in 0..want {
+            let j = victim.steal_runq().or_else(|| victim.take_inbox());
+            let Some(j) = j else { break };
+            moved += 1;
+            if got.is_none() {
+                got = Some(j);
+            } else {
+                self.push(me, j);
             }
         }
-        None
+        if moved > 0 {
+            victim.dequeued_total.fetch_add(moved, Ordering::Relaxed);
+            // The first is started at once: it enters and leaves this core.
+            me.enqueued_total.fetch_add(moved, Ordering::Relaxed);
+            me.dequeued_total.fetch_add(1, Ordering::Relaxed);
+        }
+        got
+    }
+}
+
+/// The queue every worker serves (c-FCFS, `server.queue = "central"`; empty otherwise): an
+/// `Injector`, FIFO for every taker. Its pushers are many (any worker that received a datagram
+/// or requeues a request, or the controller), so they serialize on a lock for the stamp ring,
+/// as a core's inbox pushers do: one central queue is a serialization point by design.
+#[derive(Debug)]
+pub struct SharedQueue {
+    queue: Injector<Job>,
+    pub stamps: Stamps,
+    push_lock: parking_lot::Mutex<()>,
+}
+
+impl Default for SharedQueue {
+    fn default() -> Self {
+        Self { queue: Injector::new(), stamps: Stamps::new(), push_lock: parking_lot::Mutex::new(()) }
+    }
+}
+
+impl SharedQueue {
+    /// Appends `job`, stamped `at` (its arrival, or when it became ready again).
+    pub fn push(&self, job: Job, at: Nanos) {
+        let _g = self.push_lock.lock();
+        self.stamps.pushed(at);
+        self.queue.push(job);
+    }
+
+    pub fn take(&self) -> Option<Job> {
+        loop {
+            match self.queue.steal() {
+                Steal::Success(j) => {
+                    self.stamps.took();
+                    return Some(j);
+                }
+                Steal::Empty => return None,
+                Steal::Retry => continue,
+            }
+        }
     }
 }

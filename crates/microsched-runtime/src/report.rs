@@ -54,6 +54,8 @@ counters!(
         coroutines,
         /// Yield points reached (the request went back to its worker's run queue).
         yields,
+        /// Mutex acquisitions (lock steps reached).
+        lock_acquisitions,
         /// Mutex acquisitions that found the mutex taken (the request waited off its worker).
         mutex_waits,
         /// Time those waiters spent waiting, summed (ns).
@@ -166,6 +168,9 @@ pub struct ServerReport {
     pub scenario: String,
     pub allocator: String,
     pub overload: String,
+    /// The queueing policy (`d-fcfs+steal`, `d-fcfs`, `c-fcfs`).
+    #[serde(default)]
+    pub queue_policy: String,
     pub workers: u32,
     pub start_unix_ns: u64,
     pub duration_s: f64,

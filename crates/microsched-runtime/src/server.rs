@@ -10,7 +10,8 @@
 //! checks the request (type, service-time cap), asks the credit controller (credit-less →
 //! `Rejected` notice; AQM → `Dropped` notice with credits), draws the program of an admitted
 //! request whose type has one (so programs are drawn in arrival order), and hands it to the
-//! inbox of the active core its session hashes to.
+//! queue the scenario's queueing policy steers it to ([`crate::sched`]: d-FCFS, the inbox of the
+//! session's home core or of an active core while that is parked; c-FCFS, the shared queue).
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,6 +23,7 @@ use microsched_core::alloc::{self, CoreAllocator, ParkMode, ParkRule};
 use microsched_core::overload;
 use microsched_core::program::Programs;
 use microsched_core::scenario::Loaded;
+use microsched_core::sched::Place;
 use microsched_core::time::us;
 use parking_lot::Mutex;
 
@@ -33,9 +35,10 @@ use crate::coro::{StackPool, Task, MAX_STACKS};
 use crate::handler::{Handler, Synthetic};
 use crate::mutex::Mutexes;
 use crate::park::Phase;
-use crate::queue::{CoreShared, Job, LocalQueue};
+use crate::queue::{CoreShared, Job, LocalQueue, SharedQueue};
 use crate::report::{BeReport, CoreReport, Counters, ServerReport};
 use crate::rpc::{Auth, CreditMsg, Rpc, Verdict};
+use crate::sched::Sched;
 use crate::wire::{decode, encode, DecodeError, Msg, Status, MAX_LEN};
 
 /// How to run a server.
@@ -55,6 +58,8 @@ pub struct ServeOpts {
 pub(crate) struct Shared {
     pub clock: Clock,
     pub cores: Vec<CoreShared>,
+    /// The queue every worker serves (c-FCFS); empty under d-FCFS.
+    pub shared: SharedQueue,
     pub sock: UdpSocket,
     pub rpc: Mutex<Rpc>,
     pub credit_based: bool,
@@ -74,8 +79,6 @@ pub(crate) struct Shared {
     pub once: bool,
     /// Set in `once` mode when the last session left.
     pub clients_gone: AtomicBool,
-    /// Idle workers steal (`server.steal`).
-    pub steal: bool,
     /// Request programs, drawn at admission in arrival order; `None` when no type has paths.
     pub programs: Option<Mutex<Programs>>,
     /// Per request type: it has a program (checked without the lock).
@@ -92,24 +95,17 @@ impl Shared {
             .count()
     }
 
-    /// The core a request of `sid` goes to: RSS-style hashing over the *active* cores, as
-    /// Shenango's and Caladan's IOKernel steer packets only to running kthreads; over all cores
-    /// when every core is parked (the controller then sees a parked core with work and grants it).
-    pub fn steer(&self, sid: u32) -> usize {
-        let h = crate::hash(sid as u64);
-        let mut active = [0usize; 64];
-        let mut n = 0;
-        for (i, c) in self.cores.iter().enumerate() {
-            if matches!(c.parker.phase(), Phase::Busy | Phase::Search) {
-                active[n] = i;
-                n += 1;
-            }
+    /// Queues `job` at `place`, stamped `at` (its arrival, or when it became ready again).
+    pub fn deliver(&self, place: Place, job: Job, at: microsched_core::Nanos) {
+        match place {
+            Place::Core(c) => self.cores[c as usize].deliver(job, at),
+            Place::Shared => self.shared.push(job, at),
         }
-        if n == 0 {
-            (h % self.cores.len() as u64) as usize
-        } else {
-            active[(h % n as u64) as usize]
-        }
+    }
+
+    /// Requests waiting in every queue.
+    pub fn queued(&self) -> u64 {
+        self.cores.iter().map(|c| c.queued()).sum::<u64>() + self.shared.stamps.len()
     }
 
     #[inline]
@@ -137,6 +133,7 @@ pub struct Server {
     addr: SocketAddr,
     opts: ServeOpts,
     scenario_name: String,
+    queue_policy: &'static str,
     workers: Vec<JoinHandle<()>>,
     control: Option<JoinHandle<ControlOut>>,
     be: Option<BeCoTenant>,
@@ -191,6 +188,7 @@ impl Server {
         let sh = Arc::new(Shared {
             clock: Clock::new(),
             cores,
+            shared: SharedQueue::default(),
             sock,
             rpc: Mutex::new(Rpc::new(ctl, sc.clients.sessions)),
             credit_based,
@@ -206,7 +204,6 @@ impl Server {
             parks_while_drained: AtomicU64::new(0),
             once: opts.once,
             clients_gone: AtomicBool::new(false),
-            steal: sc.server.steal,
             with_program: (0..sc.workload.types.len() as u16).map(|t| programs.has_program(t)).collect(),
             mutexes: Mutexes::new(programs.mutexes()),
             programs: (0..sc.workload.types.len() as u16)
@@ -215,14 +212,16 @@ impl Server {
             stacks: StackPool::new(MAX_STACKS),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
+        let queue_policy = Sched::new(sc, 0, sh.clone()).name();
         let workers = locals
             .into_iter()
             .enumerate()
             .map(|(i, local)| {
                 let sh = sh.clone();
+                let sched = Sched::new(sc, i, sh.clone());
                 std::thread::Builder::new()
                     .name(format!("worker-{i}"))
-                    .spawn(move || crate::worker::run(sh, i, local))
+                    .spawn(move || crate::worker::run(sh, i, local, sched))
                     .expect("spawn worker")
             })
             .collect();
@@ -232,9 +231,10 @@ impl Server {
             let sample = us(sc.metrics.sample_interval_us.max(1000.0));
             let ops = be.as_ref().map(|b| b.counter());
             let realtime = sc.runtime.realtime;
+            let sched = Sched::new(sc, n as usize, sh.clone());
             std::thread::Builder::new()
                 .name("control".into())
-                .spawn(move || control::run(sh, tick, sample, ops, realtime))
+                .spawn(move || control::run(sh, sched, tick, sample, ops, realtime))
                 .expect("spawn controller")
         };
         Ok(Server {
@@ -242,6 +242,7 @@ impl Server {
             addr,
             opts,
             scenario_name: sc.name.clone(),
+            queue_policy,
             workers,
             control: Some(control),
             be,
@@ -302,8 +303,7 @@ impl Server {
             let _ = w.join();
         }
         // Queued, or suspended behind a mutex (its holder was queued or stopped).
-        let abandoned: u64 = self.sh.cores.iter().map(|c| c.queued()).sum::<u64>()
-            + self.sh.mutexes.waiting() as u64;
+        let abandoned: u64 = self.sh.queued() + self.sh.mutexes.waiting() as u64;
         let kernel_drops = crate::netstat::udp_drops(self.addr).unwrap_or(0);
         let ctl = self
             .control
@@ -333,6 +333,7 @@ impl Server {
             scenario: self.scenario_name.clone(),
             allocator: sh.alloc.lock().name().to_string(),
             overload: sh.rpc.lock().controller_name().to_string(),
+            queue_policy: self.queue_policy.to_string(),
             workers: n,
             start_unix_ns: sh.clock.start_unix_ns(),
             duration_s: end as f64 / 1e9,
@@ -405,10 +406,11 @@ pub(crate) fn set_socket_buffers(sock: &UdpSocket, bytes: i32) {
 }
 
 /// Receives up to `budget` datagrams without blocking and handles each (validation, admission,
-/// delivery to a core's inbox). Returns how many were received. Called by searching workers and
+/// delivery to the queue `sched` steers it to). Returns how many were received. Called by searching workers and
 /// by the controller; `buf` and `msgs` are the caller's scratch space.
 pub(crate) fn poll_socket(
     sh: &Shared,
+    sched: &mut Sched,
     budget: usize,
     buf: &mut [u8; 2048],
     msgs: &mut Vec<CreditMsg>,
@@ -443,7 +445,7 @@ pub(crate) fn poll_socket(
             }
         };
         let disconnect = matches!(msg, Msg::Disconnect { .. });
-        handle(sh, now, msg, peer, msgs);
+        handle(sh, sched, now, msg, peer, msgs);
         if disconnect && sh.once && sh.rpc.lock().all_gone() {
             sh.clients_gone.store(true, Ordering::Relaxed);
         }
@@ -517,7 +519,7 @@ pub(crate) fn wait_readable(sock: &UdpSocket, timeout: Duration) {
     }
 }
 
-fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<CreditMsg>) {
+fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<CreditMsg>) {
     let c = &sh.counters;
     match msg {
         Msg::Connect { cookie, demand } => {
@@ -572,8 +574,8 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
                         }
                         _ => None,
                     };
-                    let core = sh.steer(sid);
-                    sh.cores[core].deliver(Job {
+                    let place = sched.steer(sid);
+                    sh.deliver(place, Job {
                         session: sid,
                         req_id,
                         rtype,
@@ -581,7 +583,7 @@ fn handle(sh: &Shared, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<Cred
                         arrived: now,
                         peer,
                         task,
-                    });
+                    }, now);
                 }
                 Verdict::Drop { credits } => {
                     Counters::bump(&c.aqm_dropped);

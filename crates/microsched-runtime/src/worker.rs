@@ -1,14 +1,17 @@
 //! A worker thread: one "core" of the latency-critical application.
 //!
-//! Loop: own run queue and own inbox, then the socket (a non-blocking receive of up to
-//! [`RX_BATCH`] datagrams, validated and steered like every datagram: Caladan's kthreads poll
-//! their RX queue in `schedule()`), then stealing ([`crate::queue::LocalQueue`], unless
-//! `server.steal = false`); run the request through the [`Handler`](crate::handler::Handler),
-//! answer. A request with a program runs as a coroutine ([`crate::coro`]): at a yield point it
-//! goes back to the tail of this worker's run queue (behind what arrived meanwhile), at a taken
+//! Loop: ask the queueing policy ([`crate::sched`]) where to find work and take it from there
+//! (d-FCFS: own run queue and own inbox; c-FCFS: the shared queue), else poll the socket (a
+//! non-blocking receive of up to [`RX_BATCH`] datagrams, validated and steered like every
+//! datagram: Caladan's kthreads poll their RX queue in `schedule()`) and ask again, else steal
+//! from the victim the policy chose, as much as it says ([`crate::queue::LocalQueue`]; d-FCFS
+//! with `server.steal = false` chooses none); run the request through the
+//! [`Handler`](crate::handler::Handler), answer. A request with a program runs as a coroutine
+//! ([`crate::coro`]): at a yield point it goes back to the queue the policy's `requeue` names
+//! (d-FCFS: the tail of this worker's run queue, behind what arrived meanwhile), at a taken
 //! mutex it joins the mutex's waiters ([`crate::mutex`]), and either way the worker goes on
 //! with other work; a mutex it releases is handed to the first waiter, which becomes runnable
-//! on this worker's run queue (Shenango's `thread_ready`). A fruitless search is a pass; once
+//! where the policy says (d-FCFS: this worker's run queue, Shenango's `thread_ready`). A fruitless search is a pass; once
 //! the worker has searched for the allocator's poll period and pass count
 //! ([`ParkRule`](microsched_core::alloc::ParkRule)), it asks the allocator
 //! ([`CoreAllocator::on_park_attempt`](microsched_core::alloc::CoreAllocator::on_park_attempt),
@@ -23,6 +26,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use microsched_core::alloc::{ParkMode, ParkVerdict};
+use microsched_core::sched::{Next, Place, Requeue};
 use microsched_core::Nanos;
 
 use crate::coro::{Coro, Step, Suspend, Task};
@@ -31,6 +35,7 @@ use crate::park::Phase;
 use crate::queue::{Job, LocalQueue};
 use crate::report::Counters;
 use crate::rpc::CreditMsg;
+use crate::sched::Sched;
 use crate::server::{poll_socket, Shared};
 use crate::wire::{encode, Msg, Status};
 
@@ -40,7 +45,7 @@ pub const RX_BATCH: usize = 16;
 /// (one `recvfrom` per 5 µs yield would cost a fifth of the CPU).
 pub const YIELD_RX_PERIOD_NS: Nanos = 5_000;
 
-pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
+pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sched) {
     crate::clock::default_priority();
     let core = &sh.cores[me];
     core.parker.register();
@@ -52,7 +57,6 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
         woke(&sh, me, &mut msgs);
     }
     let rule = sh.park_rule;
-    let mut rotor = me;
     let mut idle_since: Option<Nanos> = None;
     let mut passes: u32 = 0;
     // A park attempt was refused since the last work found (the allocator must hear the abort).
@@ -60,21 +64,27 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
     // When this worker last polled the socket.
     let mut last_rx: Nanos = 0;
     while !stopping() {
-        let mut job = local.find_own(&sh.cores, me);
+        let mut next = sched.next(me);
+        let mut job = run_from(&sh, &local, me, next);
         if job.is_none() {
             last_rx = sh.clock.now();
-        }
-        if job.is_none() && poll_socket(&sh, RX_BATCH, &mut buf, &mut msgs) > 0 {
-            job = local.find_own(&sh.cores, me);
-            if job.is_none() {
-                // Received something (for another core, or not a request): not a fruitless pass.
-                idle_since = None;
-                passes = 0;
-                continue;
+            // The socket before a steal, as Caladan's `schedule()` polls its RX queue before
+            // stealing: what arrived for this worker is its own work.
+            if poll_socket(&sh, &mut sched, RX_BATCH, &mut buf, &mut msgs) > 0 {
+                next = sched.next(me);
+                job = run_from(&sh, &local, me, next);
+                if job.is_none() {
+                    // Received something (for another core, or not a request): not a fruitless pass.
+                    idle_since = None;
+                    passes = 0;
+                    continue;
+                }
             }
         }
-        if job.is_none() && sh.steal {
-            job = local.steal(&sh.cores, me, &mut rotor);
+        if job.is_none() {
+            if let Next::Steal(v) = next {
+                job = local.steal_from(&sh.cores, me, v as usize, |len| sched.steal_amount(len));
+            }
         }
         if let Some(job) = job {
             idle_since = None;
@@ -83,11 +93,11 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
                 attempting = false;
                 park_abort(&sh, me, &mut msgs);
             }
-            if serve(&sh, me, &local, job, &mut msgs) {
+            if serve(&sh, me, &local, &mut sched, job, &mut msgs) {
                 let now = sh.clock.now();
                 if now.saturating_sub(last_rx) >= YIELD_RX_PERIOD_NS {
                     last_rx = now;
-                    poll_socket(&sh, RX_BATCH, &mut buf, &mut msgs);
+                    poll_socket(&sh, &mut sched, RX_BATCH, &mut buf, &mut msgs);
                 }
             }
             continue;
@@ -137,6 +147,37 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue) {
     }
 }
 
+/// Takes the head of the queue `next` says to run, if it says to run one (a steal waits until
+/// the socket was polled).
+fn run_from(sh: &Shared, local: &LocalQueue, me: usize, next: Next) -> Option<Job> {
+    match next {
+        Next::Run(Place::Core(c)) if c as usize == me => local.find_own(&sh.cores, me),
+        // No policy runs another core's queue in place; taking its head is a steal of one.
+        Next::Run(Place::Core(c)) => local.steal_from(&sh.cores, me, c as usize, |_| 1),
+        Next::Run(Place::Shared) => sh.shared.take(),
+        Next::Steal(_) | Next::Idle => None,
+    }
+}
+
+/// A request that ran on `me` goes back to the queue the policy names, stamped now (the delay
+/// signal counts its wait from when it became ready, as Caladan's runqueue delay does for a
+/// woken thread). A yielder going back to this worker's run queue goes behind what arrived
+/// meanwhile (`refill`), else a run queue of yielders would never let the worker reach its
+/// inbox.
+fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: Requeue, refill: bool, job: Job) {
+    let core = &sh.cores[me];
+    let now = sh.clock.now();
+    match sched.requeue(me, why) {
+        Place::Core(c) if c as usize == me => {
+            if refill {
+                local.refill(core);
+            }
+            local.requeue(core, job, now);
+        }
+        place => sh.deliver(place, job, now),
+    }
+}
+
 /// The allocator hears that core `me` ended its park attempt (found work, or woke up).
 fn park_abort(sh: &Shared, me: usize, msgs: &mut Vec<CreditMsg>) {
     let now = sh.clock.now();
@@ -159,7 +200,7 @@ fn woke(sh: &Shared, me: usize, msgs: &mut Vec<CreditMsg>) {
 /// Runs `job` until it completes or suspends. Returns whether it yielded (the worker then
 /// checks the socket: a run queue of requests that keep yielding would otherwise never let the
 /// worker reach its idle-time poll).
-fn serve(sh: &Shared, me: usize, local: &LocalQueue, mut job: Job, msgs: &mut Vec<CreditMsg>) -> bool {
+fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job: Job, msgs: &mut Vec<CreditMsg>) -> bool {
     let core = &sh.cores[me];
     let start = sh.clock.now();
     core.parker.set(start, Phase::Busy);
@@ -183,7 +224,8 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, mut job: Job, msgs: &mut Ve
                 // them (they are in run queues or behind a mutex holder that is).
                 job.task = task.map(Box::new);
                 Counters::bump(&sh.counters.stack_waits);
-                local.requeue(core, job, start);
+                // It has not run yet: no refill, it keeps its place among the waiting.
+                requeue(sh, me, local, sched, Requeue::Yielded, false, job);
                 core.parker.set(sh.clock.now(), Phase::Search);
                 return false;
             };
@@ -215,10 +257,11 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, mut job: Job, msgs: &mut Ve
                 if let Some((waiter, since)) = sh.mutexes.release(id) {
                     let now = sh.clock.now();
                     sh.counters.mutex_wait_ns.fetch_add(now.saturating_sub(since), Ordering::Relaxed);
-                    local.requeue(core, waiter, now);
+                    requeue(sh, me, local, sched, Requeue::Woken, false, waiter);
                 }
             }
             Step::Suspended(Suspend::Acquire(id)) => {
+                Counters::bump(&sh.counters.lock_acquisitions);
                 let now = sh.clock.now();
                 let mut parked = Some((job, coro));
                 let got = sh.mutexes.acquire(id, now, || {
@@ -237,8 +280,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, mut job: Job, msgs: &mut Ve
                 Counters::bump(&sh.counters.yields);
                 let now = sh.clock.now();
                 job.task = Some(Box::new(Task::Running { coro, started }));
-                local.refill(core);
-                local.requeue(core, job, now);
+                requeue(sh, me, local, sched, Requeue::Yielded, true, job);
                 core.parker.set(now, Phase::Search);
                 return true;
             }

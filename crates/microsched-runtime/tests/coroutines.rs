@@ -112,6 +112,17 @@ tick_us = 200
 #[test]
 fn a_request_that_yields_every_5us_leaves_its_worker_to_a_later_short_one() {
     let _g = serial();
+    yielder_then_short("server.queue=\"per_core\"");
+}
+
+/// c-FCFS: the yielder goes back to the tail of the shared queue, behind the short one.
+#[test]
+fn a_yielder_leaves_its_worker_to_a_later_short_one_under_a_central_queue_too() {
+    let _g = serial();
+    yielder_then_short("server.queue=\"central\"");
+}
+
+fn yielder_then_short(queue: &str) {
     // 4000 compute steps of 5 µs with a yield point after each: at least 20 ms on the worker.
     let steps = vec![
         r#"{ op = "compute", time = { dist = "constant", value_us = 5 } }, { op = "yield" }"#;
@@ -129,7 +140,7 @@ service = {{ dist = \"constant\", value_us = 10 }}
 ",
         steps.join(", ")
     );
-    let sc = load(&text, &[]);
+    let sc = load(&text, &[queue]);
     let server = Server::start(&sc, opts()).expect("server starts");
     let c = Client::connect(server.addr());
     let gap = Duration::from_millis(5);
@@ -159,6 +170,46 @@ service = {{ dist = \"constant\", value_us = 10 }}
         "the short request ran without a coroutine"
     );
     assert_eq!(rep.counter("yields"), 4000);
+}
+
+#[test]
+fn a_central_queue_serves_every_request_on_both_workers() {
+    let _g = serial();
+    let text = r#"
+duration_ms = 1000
+[server]
+max_cores = 2
+queue = "central"
+[load]
+rps = 1000
+[runtime]
+tick_us = 200
+[policy.allocator]
+kind = "static"
+[[workload.types]]
+name = "a"
+service = { dist = "constant", value_us = 500 }
+"#;
+    let sc = load(text, &[]);
+    let server = Server::start(&sc, opts()).expect("server starts");
+    // One session: d-FCFS would queue all of it at one home core (the other only stealing);
+    // c-FCFS queues it where both workers take from.
+    let c = Client::connect(server.addr());
+    let n = 100;
+    for id in 0..n {
+        c.send(id, 0, 500_000);
+    }
+    let mut got: Vec<u64> = (0..n).map(|_| c.recv().0).collect();
+    let rep = server.stop();
+    got.sort_unstable();
+    assert_eq!(got, (0..n).collect::<Vec<_>>());
+    assert_eq!(rep.cores.completed_per_worker.iter().sum::<u64>(), n);
+    assert!(
+        rep.cores.completed_per_worker.iter().all(|&k| k > 0),
+        "both workers served the shared queue: {:?}",
+        rep.cores.completed_per_worker
+    );
+    assert_eq!(rep.abandoned, 0);
 }
 
 /// Request types of the mutex test: A takes the mutex and yields inside its critical section
@@ -347,7 +398,7 @@ service = {{ dist = \"constant\", value_us = 10 }}
 "
     );
     for (o, field) in [
-        ("server.queue=\"central\"", "server.queue"),
+        ("server.delay_signal=\"exact\"", "server.delay_signal"),
         ("server.packet_cost_ns=100", "server.packet_cost_ns"),
         (
             "server.preemption.quantum_us=5",

@@ -35,8 +35,13 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for DistributedFcfs {
     fn steer(&mut self, flow: u32, view: &V) -> Place {
         let h = hash(flow as u64);
         let home = (h % view.max_cores() as u64) as u16;
+        // The active set only when the home is parked: the runtime's view builds it by reading
+        // every core's phase.
+        if view.is_active(home) {
+            return Place::Core(home);
+        }
         let active = view.active();
-        if view.is_active(home) || active.is_empty() {
+        if active.is_empty() {
             Place::Core(home)
         } else {
             Place::Core(active[(h % active.len() as u64) as usize])

@@ -1,0 +1,176 @@
+//! The runtime as a driver of `microsched-core`'s queueing policies
+//! ([`QueuePolicy`](microsched_core::sched::QueuePolicy)), the very objects the simulator
+//! drives: where an arriving request waits (`steer`), where a yielded or woken one goes back to
+//! (`requeue`), and where an idle worker finds work and how much it steals (`next`,
+//! `steal_amount`). The runtime only carries the decisions out.
+//!
+//! Every thread that decides (each worker, and the controller, which receives datagrams when no
+//! worker polls the socket) owns a [`Sched`]: its own policy instance, built from the scenario
+//! with a seed of its own, and its own view. Policies take `&mut self` (d-FCFS draws its victims
+//! from a random stream), and one shared instance would need a lock on every arrival and every
+//! idle pass. The policies' state is only that stream, so per-thread instances decide as one
+//! would, except that the victim draws are interleaved differently (the simulator's single
+//! stream has no counterpart in concurrent threads anyway).
+//!
+//! The view ([`RtView`]) reads the live shared state without locks, lazily (a decision reads
+//! only what its policy asks for) and at most once per decision (a decision sees one
+//! snapshot). The snapshot is approximate: a worker's phase and a queue's length may change
+//! between the read and the decision's effect, since the other workers run on. The driver
+//! tolerates every such race: a request steered to a worker that parks meanwhile waits in its
+//! inbox, where the controller sees it and grants that worker first; a steal from a queue that
+//! emptied meanwhile is a fruitless pass; a length read as positive while the item is not yet
+//! visible (stamps are taken before the push) costs one empty pop.
+
+use std::cell::OnceCell;
+use std::sync::Arc;
+
+use microsched_core::rng::hash;
+use microsched_core::scenario::Scenario;
+use microsched_core::sched::{self, Next, Place, QueuePolicy, Requeue, ServerView};
+
+use crate::config::MAX_WORKERS;
+use crate::park::Phase;
+use crate::server::Shared;
+
+/// A set of cores, in index order (the order policies that pick "a random victim" index into).
+#[derive(Debug, Clone, Copy)]
+struct Cores {
+    ids: [u16; MAX_WORKERS as usize],
+    n: usize,
+}
+
+impl Cores {
+    fn collect(sh: &Shared, mut keep: impl FnMut(usize) -> bool) -> Self {
+        let mut s = Cores { ids: [0; MAX_WORKERS as usize], n: 0 };
+        for i in 0..sh.cores.len() {
+            if keep(i) {
+                s.ids[s.n] = i as u16;
+                s.n += 1;
+            }
+        }
+        s
+    }
+    fn as_slice(&self) -> &[u16] {
+        &self.ids[..self.n]
+    }
+}
+
+/// What a policy sees of the runtime: a lazily read, per-decision snapshot (see the module
+/// doc for what is approximate).
+pub struct RtView {
+    sh: Arc<Shared>,
+    active: OnceCell<Cores>,
+    spinners: OnceCell<Cores>,
+    /// Cores with waiting requests, and the total waiting (the shared queue's included): one
+    /// pass over the queues fills both.
+    victims: OnceCell<(Cores, u64)>,
+}
+
+impl RtView {
+    fn new(sh: Arc<Shared>) -> Self {
+        Self { sh, active: OnceCell::new(), spinners: OnceCell::new(), victims: OnceCell::new() }
+    }
+
+    /// Forgets the previous decision's snapshot.
+    fn fresh(&mut self) -> &Self {
+        self.active.take();
+        self.spinners.take();
+        self.victims.take();
+        self
+    }
+
+    fn phase(&self, core: usize) -> Phase {
+        self.sh.cores[core].parker.phase()
+    }
+
+    fn scan_queues(&self) -> &(Cores, u64) {
+        self.victims.get_or_init(|| {
+            let mut total = self.sh.shared.stamps.len();
+            // Parked cores count: their queues are stealable (work steered to a core just
+            // before it parked would otherwise wait for the controller's grant).
+            let victims = Cores::collect(&self.sh, |i| {
+                let q = self.sh.cores[i].queued();
+                total += q;
+                q > 0
+            });
+            (victims, total)
+        })
+    }
+}
+
+impl ServerView for RtView {
+    #[inline]
+    fn max_cores(&self) -> usize {
+        self.sh.cores.len()
+    }
+    #[inline]
+    fn is_active(&self, core: u16) -> bool {
+        matches!(self.phase(core as usize), Phase::Busy | Phase::Search)
+    }
+    fn active(&self) -> &[u16] {
+        self.active
+            .get_or_init(|| Cores::collect(&self.sh, |i| matches!(self.phase(i), Phase::Busy | Phase::Search)))
+            .as_slice()
+    }
+    fn spinners(&self) -> &[u16] {
+        self.spinners.get_or_init(|| Cores::collect(&self.sh, |i| self.phase(i) == Phase::Search)).as_slice()
+    }
+    fn victims(&self) -> &[u16] {
+        self.scan_queues().0.as_slice()
+    }
+    #[inline]
+    fn queue_len(&self, place: Place) -> usize {
+        match place {
+            Place::Core(c) => self.sh.cores[c as usize].queued() as usize,
+            Place::Shared => self.sh.shared.stamps.len() as usize,
+        }
+    }
+    fn queued(&self) -> u64 {
+        self.scan_queues().1
+    }
+}
+
+/// One thread's policy instance and view.
+pub struct Sched {
+    policy: Box<dyn QueuePolicy<RtView>>,
+    view: RtView,
+}
+
+impl Sched {
+    /// The policy of `sc` for deciding thread number `thread` (workers 0.., then the
+    /// controller), with a random stream of its own.
+    pub(crate) fn new(sc: &Scenario, thread: usize, sh: Arc<Shared>) -> Self {
+        let seed = hash(sc.seed ^ hash(thread as u64 + 1));
+        Self { policy: sched::build::<RtView>(sc, seed), view: RtView::new(sh) }
+    }
+
+    /// The queue an arriving request of session `sid` joins.
+    pub fn name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    #[inline]
+    pub fn steer(&mut self, sid: u32) -> Place {
+        let view = self.view.fresh();
+        self.policy.steer(sid, view)
+    }
+
+    /// Where idle worker `me` finds work.
+    #[inline]
+    pub fn next(&mut self, me: usize) -> Next {
+        let view = self.view.fresh();
+        self.policy.next(me as u16, view)
+    }
+
+    #[inline]
+    pub fn steal_amount(&self, len: usize) -> usize {
+        self.policy.steal_amount(len)
+    }
+
+    /// Where a request that ran on worker `me` goes back to.
+    #[inline]
+    pub fn requeue(&mut self, me: usize, why: Requeue) -> Place {
+        let view = self.view.fresh();
+        self.policy.requeue(me as u16, why, view)
+    }
+}
