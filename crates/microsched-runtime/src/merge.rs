@@ -4,7 +4,7 @@
 //! (rejection counters, best-effort throughput, the controller's real tick period, the client's
 //! accounting). The summary keys are those of `microsched run`.
 
-use microsched_core::summary::{CoreTime, Cores, Sched, Summary};
+use microsched_core::summary::{AppSummary, CoreTime, Cores, NodeSummary, Sched, Summary};
 use serde_json::{json, Value};
 
 use crate::loadgen::LoadgenResult;
@@ -122,6 +122,31 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         },
         preempt_send_ns: 0,
     });
+    // One application on one node: their sections repeat the flat keys, so tooling that reads
+    // per-application and per-node results works on real runs too.
+    s.applications = vec![AppSummary {
+        name: s.scenario.clone(),
+        slo_us: s.slo_us,
+        offered_rps: s.offered_rps,
+        throughput_rps: s.throughput_rps,
+        goodput_rps: s.goodput_rps,
+        drop_rate: s.drop_rate,
+        latency_us: s.latency_us.clone(),
+        queueing_delay_us: s.queueing_delay_us.clone(),
+        slowdown: s.slowdown.clone(),
+        by_type: s.by_type.clone(),
+        requests: s.requests.clone(),
+        retries: 0,
+    }];
+    s.nodes = vec![NodeSummary {
+        node: 0,
+        cores: s.cores.clone(),
+        cpu_utilization: s.cpu_utilization,
+        be_cores_mean: s.be_cores_mean,
+        core_time: s.core_time.clone(),
+        sched: s.sched.clone().unwrap_or_default(),
+        credits: s.credits.clone(),
+    }];
     let mut v = serde_json::to_value(&s).expect("summary serialises");
     let server_requests = rep.counter("requests");
     v["runtime"] = json!({
