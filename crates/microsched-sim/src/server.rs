@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use microsched_core::alloc::{CoreObs, CoreState};
+use microsched_core::alloc::{AllocView, CoreId, CoreObs, CoreState};
 use microsched_core::program::Op;
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::sched::preemption::Preemption;
@@ -41,6 +41,7 @@ enum AfterOverhead {
 
 #[derive(Debug, Clone)]
 pub struct Core {
+    id: u16,
     pub mode: CoreMode,
     since: Nanos,
     pub queue: VecDeque<u32>,
@@ -66,11 +67,25 @@ pub struct Core {
     stealing: bool,
     /// Asked to park and told to keep polling (CoreSync): finding work must be reported.
     park_attempting: bool,
+    /// What the allocator saw of this core at its last tick, saved before the first change
+    /// after it (valid when `at_tick.tick` is the ledger's): an unchanged core is read from its
+    /// current fields instead, so a tick need not copy every core.
+    at_tick: AtTick,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct AtTick {
+    tick: u32,
+    mode: CoreMode,
+    enqueued_total: u64,
+    busy: Nanos,
+    search: Nanos,
 }
 
 impl Core {
-    fn new(mode: CoreMode) -> Self {
+    fn new(id: u16, mode: CoreMode) -> Self {
         Self {
+            id,
             mode,
             since: 0,
             queue: VecDeque::new(),
@@ -87,14 +102,40 @@ impl Core {
             yield_requested: false,
             stealing: false,
             park_attempting: false,
+            at_tick: AtTick { tick: 0, mode, enqueued_total: 0, busy: 0, search: 0 },
         }
     }
 
     #[inline]
-    fn set_mode(&mut self, mode: CoreMode, now: Nanos) {
-        self.times[self.mode as usize] += now - self.since;
+    fn set_mode(&mut self, mode: CoreMode, now: Nanos, l: &mut Ledger) {
+        self.save_tick(l);
+        let (old, ran) = (self.mode as usize, now - self.since);
+        self.times[old] += ran;
+        l.closed[old] += ran;
+        l.in_mode[old] -= 1;
+        l.since_sum[old] -= self.since;
+        l.in_mode[mode as usize] += 1;
+        l.since_sum[mode as usize] += now;
+        if (self.mode == CoreMode::Parked) != (mode == CoreMode::Parked) {
+            l.parked[self.id as usize / 64] ^= 1 << (self.id % 64);
+        }
         self.mode = mode;
         self.since = now;
+    }
+
+    /// Called before any change the allocator observes.
+    #[inline]
+    fn save_tick(&mut self, l: &Ledger) {
+        if self.at_tick.tick != l.tick {
+            self.at_tick = self.seen_at_tick(l);
+        }
+    }
+
+    /// This core as it was at the ledger's last tick, from fields unchanged since.
+    fn seen_at_tick(&self, l: &Ledger) -> AtTick {
+        let t = self.times_at(l.tick_at);
+        let (busy, search) = busy_search(&t);
+        AtTick { tick: l.tick, mode: self.mode, enqueued_total: self.enqueued_total, busy, search }
     }
 
     /// (busy, search, parked, transition, overhead) up to `now`, the current stretch included.
@@ -106,6 +147,66 @@ impl Core {
 
     pub fn is_active(&self) -> bool {
         matches!(self.mode, CoreMode::Busy | CoreMode::Search | CoreMode::Overhead)
+    }
+}
+
+/// The allocator's (busy, search) from a core's times per mode: overhead is busy time.
+fn busy_search(t: &[Nanos; 5]) -> (Nanos, Nanos) {
+    (t[CoreMode::Busy as usize] + t[CoreMode::Overhead as usize], t[CoreMode::Search as usize])
+}
+
+fn core_state(mode: CoreMode) -> CoreState {
+    match mode {
+        CoreMode::Busy | CoreMode::Search | CoreMode::Overhead => CoreState::Active,
+        CoreMode::Parked => CoreState::Parked,
+        CoreMode::Waking => CoreState::Waking,
+    }
+}
+
+/// Whole-server aggregates of the cores, kept up to date as they change, so that an allocator
+/// tick, a grant and the core-time totals cost O(1) (or O(cores with queued work)), not a pass
+/// over every core: at a thousand cores those passes dominated the run.
+#[derive(Debug, Clone)]
+struct Ledger {
+    /// Per mode: Σ over cores of their finished stretches in it; the cores in it now; Σ of
+    /// their `since`. The mode's total time up to `now` is `closed + in_mode · now − since_sum`.
+    closed: [Nanos; 5],
+    in_mode: [u64; 5],
+    since_sum: [Nanos; 5],
+    /// Parked cores, one bit each: a grant takes the lowest.
+    parked: Vec<u64>,
+    /// Allocator ticks so far, and the time of the last.
+    tick: u32,
+    tick_at: Nanos,
+}
+
+impl Ledger {
+    fn new(cores: &[Core]) -> Self {
+        let mut l = Self {
+            closed: [0; 5],
+            in_mode: [0; 5],
+            since_sum: [0; 5],
+            parked: vec![0; cores.len().div_ceil(64)],
+            tick: 0,
+            tick_at: 0,
+        };
+        for c in cores {
+            l.in_mode[c.mode as usize] += 1;
+            l.since_sum[c.mode as usize] += c.since;
+            if c.mode == CoreMode::Parked {
+                l.parked[c.id as usize / 64] |= 1 << (c.id % 64);
+            }
+        }
+        l
+    }
+
+    fn times_at(&self, now: Nanos) -> [Nanos; 5] {
+        std::array::from_fn(|m| self.closed[m] + self.in_mode[m] * now - self.since_sum[m])
+    }
+
+    fn lowest_parked(&self) -> Option<u16> {
+        let (w, bits) = self.parked.iter().enumerate().find(|(_, b)| **b != 0)?;
+        Some((w * 64) as u16 + bits.trailing_zeros() as u16)
     }
 }
 
@@ -178,6 +279,9 @@ pub struct Queues {
     active: CoreSet,
     /// Cores a thief may steal from: a non-empty queue and not mid-steal themselves.
     victims: CoreSet,
+    /// Cores with a non-empty queue, mid-steal or not: the only ones with a queueing delay.
+    nonempty: CoreSet,
+    ledger: Ledger,
     /// Requests waiting in any queue.
     pub queued: u64,
 }
@@ -223,11 +327,13 @@ impl Queues {
         match place {
             Place::Core(c) => {
                 let core = &mut self.cores[c as usize];
+                core.save_tick(&self.ledger);
                 core.queue.push_back(req);
                 core.enqueued_total += 1;
                 if !core.stealing {
                     self.victims.insert(c);
                 }
+                self.nonempty.insert(c);
             }
             Place::Shared => self.shared.push_back(req),
         }
@@ -243,6 +349,7 @@ impl Queues {
                 core.dequeued_total += 1;
                 if core.queue.is_empty() {
                     self.victims.remove(c);
+                    self.nonempty.remove(c);
                 }
                 r
             }
@@ -279,6 +386,8 @@ pub struct Server {
     /// Cores that ran out of work inside the server (a request handed to a spinning core
     /// blocked or yielded at once), with what they did next, for the driver's parking logic.
     pub idled: Vec<(u16, Idle)>,
+    /// Cores asked to yield since the last withdrawal (some may have parked since).
+    yields_asked: Vec<u16>,
 }
 
 /// What happened to a core that ran out of work, for the driver's parking logic.
@@ -323,15 +432,27 @@ impl Server {
         let mut active = CoreSet::new(n);
         for c in 0..n {
             if c < initially_active {
-                cores.push(Core::new(CoreMode::Search));
+                cores.push(Core::new(c as u16, CoreMode::Search));
                 active.insert(c as u16);
                 spinners.insert(c as u16);
             } else {
-                cores.push(Core::new(CoreMode::Parked));
+                cores.push(Core::new(c as u16, CoreMode::Parked));
             }
         }
+        let ledger = Ledger::new(&cores);
+        let q = Queues {
+            max_cores: n,
+            cores,
+            shared: VecDeque::new(),
+            spinners,
+            active,
+            victims: CoreSet::new(n),
+            nonempty: CoreSet::new(n),
+            ledger,
+            queued: 0,
+        };
         Self {
-            q: Queues { max_cores: n, cores, shared: VecDeque::new(), spinners, active, victims: CoreSet::new(n), queued: 0 },
+            q,
             cfg,
             policy,
             programs: Vec::new(),
@@ -340,15 +461,12 @@ impl Server {
             counters: SchedCounters::default(),
             aborted_parks: Vec::new(),
             idled: Vec::new(),
+            yields_asked: Vec::new(),
         }
     }
 
     pub fn policy_name(&self) -> &'static str {
         self.policy.name()
-    }
-
-    pub fn cores(&self) -> &[Core] {
-        &self.q.cores
     }
 
     pub fn core(&self, c: u16) -> &Core {
@@ -428,14 +546,14 @@ impl Server {
         }
         if r.preempted && self.cfg.preemption.ret > 0 {
             r.preempted = false;
-            c.set_mode(CoreMode::Overhead, now);
+            c.set_mode(CoreMode::Overhead, now, &mut self.q.ledger);
             c.after_overhead = AfterOverhead::Resume;
             c.gen = c.gen.wrapping_add(1);
             evq.push(now + self.cfg.preemption.ret, Event::OverheadDone { core, gen: c.gen });
             return true;
         }
         r.preempted = false;
-        c.set_mode(CoreMode::Busy, now);
+        c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         match self.run(core, now, slab, evq) {
             Ran::Pending => true,
             // Finishing is always reported through a slice end, so the driver answers it.
@@ -610,7 +728,7 @@ impl Server {
         let req = c.current;
         slab[req].preempted = true;
         if p.receive > 0 {
-            c.set_mode(CoreMode::Overhead, now);
+            c.set_mode(CoreMode::Overhead, now, &mut self.q.ledger);
             c.after_overhead = AfterOverhead::Requeue;
             c.gen = c.gen.wrapping_add(1);
             evq.push(now + p.receive, Event::OverheadDone { core, gen: c.gen });
@@ -636,7 +754,7 @@ impl Server {
         if c.gen != gen {
             return SliceEnd::Stale;
         }
-        c.set_mode(CoreMode::Busy, now);
+        c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         match c.after_overhead {
             AfterOverhead::Requeue => {
                 self.requeue_preempted(core, now, slab);
@@ -677,11 +795,14 @@ impl Server {
         q.cores[victim as usize].dequeued_total += take as u64;
         if q.cores[victim as usize].queue.is_empty() {
             q.victims.remove(victim);
+            q.nonempty.remove(victim);
         }
+        q.nonempty.insert(thief);
         let t = &mut q.cores[thief as usize];
+        t.save_tick(&q.ledger);
         t.enqueued_total += take as u64;
         t.epoch = t.epoch.wrapping_add(1);
-        t.set_mode(CoreMode::Search, now);
+        t.set_mode(CoreMode::Search, now, &mut q.ledger);
         t.stealing = true;
         q.victims.remove(thief);
         if self.cfg.steal_cost == 0 {
@@ -729,7 +850,7 @@ impl Server {
         }
         let c = &mut self.q.cores[core as usize];
         if c.mode != CoreMode::Search {
-            c.set_mode(CoreMode::Search, now);
+            c.set_mode(CoreMode::Search, now, &mut self.q.ledger);
         }
         self.q.spinners.insert(core);
         Idle::Spinning
@@ -762,25 +883,23 @@ impl Server {
         c.yield_requested = false;
         c.park_attempting = false;
         c.epoch = c.epoch.wrapping_add(1);
-        c.set_mode(CoreMode::Parked, now);
+        c.set_mode(CoreMode::Parked, now, &mut self.q.ledger);
     }
 
     /// Grants one parked core (preferring one with queued work, else the lowest index); it can
     /// run work after the allocation delay. Returns it, or None if every core is allocated.
     pub fn grant(&mut self, now: Nanos, evq: &mut EventQueue) -> Option<u16> {
-        let cores = &self.q.cores;
-        let pick = cores
-            .iter()
-            .position(|c| c.mode == CoreMode::Parked && !c.queue.is_empty())
-            .or_else(|| cores.iter().position(|c| c.mode == CoreMode::Parked))? as u16;
-        self.q.cores[pick as usize].set_mode(CoreMode::Waking, now);
+        let q = &mut self.q;
+        let with_work = q.nonempty.items.iter().copied().filter(|&c| q.cores[c as usize].mode == CoreMode::Parked).min();
+        let pick = with_work.or_else(|| q.ledger.lowest_parked())?;
+        q.cores[pick as usize].set_mode(CoreMode::Waking, now, &mut q.ledger);
         evq.push(now + self.cfg.alloc_delay, Event::WakeDone { core: pick });
         Some(pick)
     }
 
     /// A granted core is ready.
     pub fn wake_done(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
-        self.q.cores[core as usize].set_mode(CoreMode::Search, now);
+        self.q.cores[core as usize].set_mode(CoreMode::Search, now, &mut self.q.ledger);
         self.q.active.insert(core);
         self.find_work(core, now, slab, evq)
     }
@@ -791,6 +910,7 @@ impl Server {
             self.park(core, now);
         } else if self.q.cores[core as usize].is_active() {
             self.q.cores[core as usize].yield_requested = true;
+            self.yields_asked.push(core);
         }
     }
 
@@ -800,8 +920,8 @@ impl Server {
     }
 
     pub fn withdraw_yield_requests(&mut self) {
-        for c in &mut self.q.cores {
-            c.yield_requested = false;
+        for c in self.yields_asked.drain(..) {
+            self.q.cores[c as usize].yield_requested = false;
         }
     }
 
@@ -820,40 +940,99 @@ impl Server {
 
     /// The congestion signal: max over queues of the oldest waiting request's age.
     pub fn max_delay(&self, now: Nanos, slab: &Slab) -> Nanos {
-        (0..self.q.cores.len()).filter_map(|c| self.oldest(c, slab)).map(|t| now - t).max().unwrap_or(0)
+        self.alloc_view(now, slab).max_delay()
     }
 
-    /// Fills `out` with what a core allocator sees.
-    pub fn observe(&self, now: Nanos, slab: &Slab, out: &mut Vec<CoreObs>) {
-        out.clear();
-        for (i, c) in self.q.cores.iter().enumerate() {
-            let [busy, search, _, _, overhead] = c.times_at(now);
-            let queued = (c.queue.len() + if i == 0 { self.q.shared.len() } else { 0 }) as u32;
-            out.push(CoreObs {
-                state: match c.mode {
-                    CoreMode::Busy | CoreMode::Search | CoreMode::Overhead => CoreState::Active,
-                    CoreMode::Parked => CoreState::Parked,
-                    CoreMode::Waking => CoreState::Waking,
-                },
-                queued,
-                oldest_enqueued_at: self.oldest(i, slab),
-                enqueued_total: c.enqueued_total,
-                dequeued_total: c.dequeued_total,
-                busy_ns: busy + overhead,
-                search_ns: search,
-            });
-        }
+    /// What a core allocator sees now.
+    pub fn alloc_view<'a>(&'a self, now: Nanos, slab: &'a Slab) -> TickView<'a> {
+        TickView { server: self, slab, now }
+    }
+
+    /// The allocator ticked at `now`: from here on, changes to a core save what it saw.
+    pub fn mark_tick(&mut self, now: Nanos) {
+        self.q.ledger.tick = self.q.ledger.tick.wrapping_add(1);
+        self.q.ledger.tick_at = now;
+    }
+
+    /// The idle core with the lowest index, if any.
+    pub fn first_spinner(&self) -> Option<u16> {
+        self.q.spinners.items.iter().copied().min()
     }
 
     /// Sum over cores of (busy, search, parked, transition, overhead) up to `now`.
     pub fn core_times(&self, now: Nanos) -> [Nanos; 5] {
-        let mut acc = [0; 5];
-        for c in &self.q.cores {
-            for (a, v) in acc.iter_mut().zip(c.times_at(now)) {
-                *a += v;
-            }
+        self.q.ledger.times_at(now)
+    }
+}
+
+/// The server as a core allocator sees it: built from the live state at each call, so that only
+/// the cores the policy looks at cost anything.
+pub struct TickView<'a> {
+    server: &'a Server,
+    slab: &'a Slab,
+    now: Nanos,
+}
+
+impl TickView<'_> {
+    fn obs(&self, i: u16) -> CoreObs {
+        let q = &self.server.q;
+        let c = &q.cores[i as usize];
+        let (busy_ns, search_ns) = busy_search(&c.times_at(self.now));
+        let queued = (c.queue.len() + if i == 0 { q.shared.len() } else { 0 }) as u32;
+        CoreObs {
+            state: core_state(c.mode),
+            queued,
+            oldest_enqueued_at: self.server.oldest(i as usize, self.slab),
+            enqueued_total: c.enqueued_total,
+            dequeued_total: c.dequeued_total,
+            busy_ns,
+            search_ns,
         }
-        acc
+    }
+}
+
+impl AllocView for TickView<'_> {
+    fn now(&self) -> Nanos {
+        self.now
+    }
+    fn active(&self) -> usize {
+        self.server.q.active.len()
+    }
+    fn waking(&self) -> usize {
+        self.server.q.ledger.in_mode[CoreMode::Waking as usize] as usize
+    }
+    fn parked(&self) -> usize {
+        self.server.q.ledger.in_mode[CoreMode::Parked as usize] as usize
+    }
+    fn busy_search_totals(&self) -> (Nanos, Nanos) {
+        busy_search(&self.server.q.ledger.times_at(self.now))
+    }
+    fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+        let q = &self.server.q;
+        for &i in &q.nonempty.items {
+            f(i, &self.obs(i));
+        }
+        // The shared queue is reported on core 0, as one queue of the server.
+        if !q.shared.is_empty() && !q.nonempty.contains(0) {
+            f(0, &self.obs(0));
+        }
+    }
+    fn for_each_active(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+        for &i in &self.server.q.active.items {
+            f(i, &self.obs(i));
+        }
+    }
+    fn prev(&self, core: CoreId) -> CoreObs {
+        let q = &self.server.q;
+        let c = &q.cores[core as usize];
+        let t = if c.at_tick.tick == q.ledger.tick { c.at_tick } else { c.seen_at_tick(&q.ledger) };
+        CoreObs {
+            state: core_state(t.mode),
+            enqueued_total: t.enqueued_total,
+            busy_ns: t.busy,
+            search_ns: t.search,
+            ..CoreObs::new(core_state(t.mode))
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use microsched_core::alloc::{self, AllocAction, AllocObs, CoreAllocator, CoreObs, ParkMode, ParkVerdict};
+use microsched_core::alloc::{self, AllocAction, CoreAllocator, ParkMode, ParkVerdict};
 use microsched_core::metrics::LatencyRecorder;
 use microsched_core::overload::{self, Admission, CreditController, CreditLink, SessionId};
 use microsched_core::scenario::{DelaySignal, Loaded, Scenario};
@@ -104,7 +104,6 @@ pub struct Sim {
     sessions: u32,
     allocator: Box<dyn CoreAllocator>,
     credit: Option<Box<Credit>>,
-    obs: Vec<CoreObs>,
     search_pass: Nanos,
     sample_every: Nanos,
     recorder: LatencyRecorder,
@@ -197,7 +196,6 @@ impl Sim {
             sessions: sc.clients.sessions,
             allocator,
             credit,
-            obs: Vec::with_capacity(max_cores),
             search_pass: (sc.server.search_pass_ns.round() as Nanos).max(1),
             sample_every: us(sc.metrics.sample_interval_us).max(1),
             recorder: LatencyRecorder::new(&names, us(slo_us)),
@@ -602,7 +600,7 @@ impl Sim {
     fn after_park(&mut self) {
         self.cores_changed();
         if self.allocator.park_rule().mode == ParkMode::OnlyLastCore && self.server.active_count() == 1 {
-            if let Some(c) = (0..self.server.cores().len() as u16).find(|&c| self.server.is_spinning(c)) {
+            if let Some(c) = self.server.first_spinner() {
                 self.after_idle(c, Idle::Spinning);
             }
         }
@@ -610,7 +608,6 @@ impl Sim {
 
     fn alloc_tick(&mut self) {
         let now = self.now;
-        self.server.observe(now, &self.slab, &mut self.obs);
         if let Some(c) = &mut self.credit {
             if !c.exact {
                 // The congestion signal is measured at the allocator's pace, as in Caladan.
@@ -620,7 +617,9 @@ impl Sim {
         // A yield request not served within one interval is withdrawn, as Caladan's IOKernel
         // does: the signal that motivated it is stale by now.
         self.server.withdraw_yield_requests();
-        let action = self.allocator.tick(&AllocObs { now, cores: &self.obs });
+        let action = self.allocator.tick(&self.server.alloc_view(now, &self.slab));
+        // Before carrying the action out: what the allocator just saw is its next `prev`.
+        self.server.mark_tick(now);
         match action {
             AllocAction::Nothing => {}
             AllocAction::Grant => {
