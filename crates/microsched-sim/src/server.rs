@@ -940,7 +940,15 @@ impl Server {
 
     /// The congestion signal: max over queues of the oldest waiting request's age.
     pub fn max_delay(&self, now: Nanos, slab: &Slab) -> Nanos {
-        self.alloc_view(now, slab).max_delay()
+        self.queued_cores().filter_map(|c| self.oldest(c as usize, slab)).map(|t| now - t).max().unwrap_or(0)
+    }
+
+    /// The cores with waiting requests: a non-empty queue of their own, or core 0 when the
+    /// shared queue holds some (it is reported there, as one queue of the server).
+    fn queued_cores(&self) -> impl Iterator<Item = u16> + '_ {
+        let q = &self.q;
+        let shared_only = !q.shared.is_empty() && !q.nonempty.contains(0);
+        q.nonempty.items.iter().copied().chain(shared_only.then_some(0))
     }
 
     /// What a core allocator sees now.
@@ -1008,13 +1016,8 @@ impl AllocView for TickView<'_> {
         busy_search(&self.server.q.ledger.times_at(self.now))
     }
     fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
-        let q = &self.server.q;
-        for &i in &q.nonempty.items {
+        for i in self.server.queued_cores() {
             f(i, &self.obs(i));
-        }
-        // The shared queue is reported on core 0, as one queue of the server.
-        if !q.shared.is_empty() && !q.nonempty.contains(0) {
-            f(0, &self.obs(0));
         }
     }
     fn for_each_active(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
@@ -1075,5 +1078,90 @@ mod tests {
         // A queued from 400 to 700 after its preemption; B from 100 to 400.
         assert_eq!((slab[a].queued_ns, slab[b].queued_ns), (300, 300));
         assert_eq!(s.counters.preemptions, 1);
+    }
+
+    /// The view's aggregates and tick snapshots against a full pass over the cores, through
+    /// arrivals, steals, grants, wake-ups, yields and parks at random.
+    #[test]
+    fn the_tick_view_agrees_with_a_scan_of_every_core() {
+        use microsched_core::alloc::SliceView;
+        use microsched_core::rng::stream;
+        use microsched_core::sched::dfcfs::DistributedFcfs;
+        use rand::Rng;
+
+        let n = 6;
+        let cfg = ServerCfg { max_cores: n, steal_cost: 50, packet_cost: 0, alloc_delay: 300, preemption: Preemption::default() };
+        let mut s = Server::new(cfg, 2, Box::new(DistributedFcfs::new(true, stream(1, "steal"))), vec![]);
+        let (mut slab, mut evq, mut rng) = (Slab::default(), EventQueue::with_capacity(64), stream(1, "test"));
+        let mut prev: Vec<CoreObs> = (0..n as u16).map(|i| s.alloc_view(0, &slab).obs(i)).collect();
+        evq.push(0, Event::Generate);
+        evq.push(1_000, Event::AllocTick);
+        let (mut ticks, mut saw_queued) = (0, false);
+        while let Some((t, ev)) = evq.pop() {
+            match ev {
+                Event::Generate if t < 400_000 => {
+                    let req = slab.insert(Req { service: rng.gen_range(100..3_000), session: rng.gen(), ..Req::default() });
+                    s.arrive(req, t, &mut slab, &mut evq);
+                    evq.push(t + rng.gen_range(0..700), Event::Generate);
+                }
+                Event::CoreDone { core, gen } => {
+                    if let SliceEnd::Finished(r) = s.slice_end(core, gen, t, &mut slab, &mut evq) {
+                        slab.remove(r);
+                        s.find_work(core, t, &mut slab, &mut evq);
+                    }
+                }
+                Event::StealDone { core } => {
+                    s.steal_done(core, t, &mut slab, &mut evq);
+                }
+                Event::WakeDone { core } => {
+                    s.wake_done(core, t, &mut slab, &mut evq);
+                }
+                Event::AllocTick if t < 400_000 => {
+                    let view = s.alloc_view(t, &slab);
+                    let cores: Vec<CoreObs> = (0..n as u16).map(|i| view.obs(i)).collect();
+                    let scan = SliceView { now: t, cores: &cores, prev: &prev };
+                    let state = |v: &dyn AllocView| {
+                        let (mut queued, mut active) = (vec![], vec![]);
+                        v.for_each_queued(&mut |i, c| queued.push((i, *c)));
+                        v.for_each_active(&mut |i, c| active.push((i, *c)));
+                        queued.sort_by_key(|e| e.0);
+                        active.sort_by_key(|e| e.0);
+                        let prev: Vec<_> = (0..n as u16)
+                            .map(|i| v.prev(i))
+                            .map(|p| (p.state, p.enqueued_total, p.busy_ns, p.search_ns))
+                            .collect();
+                        let counts = (v.active(), v.waking(), v.parked(), v.busy_search_totals());
+                        (counts, v.max_delay(), v.parked_with_work(), queued, active, prev)
+                    };
+                    assert_eq!(state(&view), state(&scan), "at {t}");
+                    assert_eq!(s.max_delay(t, &slab), scan.max_delay());
+                    let times = (0..n).fold([0; 5], |acc, i| {
+                        let c = s.core(i as u16).times_at(t);
+                        std::array::from_fn(|m| acc[m] + c[m])
+                    });
+                    assert_eq!(s.core_times(t), times);
+                    saw_queued |= !state(&scan).3.is_empty();
+                    s.mark_tick(t);
+                    prev = cores;
+                    ticks += 1;
+                    s.withdraw_yield_requests();
+                    match rng.gen_range(0..4) {
+                        0 => {
+                            s.grant(t, &mut evq);
+                        }
+                        1 if s.active_count() > 1 => s.request_yield(s.q.active.items[0], t),
+                        2 if s.active_count() > 1 => {
+                            if let Some(c) = s.first_spinner() {
+                                s.park(c, t);
+                            }
+                        }
+                        _ => {}
+                    }
+                    evq.push(t + rng.gen_range(500..1_500), Event::AllocTick);
+                }
+                _ => {}
+            }
+        }
+        assert!(ticks > 200 && saw_queued, "{ticks} ticks");
     }
 }

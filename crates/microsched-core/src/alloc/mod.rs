@@ -84,6 +84,8 @@ pub trait AllocView {
     fn for_each_active(&self, f: &mut dyn FnMut(CoreId, &CoreObs));
     /// Core `core` as it was at the previous tick (before the first one: at the start of the
     /// run, zero counters), so that a policy can difference counters over the last interval.
+    /// Only `state`, `enqueued_total`, `busy_ns` and `search_ns` are defined: a driver need not
+    /// keep the rest.
     fn prev(&self, core: CoreId) -> CoreObs;
 
     /// Max over cores of the oldest waiting request's age: the delay signal of Caladan and
