@@ -1015,6 +1015,15 @@ impl AllocView for TickView<'_> {
     fn busy_search_totals(&self) -> (Nanos, Nanos) {
         busy_search(&self.server.q.ledger.times_at(self.now))
     }
+    // These two read only what they need of each core with queued work, not its whole
+    // observation: they run at every tick.
+    fn max_delay(&self) -> Nanos {
+        self.server.max_delay(self.now, self.slab)
+    }
+    fn parked_with_work(&self) -> bool {
+        let cores = &self.server.q.cores;
+        self.server.queued_cores().any(|i| cores[i as usize].mode == CoreMode::Parked)
+    }
     fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
         for i in self.server.queued_cores() {
             f(i, &self.obs(i));

@@ -94,8 +94,14 @@ pub(crate) fn least_loaded(obs: &dyn AllocView) -> Option<CoreId> {
     let now = obs.now();
     let mut best: Option<(Nanos, u32, Nanos, CoreId)> = None;
     obs.for_each_active(&mut |i, c| {
-        let key = (core_delay(now, c), c.queued, interval_busy(obs, i, c), i);
-        if best.map_or(true, |b| key < b) {
+        let head = (core_delay(now, c), c.queued);
+        // The busy time needs the previous tick's counters: only look them up for a core that
+        // can still win.
+        if best.is_some_and(|b| head > (b.0, b.1)) {
+            return;
+        }
+        let key = (head.0, head.1, interval_busy(obs, i, c), i);
+        if best.is_none_or(|b| key < b) {
             best = Some(key);
         }
     });
