@@ -96,8 +96,8 @@ pub(crate) fn least_loaded(obs: &dyn AllocView) -> Option<CoreId> {
     obs.for_each_active(&mut |i, c| {
         let head = (core_delay(now, c), c.queued);
         // The busy time needs the previous tick's counters: only look them up for a core that
-        // can still win.
-        if best.is_some_and(|b| head > (b.0, b.1)) {
+        // can still win (no busy time beats zero, so then only a lower index can).
+        if best.is_some_and(|b| head > (b.0, b.1) || (head == (b.0, b.1) && b.2 == 0 && i > b.3)) {
             return;
         }
         let key = (head.0, head.1, interval_busy(obs, i, c), i);
