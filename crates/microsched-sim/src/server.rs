@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use microsched_core::alloc::{AllocView, CoreId, CoreObs, CoreState};
+use microsched_core::alloc::{AllocView, CoreId, CoreLoad, CoreObs, CoreState};
 use microsched_core::program::Op;
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::sched::preemption::Preemption;
@@ -1034,6 +1034,28 @@ impl AllocView for TickView<'_> {
             f(i, &self.obs(i));
         }
     }
+    // Every revoke visits every active core: only what the choice reads, and a core unchanged
+    // since the tick has run its present mode all along.
+    fn for_each_active_load(&self, f: &mut dyn FnMut(CoreId, CoreLoad)) {
+        let (q, now) = (&self.server.q, self.now);
+        let l = &q.ledger;
+        for &i in &q.active.items {
+            let c = &q.cores[i as usize];
+            let queued = (c.queue.len() + if i == 0 { q.shared.len() } else { 0 }) as u32;
+            let delay = match queued {
+                0 => 0,
+                _ => self.server.oldest(i as usize, self.slab).map_or(0, |t| now.saturating_sub(t)),
+            };
+            let busy = if c.at_tick.tick == l.tick {
+                busy_search(&c.times_at(now)).0.saturating_sub(c.at_tick.busy)
+            } else if matches!(c.mode, CoreMode::Busy | CoreMode::Overhead) {
+                now - l.tick_at
+            } else {
+                0
+            };
+            f(i, CoreLoad { delay, queued, busy });
+        }
+    }
     fn prev(&self, core: CoreId) -> CoreObs {
         let q = &self.server.q;
         let c = &q.cores[core as usize];
@@ -1130,17 +1152,19 @@ mod tests {
                     let cores: Vec<CoreObs> = (0..n as u16).map(|i| view.obs(i)).collect();
                     let scan = SliceView { now: t, cores: &cores, prev: &prev };
                     let state = |v: &dyn AllocView| {
-                        let (mut queued, mut active) = (vec![], vec![]);
+                        let (mut queued, mut active, mut loads) = (vec![], vec![], vec![]);
                         v.for_each_queued(&mut |i, c| queued.push((i, *c)));
                         v.for_each_active(&mut |i, c| active.push((i, *c)));
+                        v.for_each_active_load(&mut |i, l| loads.push((i, l)));
                         queued.sort_by_key(|e| e.0);
                         active.sort_by_key(|e| e.0);
+                        loads.sort_by_key(|e| e.0);
                         let prev: Vec<_> = (0..n as u16)
                             .map(|i| v.prev(i))
                             .map(|p| (p.state, p.enqueued_total, p.busy_ns, p.search_ns))
                             .collect();
                         let counts = (v.active(), v.waking(), v.parked(), v.busy_search_totals());
-                        (counts, v.max_delay(), v.parked_with_work(), queued, active, prev)
+                        (counts, v.max_delay(), v.parked_with_work(), queued, active, loads, prev)
                     };
                     assert_eq!(state(&view), state(&scan), "at {t}");
                     assert_eq!(s.max_delay(t, &slab), scan.max_delay());

@@ -83,24 +83,12 @@ impl IntervalWindow {
     }
 }
 
-/// Core `core`'s busy time over the last interval; `c` is its current observation.
-pub(crate) fn interval_busy(obs: &dyn AllocView, core: CoreId, c: &CoreObs) -> Nanos {
-    c.busy_ns.saturating_sub(obs.prev(core).busy_ns)
-}
-
 /// The active core to revoke: smallest queueing delay (Caladan's `min_delay_core`), then fewest
 /// queued requests, then least busy in the last interval, then lowest index (determinism).
 pub(crate) fn least_loaded(obs: &dyn AllocView) -> Option<CoreId> {
-    let now = obs.now();
     let mut best: Option<(Nanos, u32, Nanos, CoreId)> = None;
-    obs.for_each_active(&mut |i, c| {
-        let head = (core_delay(now, c), c.queued);
-        // The busy time needs the previous tick's counters: only look them up for a core that
-        // can still win (no busy time beats zero, so then only a lower index can).
-        if best.is_some_and(|b| head > (b.0, b.1) || (head == (b.0, b.1) && b.2 == 0 && i > b.3)) {
-            return;
-        }
-        let key = (head.0, head.1, interval_busy(obs, i, c), i);
+    obs.for_each_active_load(&mut |i, l| {
+        let key = (l.delay, l.queued, l.busy, i);
         if best.is_none_or(|b| key < b) {
             best = Some(key);
         }
@@ -256,8 +244,9 @@ mod tests {
         let cores = [times(active(), 130, 60), times(active(), 15, 9), parked()];
         let obs = SliceView { now: 1000, cores: &cores, prev: &first };
         assert_eq!(w.advance(&obs), (35, 14));
-        let busy: Vec<Nanos> = (0..3).map(|i| interval_busy(&obs, i, &cores[i as usize])).collect();
-        assert_eq!(busy, [30, 5, 0]);
+        let mut busy = vec![];
+        obs.for_each_active_load(&mut |i, l| busy.push((i, l.busy)));
+        assert_eq!(busy, [(0, 30), (1, 5)]);
         // Both active cores idle with empty queues: the one less busy in the interval goes.
         assert_eq!(least_loaded(&obs), Some(1));
         // Delay dominates busy time.

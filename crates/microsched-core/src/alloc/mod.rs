@@ -88,6 +88,18 @@ pub trait AllocView {
     /// keep the rest.
     fn prev(&self, core: CoreId) -> CoreObs;
 
+    /// Calls `f` for every active core with its load, in no particular order: what choosing a
+    /// core to revoke reads of each. A driver with many cores computes it without building
+    /// whole observations.
+    fn for_each_active_load(&self, f: &mut dyn FnMut(CoreId, CoreLoad)) {
+        let now = self.now();
+        self.for_each_active(&mut |i, c| {
+            // saturating: a driver that resets its counters must not make a window wrap around.
+            let busy = c.busy_ns.saturating_sub(self.prev(i).busy_ns);
+            f(i, CoreLoad { delay: common::core_delay(now, c), queued: c.queued, busy })
+        });
+    }
+
     /// Max over cores of the oldest waiting request's age: the delay signal of Caladan and
     /// Breakwater.
     fn max_delay(&self) -> Nanos {
@@ -107,6 +119,16 @@ pub trait AllocView {
     fn any_parked(&self) -> bool {
         self.parked() > 0
     }
+}
+
+/// An active core's load, as [`AllocView::for_each_active_load`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoreLoad {
+    /// Queueing delay of its oldest waiting request (0 with empty queues).
+    pub delay: Nanos,
+    pub queued: u32,
+    /// Busy time since the previous tick.
+    pub busy: Nanos,
 }
 
 /// An [`AllocView`] over every core's observation, scanned at each call.
