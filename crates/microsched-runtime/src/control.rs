@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use microsched_core::alloc::{AllocAction, AllocObs, CoreObs};
+use microsched_core::alloc::{AllocAction, CoreObs, SliceView};
 use microsched_core::Nanos;
 
 use crate::clock::{realtime_priority, tight_timer_slack};
@@ -66,6 +66,8 @@ pub(crate) fn run(
         tick_ns
     };
     let mut obs = vec![CoreObs::new(microsched_core::alloc::CoreState::Active); n];
+    // The cores at the previous allocator tick, for policies that difference counters.
+    let mut prev_obs = obs.clone();
     let mut series = ServerSeries::default();
     let (mut next_alloc, mut next_credit, mut next_sample) = (
         alloc_iv.unwrap_or(u64::MAX),
@@ -121,7 +123,8 @@ pub(crate) fn run(
             for c in &sh.cores {
                 c.yield_requested.store(false, Ordering::Relaxed);
             }
-            let action = sh.alloc.lock().tick(&AllocObs { now, cores: &obs });
+            let action = sh.alloc.lock().tick(&SliceView { now, cores: &obs, prev: &prev_obs });
+            prev_obs.copy_from_slice(&obs);
             match action {
                 AllocAction::Nothing => {}
                 AllocAction::Grant => {

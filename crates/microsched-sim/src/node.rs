@@ -2,7 +2,7 @@
 //! credit controller and the cached congestion signal it reads, and the snapshots its window
 //! statistics are taken from.
 
-use microsched_core::alloc::{self, CoreAllocator, CoreObs, ParkMode};
+use microsched_core::alloc::{self, CoreAllocator, ParkMode};
 use microsched_core::overload::{self, CreditController, SessionId};
 use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::sched;
@@ -46,7 +46,6 @@ pub struct Node {
     pub server: Server,
     pub allocator: Box<dyn CoreAllocator>,
     pub credit: Option<Box<Credit>>,
-    pub obs: Vec<CoreObs>,
     /// Core-time and scheduling-counter snapshots at the start of the measured window.
     pub window_start_times: [Nanos; 5],
     pub window_start_sched: SchedCounters,
@@ -99,7 +98,6 @@ impl Node {
             server,
             allocator,
             credit,
-            obs: Vec::with_capacity(sc.server.max_cores as usize),
             window_start_times: [0; 5],
             window_start_sched: SchedCounters::default(),
             last_sample_times: [0; 5],

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use microsched_core::alloc::{CoreObs, CoreState};
+use microsched_core::alloc::{AllocView, CoreId, CoreLoad, CoreObs, CoreState};
 use microsched_core::program::Op;
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::sched::preemption::Preemption;
@@ -42,6 +42,7 @@ enum AfterOverhead {
 
 #[derive(Debug, Clone)]
 pub struct Core {
+    id: u16,
     pub mode: CoreMode,
     since: Nanos,
     pub queue: VecDeque<u32>,
@@ -67,11 +68,25 @@ pub struct Core {
     stealing: bool,
     /// Asked to park and told to keep polling (CoreSync): finding work must be reported.
     park_attempting: bool,
+    /// What the allocator saw of this core at its last tick, saved before the first change
+    /// after it (valid when `at_tick.tick` is the ledger's): an unchanged core is read from its
+    /// current fields instead, so a tick need not copy every core.
+    at_tick: AtTick,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct AtTick {
+    tick: u32,
+    mode: CoreMode,
+    enqueued_total: u64,
+    busy: Nanos,
+    search: Nanos,
 }
 
 impl Core {
-    fn new(mode: CoreMode) -> Self {
+    fn new(id: u16, mode: CoreMode) -> Self {
         Self {
+            id,
             mode,
             since: 0,
             queue: VecDeque::new(),
@@ -88,14 +103,40 @@ impl Core {
             yield_requested: false,
             stealing: false,
             park_attempting: false,
+            at_tick: AtTick { tick: 0, mode, enqueued_total: 0, busy: 0, search: 0 },
         }
     }
 
     #[inline]
-    fn set_mode(&mut self, mode: CoreMode, now: Nanos) {
-        self.times[self.mode as usize] += now - self.since;
+    fn set_mode(&mut self, mode: CoreMode, now: Nanos, l: &mut Ledger) {
+        self.save_tick(l);
+        let (old, ran) = (self.mode as usize, now - self.since);
+        self.times[old] += ran;
+        l.closed[old] += ran;
+        l.in_mode[old] -= 1;
+        l.since_sum[old] -= self.since;
+        l.in_mode[mode as usize] += 1;
+        l.since_sum[mode as usize] += now;
+        if (self.mode == CoreMode::Parked) != (mode == CoreMode::Parked) {
+            l.parked[self.id as usize / 64] ^= 1 << (self.id % 64);
+        }
         self.mode = mode;
         self.since = now;
+    }
+
+    /// Called before any change the allocator observes.
+    #[inline]
+    fn save_tick(&mut self, l: &Ledger) {
+        if self.at_tick.tick != l.tick {
+            self.at_tick = self.seen_at_tick(l);
+        }
+    }
+
+    /// This core as it was at the ledger's last tick, from fields unchanged since.
+    fn seen_at_tick(&self, l: &Ledger) -> AtTick {
+        let t = self.times_at(l.tick_at);
+        let (busy, search) = busy_search(&t);
+        AtTick { tick: l.tick, mode: self.mode, enqueued_total: self.enqueued_total, busy, search }
     }
 
     /// (busy, search, parked, transition, overhead) up to `now`, the current stretch included.
@@ -107,6 +148,66 @@ impl Core {
 
     pub fn is_active(&self) -> bool {
         matches!(self.mode, CoreMode::Busy | CoreMode::Search | CoreMode::Overhead)
+    }
+}
+
+/// The allocator's (busy, search) from a core's times per mode: overhead is busy time.
+fn busy_search(t: &[Nanos; 5]) -> (Nanos, Nanos) {
+    (t[CoreMode::Busy as usize] + t[CoreMode::Overhead as usize], t[CoreMode::Search as usize])
+}
+
+fn core_state(mode: CoreMode) -> CoreState {
+    match mode {
+        CoreMode::Busy | CoreMode::Search | CoreMode::Overhead => CoreState::Active,
+        CoreMode::Parked => CoreState::Parked,
+        CoreMode::Waking => CoreState::Waking,
+    }
+}
+
+/// Whole-server aggregates of the cores, kept up to date as they change, so that an allocator
+/// tick, a grant and the core-time totals cost O(1) (or O(cores with queued work)), not a pass
+/// over every core: at a thousand cores those passes dominated the run.
+#[derive(Debug, Clone)]
+struct Ledger {
+    /// Per mode: Σ over cores of their finished stretches in it; the cores in it now; Σ of
+    /// their `since`. The mode's total time up to `now` is `closed + in_mode · now − since_sum`.
+    closed: [Nanos; 5],
+    in_mode: [u64; 5],
+    since_sum: [Nanos; 5],
+    /// Parked cores, one bit each: a grant takes the lowest.
+    parked: Vec<u64>,
+    /// Allocator ticks so far, and the time of the last.
+    tick: u32,
+    tick_at: Nanos,
+}
+
+impl Ledger {
+    fn new(cores: &[Core]) -> Self {
+        let mut l = Self {
+            closed: [0; 5],
+            in_mode: [0; 5],
+            since_sum: [0; 5],
+            parked: vec![0; cores.len().div_ceil(64)],
+            tick: 0,
+            tick_at: 0,
+        };
+        for c in cores {
+            l.in_mode[c.mode as usize] += 1;
+            l.since_sum[c.mode as usize] += c.since;
+            if c.mode == CoreMode::Parked {
+                l.parked[c.id as usize / 64] |= 1 << (c.id % 64);
+            }
+        }
+        l
+    }
+
+    fn times_at(&self, now: Nanos) -> [Nanos; 5] {
+        std::array::from_fn(|m| self.closed[m] + self.in_mode[m] * now - self.since_sum[m])
+    }
+
+    fn lowest_parked(&self) -> Option<u16> {
+        let (w, bits) = self.parked.iter().enumerate().find(|(_, b)| **b != 0)?;
+        Some((w * 64) as u16 + bits.trailing_zeros() as u16)
     }
 }
 
@@ -182,6 +283,9 @@ pub struct Queues {
     active: CoreSet,
     /// Cores a thief may steal from: a non-empty queue and not mid-steal themselves.
     victims: CoreSet,
+    /// Cores with a non-empty queue, mid-steal or not: the only ones with a queueing delay.
+    nonempty: CoreSet,
+    ledger: Ledger,
     /// Requests waiting in any queue.
     pub queued: u64,
 }
@@ -227,11 +331,13 @@ impl Queues {
         match place {
             Place::Core(c) => {
                 let core = &mut self.cores[c as usize];
+                core.save_tick(&self.ledger);
                 core.queue.push_back(req);
                 core.enqueued_total += 1;
                 if !core.stealing {
                     self.victims.insert(c);
                 }
+                self.nonempty.insert(c);
             }
             Place::Shared => self.shared.push_back(req),
         }
@@ -247,6 +353,7 @@ impl Queues {
                 core.dequeued_total += 1;
                 if core.queue.is_empty() {
                     self.victims.remove(c);
+                    self.nonempty.remove(c);
                 }
                 r
             }
@@ -286,6 +393,8 @@ pub struct Server {
     /// Cores that ran out of work inside the server (a request handed to a spinning core
     /// blocked or yielded at once), with what they did next, for the driver's parking logic.
     pub idled: Vec<(u16, Idle)>,
+    /// Cores asked to yield since the last withdrawal (some may have parked since).
+    yields_asked: Vec<u16>,
 }
 
 /// What happened to a core that ran out of work, for the driver's parking logic.
@@ -331,16 +440,28 @@ impl Server {
         let mut active = CoreSet::new(n);
         for c in 0..n {
             if c < initially_active {
-                cores.push(Core::new(CoreMode::Search));
+                cores.push(Core::new(c as u16, CoreMode::Search));
                 active.insert(c as u16);
                 spinners.insert(c as u16);
             } else {
-                cores.push(Core::new(CoreMode::Parked));
+                cores.push(Core::new(c as u16, CoreMode::Parked));
             }
         }
+        let ledger = Ledger::new(&cores);
+        let q = Queues {
+            max_cores: n,
+            cores,
+            shared: VecDeque::new(),
+            spinners,
+            active,
+            victims: CoreSet::new(n),
+            nonempty: CoreSet::new(n),
+            ledger,
+            queued: 0,
+        };
         Self {
             node,
-            q: Queues { max_cores: n, cores, shared: VecDeque::new(), spinners, active, victims: CoreSet::new(n), queued: 0 },
+            q,
             cfg,
             policy,
             programs: Vec::new(),
@@ -350,15 +471,12 @@ impl Server {
             counters: SchedCounters::default(),
             aborted_parks: Vec::new(),
             idled: Vec::new(),
+            yields_asked: Vec::new(),
         }
     }
 
     pub fn policy_name(&self) -> &'static str {
         self.policy.name()
-    }
-
-    pub fn cores(&self) -> &[Core] {
-        &self.q.cores
     }
 
     pub fn core(&self, c: u16) -> &Core {
@@ -457,14 +575,14 @@ impl Server {
         }
         if r.preempted && self.cfg.preemption.ret > 0 {
             r.preempted = false;
-            c.set_mode(CoreMode::Overhead, now);
+            c.set_mode(CoreMode::Overhead, now, &mut self.q.ledger);
             c.after_overhead = AfterOverhead::Resume;
             c.gen = c.gen.wrapping_add(1);
             evq.push(now + self.cfg.preemption.ret, Event::OverheadDone { node: self.node, core, gen: c.gen });
             return true;
         }
         r.preempted = false;
-        c.set_mode(CoreMode::Busy, now);
+        c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         if !r.has_program && !r.in_op && r.service <= c.budget {
             // The common case, kept short: no program and no preemption, the whole request in
             // one slice after its packet cost (what `run` would decide, without its generality).
@@ -660,7 +778,7 @@ impl Server {
         let req = c.current;
         slab[req].preempted = true;
         if p.receive > 0 {
-            c.set_mode(CoreMode::Overhead, now);
+            c.set_mode(CoreMode::Overhead, now, &mut self.q.ledger);
             c.after_overhead = AfterOverhead::Requeue;
             c.gen = c.gen.wrapping_add(1);
             evq.push(now + p.receive, Event::OverheadDone { node: self.node, core, gen: c.gen });
@@ -686,7 +804,7 @@ impl Server {
         if c.gen != gen {
             return SliceEnd::Stale;
         }
-        c.set_mode(CoreMode::Busy, now);
+        c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         match c.after_overhead {
             AfterOverhead::Requeue => {
                 self.requeue_preempted(core, now, slab);
@@ -728,11 +846,14 @@ impl Server {
         q.cores[victim as usize].dequeued_total += take as u64;
         if q.cores[victim as usize].queue.is_empty() {
             q.victims.remove(victim);
+            q.nonempty.remove(victim);
         }
+        q.nonempty.insert(thief);
         let t = &mut q.cores[thief as usize];
+        t.save_tick(&q.ledger);
         t.enqueued_total += take as u64;
         t.epoch = t.epoch.wrapping_add(1);
-        t.set_mode(CoreMode::Search, now);
+        t.set_mode(CoreMode::Search, now, &mut q.ledger);
         t.stealing = true;
         q.victims.remove(thief);
         if self.cfg.steal_cost == 0 {
@@ -780,7 +901,7 @@ impl Server {
         }
         let c = &mut self.q.cores[core as usize];
         if c.mode != CoreMode::Search {
-            c.set_mode(CoreMode::Search, now);
+            c.set_mode(CoreMode::Search, now, &mut self.q.ledger);
         }
         self.q.spinners.insert(core);
         Idle::Spinning
@@ -813,25 +934,23 @@ impl Server {
         c.yield_requested = false;
         c.park_attempting = false;
         c.epoch = c.epoch.wrapping_add(1);
-        c.set_mode(CoreMode::Parked, now);
+        c.set_mode(CoreMode::Parked, now, &mut self.q.ledger);
     }
 
     /// Grants one parked core (preferring one with queued work, else the lowest index); it can
     /// run work after the allocation delay. Returns it, or None if every core is allocated.
     pub fn grant(&mut self, now: Nanos, evq: &mut EventQueue) -> Option<u16> {
-        let cores = &self.q.cores;
-        let pick = cores
-            .iter()
-            .position(|c| c.mode == CoreMode::Parked && !c.queue.is_empty())
-            .or_else(|| cores.iter().position(|c| c.mode == CoreMode::Parked))? as u16;
-        self.q.cores[pick as usize].set_mode(CoreMode::Waking, now);
+        let q = &mut self.q;
+        let with_work = q.nonempty.items.iter().copied().filter(|&c| q.cores[c as usize].mode == CoreMode::Parked).min();
+        let pick = with_work.or_else(|| q.ledger.lowest_parked())?;
+        q.cores[pick as usize].set_mode(CoreMode::Waking, now, &mut q.ledger);
         evq.push(now + self.cfg.alloc_delay, Event::WakeDone { node: self.node, core: pick });
         Some(pick)
     }
 
     /// A granted core is ready.
     pub fn wake_done(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
-        self.q.cores[core as usize].set_mode(CoreMode::Search, now);
+        self.q.cores[core as usize].set_mode(CoreMode::Search, now, &mut self.q.ledger);
         self.q.active.insert(core);
         self.find_work(core, now, slab, evq)
     }
@@ -842,6 +961,7 @@ impl Server {
             self.park(core, now);
         } else if self.q.cores[core as usize].is_active() {
             self.q.cores[core as usize].yield_requested = true;
+            self.yields_asked.push(core);
         }
     }
 
@@ -851,8 +971,8 @@ impl Server {
     }
 
     pub fn withdraw_yield_requests(&mut self) {
-        for c in &mut self.q.cores {
-            c.yield_requested = false;
+        for c in self.yields_asked.drain(..) {
+            self.q.cores[c as usize].yield_requested = false;
         }
     }
 
@@ -873,7 +993,7 @@ impl Server {
     /// waiting request's age.
     pub fn max_delay(&self, now: Nanos, slab: &Slab) -> Nanos {
         let at_dispatcher = self.dispatcher.as_ref().and_then(|d| d.oldest()).map(|r| now - slab[r].enqueued_at);
-        (0..self.q.cores.len()).filter_map(|c| self.oldest(c, slab)).map(|t| now - t).max().max(at_dispatcher).unwrap_or(0)
+        self.queued_cores().filter_map(|c| self.oldest(c as usize, slab)).map(|t| now - t).max().max(at_dispatcher).unwrap_or(0)
     }
 
     /// Requests waiting in any queue, the dispatcher's included.
@@ -881,43 +1001,137 @@ impl Server {
         self.q.queued + self.dispatcher.as_ref().map_or(0, |d| d.queued() as u64)
     }
 
-    /// Fills `out` with what a core allocator sees.
-    pub fn observe(&self, now: Nanos, slab: &Slab, out: &mut Vec<CoreObs>) {
-        out.clear();
-        for (i, c) in self.q.cores.iter().enumerate() {
-            let [busy, search, _, _, overhead] = c.times_at(now);
-            let queued = (c.queue.len() + if i == 0 { self.q.shared.len() } else { 0 }) as u32;
-            out.push(CoreObs {
-                state: match c.mode {
-                    CoreMode::Busy | CoreMode::Search | CoreMode::Overhead => CoreState::Active,
-                    CoreMode::Parked => CoreState::Parked,
-                    CoreMode::Waking => CoreState::Waking,
-                },
-                queued,
-                oldest_enqueued_at: self.oldest(i, slab),
-                enqueued_total: c.enqueued_total,
-                dequeued_total: c.dequeued_total,
-                busy_ns: busy + overhead,
-                search_ns: search,
-            });
-        }
+    /// The cores with waiting requests: a non-empty queue of their own, or core 0 when the
+    /// shared queue holds some (it is reported there, as one queue of the server).
+    fn queued_cores(&self) -> impl Iterator<Item = u16> + '_ {
+        let q = &self.q;
+        let shared_only = !q.shared.is_empty() && !q.nonempty.contains(0);
+        q.nonempty.items.iter().copied().chain(shared_only.then_some(0))
+    }
+
+    /// What a core allocator sees now.
+    pub fn alloc_view<'a>(&'a self, now: Nanos, slab: &'a Slab) -> TickView<'a> {
+        TickView { server: self, slab, now }
+    }
+
+    /// The allocator ticked at `now`: from here on, changes to a core save what it saw.
+    pub fn mark_tick(&mut self, now: Nanos) {
+        self.q.ledger.tick = self.q.ledger.tick.wrapping_add(1);
+        self.q.ledger.tick_at = now;
+    }
+
+    /// The idle core with the lowest index, if any.
+    pub fn first_spinner(&self) -> Option<u16> {
+        self.q.spinners.items.iter().copied().min()
     }
 
     /// Sum over cores (the dispatcher's included) of (busy, search, parked, transition,
     /// overhead) up to `now`.
     pub fn core_times(&self, now: Nanos) -> [Nanos; 5] {
-        let mut acc = [0; 5];
-        for c in &self.q.cores {
-            for (a, v) in acc.iter_mut().zip(c.times_at(now)) {
-                *a += v;
-            }
-        }
+        let mut acc = self.q.ledger.times_at(now);
         if let Some(d) = &self.dispatcher {
             let (busy, search) = d.times_at(now);
             acc[0] += busy;
             acc[1] += search;
         }
         acc
+    }
+}
+
+/// The server as a core allocator sees it: built from the live state at each call, so that only
+/// the cores the policy looks at cost anything.
+pub struct TickView<'a> {
+    server: &'a Server,
+    slab: &'a Slab,
+    now: Nanos,
+}
+
+impl TickView<'_> {
+    fn obs(&self, i: u16) -> CoreObs {
+        let q = &self.server.q;
+        let c = &q.cores[i as usize];
+        let (busy_ns, search_ns) = busy_search(&c.times_at(self.now));
+        let queued = (c.queue.len() + if i == 0 { q.shared.len() } else { 0 }) as u32;
+        CoreObs {
+            state: core_state(c.mode),
+            queued,
+            oldest_enqueued_at: self.server.oldest(i as usize, self.slab),
+            enqueued_total: c.enqueued_total,
+            dequeued_total: c.dequeued_total,
+            busy_ns,
+            search_ns,
+        }
+    }
+}
+
+impl AllocView for TickView<'_> {
+    fn now(&self) -> Nanos {
+        self.now
+    }
+    fn active(&self) -> usize {
+        self.server.q.active.len()
+    }
+    fn waking(&self) -> usize {
+        self.server.q.ledger.in_mode[CoreMode::Waking as usize] as usize
+    }
+    fn parked(&self) -> usize {
+        self.server.q.ledger.in_mode[CoreMode::Parked as usize] as usize
+    }
+    fn busy_search_totals(&self) -> (Nanos, Nanos) {
+        busy_search(&self.server.q.ledger.times_at(self.now))
+    }
+    // These two read only what they need of each core with queued work, not its whole
+    // observation: they run at every tick.
+    fn max_delay(&self) -> Nanos {
+        self.server.max_delay(self.now, self.slab)
+    }
+    fn parked_with_work(&self) -> bool {
+        let cores = &self.server.q.cores;
+        self.server.queued_cores().any(|i| cores[i as usize].mode == CoreMode::Parked)
+    }
+    fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+        for i in self.server.queued_cores() {
+            f(i, &self.obs(i));
+        }
+    }
+    fn for_each_active(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+        for &i in &self.server.q.active.items {
+            f(i, &self.obs(i));
+        }
+    }
+    // Every revoke visits every active core: only what the choice reads, and a core unchanged
+    // since the tick has run its present mode all along.
+    fn for_each_active_load(&self, f: &mut dyn FnMut(CoreId, CoreLoad)) {
+        let (q, now) = (&self.server.q, self.now);
+        let l = &q.ledger;
+        for &i in &q.active.items {
+            let c = &q.cores[i as usize];
+            let queued = (c.queue.len() + if i == 0 { q.shared.len() } else { 0 }) as u32;
+            let delay = match queued {
+                0 => 0,
+                _ => self.server.oldest(i as usize, self.slab).map_or(0, |t| now.saturating_sub(t)),
+            };
+            let busy = if c.at_tick.tick == l.tick {
+                busy_search(&c.times_at(now)).0.saturating_sub(c.at_tick.busy)
+            } else if matches!(c.mode, CoreMode::Busy | CoreMode::Overhead) {
+                now - l.tick_at
+            } else {
+                0
+            };
+            f(i, CoreLoad { delay, queued, busy });
+        }
+    }
+    fn prev(&self, core: CoreId) -> CoreObs {
+        let q = &self.server.q;
+        let c = &q.cores[core as usize];
+        let t = if c.at_tick.tick == q.ledger.tick { c.at_tick } else { c.seen_at_tick(&q.ledger) };
+        CoreObs {
+            state: core_state(t.mode),
+            enqueued_total: t.enqueued_total,
+            busy_ns: t.busy,
+            search_ns: t.search,
+            ..CoreObs::new(core_state(t.mode))
+        }
     }
 }
 
@@ -960,5 +1174,93 @@ mod tests {
         // A queued from 400 to 700 after its preemption; B from 100 to 400.
         assert_eq!((slab[a].queued_ns, slab[b].queued_ns), (300, 300));
         assert_eq!(s.counters.preemptions, 1);
+    }
+
+    /// The view's aggregates and tick snapshots against a full pass over the cores, through
+    /// arrivals, steals, grants, wake-ups, yields and parks at random.
+    #[test]
+    fn the_tick_view_agrees_with_a_scan_of_every_core() {
+        use microsched_core::alloc::SliceView;
+        use microsched_core::rng::stream;
+        use microsched_core::sched::dfcfs::DistributedFcfs;
+        use rand::Rng;
+
+        let n = 6;
+        let preemption = Preemption { quantum: Nanos::MAX, ..Preemption::default() };
+        let cfg = ServerCfg { max_cores: n, dispatcher: None, steal_cost: 50, packet_cost: 0, alloc_delay: 300, preemption };
+        let mut s = Server::new(0, cfg, 2, Box::new(DistributedFcfs::new(true, stream(1, "steal"))), vec![]);
+        let (mut slab, mut evq, mut rng) = (Slab::default(), EventQueue::with_capacity(64), stream(1, "test"));
+        let mut prev: Vec<CoreObs> = (0..n as u16).map(|i| s.alloc_view(0, &slab).obs(i)).collect();
+        evq.push(0, Event::Generate { app: 0 });
+        evq.push(1_000, Event::AllocTick { node: 0 });
+        let (mut ticks, mut saw_queued) = (0, false);
+        while let Some((t, ev)) = evq.pop() {
+            match ev {
+                Event::Generate { .. } if t < 400_000 => {
+                    let req = slab.insert(Req { service: rng.gen_range(100..3_000), flow: rng.gen(), ..Req::default() });
+                    s.arrive(req, t, &mut slab, &mut evq);
+                    evq.push(t + rng.gen_range(0..700), Event::Generate { app: 0 });
+                }
+                Event::CoreDone { core, gen, .. } => {
+                    if let SliceEnd::Finished(r) = s.slice_end(core, gen, t, &mut slab, &mut evq) {
+                        slab.remove(r);
+                        s.find_work(core, t, &mut slab, &mut evq);
+                    }
+                }
+                Event::StealDone { core, .. } => {
+                    s.steal_done(core, t, &mut slab, &mut evq);
+                }
+                Event::WakeDone { core, .. } => {
+                    s.wake_done(core, t, &mut slab, &mut evq);
+                }
+                Event::AllocTick { .. } if t < 400_000 => {
+                    let view = s.alloc_view(t, &slab);
+                    let cores: Vec<CoreObs> = (0..n as u16).map(|i| view.obs(i)).collect();
+                    let scan = SliceView { now: t, cores: &cores, prev: &prev };
+                    let state = |v: &dyn AllocView| {
+                        let (mut queued, mut active, mut loads) = (vec![], vec![], vec![]);
+                        v.for_each_queued(&mut |i, c| queued.push((i, *c)));
+                        v.for_each_active(&mut |i, c| active.push((i, *c)));
+                        v.for_each_active_load(&mut |i, l| loads.push((i, l)));
+                        queued.sort_by_key(|e| e.0);
+                        active.sort_by_key(|e| e.0);
+                        loads.sort_by_key(|e| e.0);
+                        let prev: Vec<_> = (0..n as u16)
+                            .map(|i| v.prev(i))
+                            .map(|p| (p.state, p.enqueued_total, p.busy_ns, p.search_ns))
+                            .collect();
+                        let counts = (v.active(), v.waking(), v.parked(), v.busy_search_totals());
+                        (counts, v.max_delay(), v.parked_with_work(), queued, active, loads, prev)
+                    };
+                    assert_eq!(state(&view), state(&scan), "at {t}");
+                    assert_eq!(s.max_delay(t, &slab), scan.max_delay());
+                    let times = (0..n).fold([0; 5], |acc, i| {
+                        let c = s.core(i as u16).times_at(t);
+                        std::array::from_fn(|m| acc[m] + c[m])
+                    });
+                    assert_eq!(s.core_times(t), times);
+                    saw_queued |= !state(&scan).3.is_empty();
+                    s.mark_tick(t);
+                    prev = cores;
+                    ticks += 1;
+                    s.withdraw_yield_requests();
+                    match rng.gen_range(0..4) {
+                        0 => {
+                            s.grant(t, &mut evq);
+                        }
+                        1 if s.active_count() > 1 => s.request_yield(s.q.active.items[0], t),
+                        2 if s.active_count() > 1 => {
+                            if let Some(c) = s.first_spinner() {
+                                s.park(c, t);
+                            }
+                        }
+                        _ => {}
+                    }
+                    evq.push(t + rng.gen_range(500..1_500), Event::AllocTick { node: 0 });
+                }
+                _ => {}
+            }
+        }
+        assert!(ticks > 200 && saw_queued, "{ticks} ticks");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use microsched_core::alloc::{AllocAction, AllocObs, ParkMode, ParkVerdict};
+use microsched_core::alloc::{AllocAction, ParkMode, ParkVerdict};
 use microsched_core::overload::client::{ClientDrop, Out};
 use microsched_core::overload::{Admission, CreditLink};
 use microsched_core::rng::{stream, Stream};
@@ -569,7 +569,7 @@ impl Sim {
         self.cores_changed(node);
         let s = &self.nodes[node as usize];
         if s.allocator.park_rule().mode == ParkMode::OnlyLastCore && s.server.active_count() == 1 {
-            if let Some(c) = (0..s.server.cores().len() as u16).find(|&c| s.server.is_spinning(c)) {
+            if let Some(c) = s.server.first_spinner() {
                 self.after_idle(node, c, Idle::Spinning);
             }
         }
@@ -578,7 +578,6 @@ impl Sim {
     fn alloc_tick(&mut self, node: u16) {
         let now = self.now;
         let n = &mut self.nodes[node as usize];
-        n.server.observe(now, &self.slab, &mut n.obs);
         if let Some(c) = &mut n.credit {
             if !c.exact {
                 // The congestion signal is measured at the allocator's pace, as in Caladan.
@@ -588,7 +587,9 @@ impl Sim {
         // A yield request not served within one interval is withdrawn, as Caladan's IOKernel
         // does: the signal that motivated it is stale by now.
         n.server.withdraw_yield_requests();
-        let action = n.allocator.tick(&AllocObs { now, cores: &n.obs });
+        let action = n.allocator.tick(&n.server.alloc_view(now, &self.slab));
+        // Before carrying the action out: what the allocator just saw is its next `prev`.
+        n.server.mark_tick(now);
         match action {
             AllocAction::Nothing => {}
             AllocAction::Grant => {

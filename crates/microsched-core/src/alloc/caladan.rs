@@ -4,8 +4,7 @@
 //! at or above the threshold (or when a parked core holds work) it adds one core. Cores give
 //! themselves back after polling and stealing for the poll period without finding work.
 
-use super::common::any_parked;
-use super::{AllocAction, AllocObs, CoreAllocator, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkMode, ParkRule};
 use crate::time::Nanos;
 
 #[derive(Debug, Clone)]
@@ -31,7 +30,7 @@ impl CoreAllocator for CaladanAllocator {
         Some(self.interval)
     }
 
-    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
+    fn tick(&mut self, obs: &dyn AllocView) -> AllocAction {
         let delay = obs.max_delay();
         self.max_delay = Some(delay);
         // `simple` policy ordering: the skip comes before the congestion test and is spent even
@@ -42,7 +41,7 @@ impl CoreAllocator for CaladanAllocator {
         let congested = delay >= self.threshold || obs.parked_with_work();
         // Caladan would mark the process congested when no core is free, to get the next idle
         // one; here every free core is parked, so there is nothing to wait for.
-        if congested && any_parked(obs) {
+        if congested && obs.any_parked() {
             self.granted_last = true;
             AllocAction::Grant
         } else {
@@ -115,12 +114,12 @@ mod tests {
     use super::super::CoreObs;
     use super::*;
 
-    fn tick(a: &mut CaladanAllocator, now: Nanos, cores: &[CoreObs]) -> AllocAction {
-        a.tick(&AllocObs { now, cores })
+    fn tick(a: &mut Driven<CaladanAllocator>, now: Nanos, cores: &[CoreObs]) -> AllocAction {
+        a.tick_at(now, cores)
     }
 
-    fn alloc() -> CaladanAllocator {
-        CaladanAllocator::new(5_000, 5_000, 2_000)
+    fn alloc() -> Driven<CaladanAllocator> {
+        Driven::new(CaladanAllocator::new(5_000, 5_000, 2_000))
     }
 
     #[test]

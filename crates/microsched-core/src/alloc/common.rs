@@ -1,7 +1,7 @@
 //! Pieces the dynamic allocators share: parameter checks, per-interval differencing of the
 //! cumulative core counters, and the choice of the core to revoke.
 
-use super::{AllocAction, AllocObs, CoreId, CoreObs, CoreState, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreId, CoreObs, ParkMode, ParkRule};
 use crate::error::ScenarioError;
 use crate::time::{us, Nanos, NS_PER_US};
 
@@ -62,61 +62,38 @@ pub(crate) fn core_delay(now: Nanos, c: &CoreObs) -> Nanos {
 /// `simple` policy: `poll_interval < 10`), since then the new core has not had time to act.
 pub(crate) const WAKING_SKIP_BELOW_NS: Nanos = 10 * NS_PER_US;
 
-/// Busy and search time of each core over the last interval, from the cumulative counters the
-/// driver reports. Parked and waking cores accumulate neither, so parked time counts in neither.
+/// Busy and search time over the last interval, from the cumulative counters the driver
+/// reports. Parked and waking cores accumulate neither, so parked time counts in neither.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct IntervalWindow {
-    /// Cumulative (busy, search) at the previous call.
-    prev: Vec<(Nanos, Nanos)>,
-    /// (busy, search) between the previous call and the last one.
-    delta: Vec<(Nanos, Nanos)>,
+    /// Σ over cores of the cumulative (busy, search) at the previous call; the first call
+    /// measures from the start of the run, which is the first interval when ticks start one
+    /// interval in.
+    prev: (Nanos, Nanos),
 }
 
 impl IntervalWindow {
-    pub(crate) fn with_capacity(n: usize) -> Self {
-        Self { prev: Vec::with_capacity(n), delta: Vec::with_capacity(n) }
-    }
-
-    /// Moves the window to `cores`. The first call (or one after the core count changed) measures
-    /// from the start of the run, which is the first interval when ticks start one interval in.
-    pub(crate) fn advance(&mut self, cores: &[CoreObs]) {
-        if self.prev.len() != cores.len() {
-            self.prev.clear();
-            self.prev.resize(cores.len(), (0, 0));
-        }
-        self.delta.clear();
-        for (c, p) in cores.iter().zip(self.prev.iter_mut()) {
-            // saturating: a driver that resets its counters must not make a window wrap around.
-            self.delta.push((c.busy_ns.saturating_sub(p.0), c.search_ns.saturating_sub(p.1)));
-            *p = (c.busy_ns, c.search_ns);
-        }
-    }
-
-    pub(crate) fn busy(&self, core: usize) -> Nanos {
-        self.delta.get(core).map_or(0, |d| d.0)
-    }
-
-    /// Σ busy and Σ search over all cores in the last interval.
-    pub(crate) fn totals(&self) -> (Nanos, Nanos) {
-        self.delta.iter().fold((0, 0), |(b, s), d| (b + d.0, s + d.1))
+    /// Moves the window to now; returns Σ busy and Σ search over all cores in the last interval.
+    pub(crate) fn advance(&mut self, obs: &dyn AllocView) -> (Nanos, Nanos) {
+        let now = obs.busy_search_totals();
+        // saturating: a driver that resets its counters must not make a window wrap around.
+        let delta = (now.0.saturating_sub(self.prev.0), now.1.saturating_sub(self.prev.1));
+        self.prev = now;
+        delta
     }
 }
 
 /// The active core to revoke: smallest queueing delay (Caladan's `min_delay_core`), then fewest
 /// queued requests, then least busy in the last interval, then lowest index (determinism).
-pub(crate) fn least_loaded(obs: &AllocObs, window: &IntervalWindow) -> Option<CoreId> {
-    obs.cores
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.state == CoreState::Active)
-        .min_by_key(|(i, c)| (core_delay(obs.now, c), c.queued, window.busy(*i), *i))
-        .map(|(i, _)| i as CoreId)
-}
-
-/// Whether a Grant can be carried out: the driver only grants parked cores, so the LC application
-/// never exceeds `max_cores`.
-pub(crate) fn any_parked(obs: &AllocObs) -> bool {
-    obs.cores.iter().any(|c| c.state == CoreState::Parked)
+pub(crate) fn least_loaded(obs: &dyn AllocView) -> Option<CoreId> {
+    let mut best: Option<(Nanos, u32, Nanos, CoreId)> = None;
+    obs.for_each_active_load(&mut |i, l| {
+        let key = (l.delay, l.queued, l.busy, i);
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    });
+    best.map(|b| b.3)
 }
 
 /// Where a range policy's signal stands this interval relative to its band.
@@ -145,7 +122,7 @@ impl RangeRule {
         Self { waking_skip: interval < WAKING_SKIP_BELOW_NS, granted_last: false, yielded_last: false }
     }
 
-    pub(crate) fn decide(&mut self, obs: &AllocObs, s: RangeSignal, window: &IntervalWindow) -> AllocAction {
+    pub(crate) fn decide(&mut self, obs: &dyn AllocView, s: RangeSignal) -> AllocAction {
         // A revoke asked for last interval is withdrawn now (Caladan clears the yield request),
         // and no new one is made: this is the "at most one revoke every two intervals".
         let may_revoke = !std::mem::take(&mut self.yielded_last);
@@ -153,13 +130,13 @@ impl RangeRule {
         let parked_work = obs.parked_with_work();
         // Add first: Caladan can add and revoke in the same interval, a driver carries out one
         // action, and when both apply a parked core holds work that must not wait.
-        if (s.above || parked_work) && !woke_last && any_parked(obs) {
+        if (s.above || parked_work) && !woke_last && obs.any_parked() {
             self.granted_last = true;
             return AllocAction::Grant;
         }
         let active = obs.active();
         let revoke = may_revoke && ((active > 1 && s.below) || (active == 1 && s.zero && !parked_work));
-        match revoke.then(|| least_loaded(obs, window)).flatten() {
+        match revoke.then(|| least_loaded(obs)).flatten() {
             Some(core) => {
                 self.yielded_last = true;
                 AllocAction::Yield(core)
@@ -176,8 +153,41 @@ pub(crate) const RANGE_PARK_RULE: ParkRule = ParkRule { mode: ParkMode::OnlyLast
 #[cfg(test)]
 pub(crate) mod test_util {
     //! Hand-built observations for the policies' unit tests.
-    use super::super::{CoreObs, CoreState};
+    use super::super::{AllocAction, CoreAllocator, CoreObs, CoreState, SliceView};
     use crate::time::Nanos;
+
+    /// A policy driven tick by tick, as a driver does: each tick's previous observations are the
+    /// last tick's (zero counters before the first).
+    pub struct Driven<A> {
+        pub a: A,
+        prev: Vec<CoreObs>,
+    }
+
+    impl<A: CoreAllocator> Driven<A> {
+        pub fn new(a: A) -> Self {
+            Self { a, prev: Vec::new() }
+        }
+        pub fn tick_at(&mut self, now: Nanos, cores: &[CoreObs]) -> AllocAction {
+            if self.prev.len() != cores.len() {
+                self.prev = cores.iter().map(|c| CoreObs::new(c.state)).collect();
+            }
+            let action = self.a.tick(&SliceView { now, cores, prev: &self.prev });
+            self.prev = cores.to_vec();
+            action
+        }
+    }
+
+    impl<A> std::ops::Deref for Driven<A> {
+        type Target = A;
+        fn deref(&self) -> &A {
+            &self.a
+        }
+    }
+    impl<A> std::ops::DerefMut for Driven<A> {
+        fn deref_mut(&mut self) -> &mut A {
+            &mut self.a
+        }
+    }
 
     pub fn core(state: CoreState) -> CoreObs {
         CoreObs::new(state)
@@ -203,6 +213,7 @@ pub(crate) mod test_util {
 
 #[cfg(test)]
 mod tests {
+    use super::super::SliceView;
     use super::test_util::*;
     use super::*;
 
@@ -226,19 +237,59 @@ mod tests {
 
     #[test]
     fn window_differences_counters_and_least_loaded_breaks_ties() {
-        let mut w = IntervalWindow::with_capacity(3);
-        w.advance(&[times(active(), 100, 50), times(active(), 10, 5), times(parked(), 0, 0)]);
-        assert_eq!(w.totals(), (110, 55));
-        w.advance(&[times(active(), 130, 60), times(active(), 15, 9), times(parked(), 0, 0)]);
-        assert_eq!(w.totals(), (35, 14));
-        assert_eq!((w.busy(0), w.busy(1), w.busy(2)), (30, 5, 0));
-        // Both active cores idle with empty queues: the one less busy in the interval goes.
+        let mut w = IntervalWindow::default();
+        let start = [active(), active(), parked()];
+        let first = [times(active(), 100, 50), times(active(), 10, 5), times(parked(), 0, 0)];
+        assert_eq!(w.advance(&SliceView { now: 500, cores: &first, prev: &start }), (110, 55));
         let cores = [times(active(), 130, 60), times(active(), 15, 9), parked()];
-        let obs = AllocObs { now: 1000, cores: &cores };
-        assert_eq!(least_loaded(&obs, &w), Some(1));
+        let obs = SliceView { now: 1000, cores: &cores, prev: &first };
+        assert_eq!(w.advance(&obs), (35, 14));
+        let mut busy = vec![];
+        obs.for_each_active_load(&mut |i, l| busy.push((i, l.busy)));
+        assert_eq!(busy, [(0, 30), (1, 5)]);
+        // Both active cores idle with empty queues: the one less busy in the interval goes.
+        assert_eq!(least_loaded(&obs), Some(1));
         // Delay dominates busy time.
         let cores = [times(active(), 130, 60), queued(times(active(), 15, 9), 1, 900), parked()];
-        let obs = AllocObs { now: 1000, cores: &cores };
-        assert_eq!(least_loaded(&obs, &w), Some(0));
+        let obs = SliceView { now: 1000, cores: &cores, prev: &first };
+        assert_eq!(least_loaded(&obs), Some(0));
+        // Equal keys: the lowest index, whatever order the view lists the cores in.
+        let cores = [active(), active(), active()];
+        let obs = SliceView { now: 1000, cores: &cores, prev: &cores };
+        assert_eq!(least_loaded(&Reversed(obs)), Some(0));
+    }
+
+    /// A view that lists cores from the last, as a driver's unordered sets may.
+    struct Reversed<'a>(SliceView<'a>);
+
+    impl AllocView for Reversed<'_> {
+        fn now(&self) -> Nanos {
+            self.0.now
+        }
+        fn active(&self) -> usize {
+            self.0.active()
+        }
+        fn waking(&self) -> usize {
+            self.0.waking()
+        }
+        fn parked(&self) -> usize {
+            self.0.parked()
+        }
+        fn busy_search_totals(&self) -> (Nanos, Nanos) {
+            self.0.busy_search_totals()
+        }
+        fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+            let mut all = Vec::new();
+            self.0.for_each_queued(&mut |i, c| all.push((i, *c)));
+            all.iter().rev().for_each(|(i, c)| f(*i, c));
+        }
+        fn for_each_active(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+            let mut all = Vec::new();
+            self.0.for_each_active(&mut |i, c| all.push((i, *c)));
+            all.iter().rev().for_each(|(i, c)| f(*i, c));
+        }
+        fn prev(&self, core: CoreId) -> CoreObs {
+            self.0.prev(core)
+        }
     }
 }

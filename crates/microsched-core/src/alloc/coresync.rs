@@ -54,7 +54,7 @@
 //! the question of whether a requested park should pass through the CoreSync block (§3.3) does
 //! not arise.
 
-use super::{AllocAction, AllocObs, CaladanAllocator, CoreAllocator, CoreId, ParkRule, ParkVerdict};
+use super::{AllocAction, AllocView, CaladanAllocator, CoreAllocator, CoreId, ParkRule, ParkVerdict};
 use crate::overload::CreditLink;
 use crate::time::Nanos;
 
@@ -136,7 +136,7 @@ impl CoreAllocator for CoreSyncAllocator {
         self.base.interval()
     }
 
-    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
+    fn tick(&mut self, obs: &dyn AllocView) -> AllocAction {
         self.base.tick(obs)
     }
 
@@ -311,7 +311,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::super::common::test_util::*;
-    use super::super::{build, validate, CoreObs, ParkMode};
+    use super::super::{build, validate, CoreObs, ParkMode, SliceView};
     use super::*;
     use crate::scenario::AllocatorCfg;
 
@@ -546,7 +546,8 @@ mod tests {
     }
 
     fn tick(a: &mut CoreSyncAllocator, now: Nanos, cores: &[CoreObs]) -> AllocAction {
-        a.tick(&AllocObs { now, cores })
+        // The allocation side only reads the present: no previous tick to carry.
+        a.tick(&SliceView { now, cores, prev: cores })
     }
 
     #[test]

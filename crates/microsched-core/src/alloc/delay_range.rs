@@ -7,8 +7,8 @@
 //! core holds work): add a core; at or below `lower` with more than one core active: revoke the
 //! one with the least delay. Cores do not park by themselves, except the last.
 
-use super::common::{core_delay, IntervalWindow, RangeRule, RangeSignal, RANGE_PARK_RULE};
-use super::{AllocAction, AllocObs, CoreAllocator, ParkRule};
+use super::common::{core_delay, RangeRule, RangeSignal, RANGE_PARK_RULE};
+use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
 use crate::time::Nanos;
 
 #[derive(Debug, Clone)]
@@ -17,8 +17,6 @@ pub struct DelayRangeAllocator {
     /// Band in nanoseconds, kept fractional so that sub-nanosecond settings are not rounded.
     lower_ns: f64,
     upper_ns: f64,
-    /// Only for the revoke tie-break (least busy core); the signal itself is instantaneous.
-    window: IntervalWindow,
     rule: RangeRule,
     /// Average delay at the last tick; see [`CoreAllocator::signal`].
     avg_delay: Option<f64>,
@@ -26,15 +24,8 @@ pub struct DelayRangeAllocator {
 
 impl DelayRangeAllocator {
     /// `lower_ns < upper_ns`, both in nanoseconds.
-    pub fn new(interval: Nanos, lower_ns: f64, upper_ns: f64, max_cores: u32) -> Self {
-        Self {
-            interval,
-            lower_ns,
-            upper_ns,
-            window: IntervalWindow::with_capacity(max_cores as usize),
-            rule: RangeRule::new(interval),
-            avg_delay: None,
-        }
+    pub fn new(interval: Nanos, lower_ns: f64, upper_ns: f64) -> Self {
+        Self { interval, lower_ns, upper_ns, rule: RangeRule::new(interval), avg_delay: None }
     }
 }
 
@@ -43,13 +34,15 @@ impl CoreAllocator for DelayRangeAllocator {
         Some(self.interval)
     }
 
-    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
-        self.window.advance(obs.cores);
-        let sum: Nanos = obs.cores.iter().map(|c| core_delay(obs.now, c)).sum();
+    fn tick(&mut self, obs: &dyn AllocView) -> AllocAction {
+        // Cores with empty queues add nothing to the sum.
+        let now = obs.now();
+        let mut sum: Nanos = 0;
+        obs.for_each_queued(&mut |_, c| sum += core_delay(now, c));
         let avg = sum as f64 / obs.active().max(1) as f64;
         self.avg_delay = Some(avg);
         let s = RangeSignal { above: avg >= self.upper_ns, below: avg <= self.lower_ns, zero: sum == 0 };
-        self.rule.decide(obs, s, &self.window)
+        self.rule.decide(obs, s)
     }
 
     fn park_rule(&self) -> ParkRule {
@@ -99,9 +92,9 @@ impl Config {
     }
 
     /// The allocator; the configuration must have passed [`Config::validate`].
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
         use crate::time::us;
-        Box::new(DelayRangeAllocator::new(us(self.interval_us), self.lower_us * 1e3, self.upper_us * 1e3, max_cores))
+        Box::new(DelayRangeAllocator::new(us(self.interval_us), self.lower_us * 1e3, self.upper_us * 1e3))
     }
 }
 
@@ -111,13 +104,13 @@ mod tests {
     use super::super::ParkMode;
     use super::*;
 
-    fn alloc() -> DelayRangeAllocator {
+    fn alloc() -> Driven<DelayRangeAllocator> {
         // The CoreSync setting: 0.5–1 µs.
-        DelayRangeAllocator::new(5_000, 500.0, 1_000.0, 4)
+        Driven::new(DelayRangeAllocator::new(5_000, 500.0, 1_000.0))
     }
 
-    fn tick(a: &mut DelayRangeAllocator, now: Nanos, cores: &[super::super::CoreObs]) -> AllocAction {
-        a.tick(&AllocObs { now, cores })
+    fn tick(a: &mut Driven<DelayRangeAllocator>, now: Nanos, cores: &[super::super::CoreObs]) -> AllocAction {
+        a.tick_at(now, cores)
     }
 
     #[test]
@@ -175,7 +168,7 @@ mod tests {
 
     #[test]
     fn long_interval_has_no_waking_skip() {
-        let mut a = DelayRangeAllocator::new(10_000, 500.0, 1_000.0, 3);
+        let mut a = Driven::new(DelayRangeAllocator::new(10_000, 500.0, 1_000.0));
         let c = |now: Nanos| [queued(active(), 3, now - 5_000), parked(), parked()];
         assert_eq!(tick(&mut a, 10_000, &c(10_000)), AllocAction::Grant);
         assert_eq!(tick(&mut a, 20_000, &c(20_000)), AllocAction::Grant);

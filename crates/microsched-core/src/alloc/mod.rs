@@ -3,7 +3,7 @@
 //! Mechanism lives in the drivers (the simulator's server, the runtime's workers); policy lives
 //! here, one file per policy, each a pure state machine behind [`CoreAllocator`]. The driver
 //!
-//! 1. calls [`CoreAllocator::tick`] every [`CoreAllocator::interval`] with an [`AllocObs`] of the
+//! 1. calls [`CoreAllocator::tick`] every [`CoreAllocator::interval`] with an [`AllocView`] of the
 //!    cores (as stale as the driver's signals are: real systems sample them once per interval),
 //!    and carries out the returned [`AllocAction`];
 //! 2. when an active core has searched for work without success (its own queue, then stealing)
@@ -68,32 +68,113 @@ impl CoreObs {
     }
 }
 
-/// What a policy sees at a tick.
-#[derive(Debug, Clone, Copy)]
-pub struct AllocObs<'a> {
-    pub now: Nanos,
-    pub cores: &'a [CoreObs],
-}
+/// What a policy sees at a tick. A driver with many cores keeps these aggregates as its cores
+/// change, so that a tick costs O(cores with queued work), not O(cores); [`SliceView`] computes
+/// them from a slice of observations, for drivers with few cores and for tests.
+pub trait AllocView {
+    fn now(&self) -> Nanos;
+    fn active(&self) -> usize;
+    fn waking(&self) -> usize;
+    fn parked(&self) -> usize;
+    /// Σ over cores of the cumulative (`busy_ns`, `search_ns`) as of now.
+    fn busy_search_totals(&self) -> (Nanos, Nanos);
+    /// Calls `f` for every core with `queued > 0`, in no particular order.
+    fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs));
+    /// Calls `f` for every active core, in no particular order.
+    fn for_each_active(&self, f: &mut dyn FnMut(CoreId, &CoreObs));
+    /// Core `core` as it was at the previous tick (before the first one: at the start of the
+    /// run, zero counters), so that a policy can difference counters over the last interval.
+    /// Only `state`, `enqueued_total`, `busy_ns` and `search_ns` are defined: a driver need not
+    /// keep the rest.
+    fn prev(&self, core: CoreId) -> CoreObs;
 
-impl AllocObs<'_> {
-    pub fn active(&self) -> usize {
-        self.cores.iter().filter(|c| c.state == CoreState::Active).count()
+    /// Calls `f` for every active core with its load, in no particular order: what choosing a
+    /// core to revoke reads of each. A driver with many cores computes it without building
+    /// whole observations.
+    fn for_each_active_load(&self, f: &mut dyn FnMut(CoreId, CoreLoad)) {
+        let now = self.now();
+        self.for_each_active(&mut |i, c| {
+            // saturating: a driver that resets its counters must not make a window wrap around.
+            let busy = c.busy_ns.saturating_sub(self.prev(i).busy_ns);
+            f(i, CoreLoad { delay: common::core_delay(now, c), queued: c.queued, busy })
+        });
     }
-    pub fn waking(&self) -> usize {
-        self.cores.iter().filter(|c| c.state == CoreState::Waking).count()
-    }
+
     /// Max over cores of the oldest waiting request's age: the delay signal of Caladan and
     /// Breakwater.
-    pub fn max_delay(&self) -> Nanos {
-        self.cores
-            .iter()
-            .filter_map(|c| c.oldest_enqueued_at.map(|t| self.now.saturating_sub(t)))
-            .max()
-            .unwrap_or(0)
+    fn max_delay(&self) -> Nanos {
+        let now = self.now();
+        let mut max = 0;
+        self.for_each_queued(&mut |_, c| max = max.max(common::core_delay(now, c)));
+        max
     }
     /// Whether a parked core holds queued work (it counts as congestion in every policy).
-    pub fn parked_with_work(&self) -> bool {
-        self.cores.iter().any(|c| c.state == CoreState::Parked && c.queued > 0)
+    fn parked_with_work(&self) -> bool {
+        let mut any = false;
+        self.for_each_queued(&mut |_, c| any |= c.state == CoreState::Parked);
+        any
+    }
+    /// Whether a Grant can be carried out: the driver only grants parked cores, so the LC
+    /// application never exceeds `max_cores`.
+    fn any_parked(&self) -> bool {
+        self.parked() > 0
+    }
+}
+
+/// An active core's load, as [`AllocView::for_each_active_load`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoreLoad {
+    /// Queueing delay of its oldest waiting request (0 with empty queues).
+    pub delay: Nanos,
+    pub queued: u32,
+    /// Busy time since the previous tick.
+    pub busy: Nanos,
+}
+
+/// An [`AllocView`] over every core's observation, scanned at each call.
+#[derive(Debug, Clone, Copy)]
+pub struct SliceView<'a> {
+    pub now: Nanos,
+    pub cores: &'a [CoreObs],
+    /// The cores at the previous tick (the same length as `cores`).
+    pub prev: &'a [CoreObs],
+}
+
+impl SliceView<'_> {
+    fn count(&self, state: CoreState) -> usize {
+        self.cores.iter().filter(|c| c.state == state).count()
+    }
+    fn each(&self, f: &mut dyn FnMut(CoreId, &CoreObs), keep: impl Fn(&CoreObs) -> bool) {
+        for (i, c) in self.cores.iter().enumerate().filter(|(_, c)| keep(c)) {
+            f(i as CoreId, c);
+        }
+    }
+}
+
+impl AllocView for SliceView<'_> {
+    fn now(&self) -> Nanos {
+        self.now
+    }
+    fn active(&self) -> usize {
+        self.count(CoreState::Active)
+    }
+    fn waking(&self) -> usize {
+        self.count(CoreState::Waking)
+    }
+    fn parked(&self) -> usize {
+        self.count(CoreState::Parked)
+    }
+    fn busy_search_totals(&self) -> (Nanos, Nanos) {
+        self.cores.iter().fold((0, 0), |(b, s), c| (b + c.busy_ns, s + c.search_ns))
+    }
+    fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+        self.each(f, |c| c.queued > 0)
+    }
+    fn for_each_active(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
+        self.each(f, |c| c.state == CoreState::Active)
+    }
+    fn prev(&self, core: CoreId) -> CoreObs {
+        self.prev[core as usize]
     }
 }
 
@@ -137,7 +218,7 @@ pub trait CoreAllocator: Send {
     fn interval(&self) -> Option<Nanos>;
 
     /// Called every interval; returns at most one change.
-    fn tick(&mut self, obs: &AllocObs) -> AllocAction;
+    fn tick(&mut self, obs: &dyn AllocView) -> AllocAction;
 
     fn park_rule(&self) -> ParkRule;
 

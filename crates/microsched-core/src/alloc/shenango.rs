@@ -5,28 +5,14 @@
 //! core (`cores_is_proc_congested` in shenango `iokernel/cores.c`). Cores give themselves back:
 //! a core parks after at least `min_passes` fruitless work-search passes *and* `poll` time.
 
-use super::common::any_parked;
-use super::{AllocAction, AllocObs, CoreAllocator, CoreState, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, CoreState, ParkMode, ParkRule};
 use crate::time::Nanos;
-
-/// What the previous check saw of one core.
-#[derive(Debug, Clone, Copy, Default)]
-struct Mark {
-    /// `enqueued_total` at the previous check: any item enqueued before it is older than one
-    /// interval, so `dequeued_total` below it means such an item is still waiting.
-    enqueued_at_check: u64,
-    /// Whether the core was active at the previous check. A core is judged only on a window it
-    /// was active for at both ends: this is Shenango's "waking" pass, which gives a just-woken
-    /// core one check to start draining the queue it was handed.
-    was_active: bool,
-}
 
 #[derive(Debug, Clone)]
 pub struct ShenangoAllocator {
     interval: Nanos,
     poll: Nanos,
     min_passes: u32,
-    marks: Vec<Mark>,
     /// Congested cores at the last tick; see [`CoreAllocator::signal`].
     congested_cores: Option<u32>,
 }
@@ -35,8 +21,8 @@ impl ShenangoAllocator {
     /// `interval`: check period; `poll`/`min_passes`: the park rule. Shenango's IOKernel runs the
     /// check when more than 5 µs (integer microseconds) have passed, so about every 6 µs; we
     /// take the interval as given rather than copying that off-by-one.
-    pub fn new(interval: Nanos, poll: Nanos, min_passes: u32, max_cores: u32) -> Self {
-        Self { interval, poll, min_passes, marks: Vec::with_capacity(max_cores as usize), congested_cores: None }
+    pub fn new(interval: Nanos, poll: Nanos, min_passes: u32) -> Self {
+        Self { interval, poll, min_passes, congested_cores: None }
     }
 }
 
@@ -45,29 +31,32 @@ impl CoreAllocator for ShenangoAllocator {
         Some(self.interval)
     }
 
-    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
-        if self.marks.len() != obs.cores.len() {
-            // First tick (or the driver changed the core count): no previous check to compare to.
-            self.marks.clear();
-            self.marks.resize(obs.cores.len(), Mark::default());
-        }
+    fn tick(&mut self, obs: &dyn AllocView) -> AllocAction {
         let mut congested = 0u32;
-        for (c, m) in obs.cores.iter().zip(self.marks.iter_mut()) {
-            let active = c.state == CoreState::Active;
-            // dequeued < enqueued-at-last-check implies something was queued at that check and
-            // is still there (queues are FIFO; steals count as dequeues).
-            if active && m.was_active && c.dequeued_total < m.enqueued_at_check {
-                congested += 1;
+        // Both tests need queued work now (a standing queue is a non-empty one), so the cores
+        // without any cannot count.
+        obs.for_each_queued(&mut |i, c| {
+            match c.state {
+                CoreState::Active => {
+                    // The previous check is judged only on a window the core was active for at
+                    // both ends: this is Shenango's "waking" pass, which gives a just-woken core
+                    // one check to start draining the queue it was handed. Any item enqueued
+                    // before that check is older than one interval, so dequeued below the
+                    // enqueued count of then means such an item is still waiting (queues are
+                    // FIFO; steals count as dequeues).
+                    let p = obs.prev(i);
+                    if p.state == CoreState::Active && c.dequeued_total < p.enqueued_total {
+                        congested += 1;
+                    }
+                }
+                // A parked core holding work is congestion too (Caladan's `parked_thread_busy`;
+                // Shenango's fast path rewakes such a core).
+                CoreState::Parked => congested += 1,
+                CoreState::Waking => {}
             }
-            // A parked core holding work is congestion too (Caladan's `parked_thread_busy`;
-            // Shenango's fast path rewakes such a core).
-            if c.state == CoreState::Parked && c.queued > 0 {
-                congested += 1;
-            }
-            *m = Mark { enqueued_at_check: c.enqueued_total, was_active: active };
-        }
+        });
         self.congested_cores = Some(congested);
-        if congested > 0 && any_parked(obs) {
+        if congested > 0 && obs.any_parked() {
             AllocAction::Grant
         } else {
             AllocAction::Nothing
@@ -120,9 +109,9 @@ impl Config {
     }
 
     /// The allocator; the configuration must have passed [`Config::validate`].
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
         use crate::time::us;
-        Box::new(ShenangoAllocator::new(us(self.interval_us), us(self.poll_us), self.min_passes, max_cores))
+        Box::new(ShenangoAllocator::new(us(self.interval_us), us(self.poll_us), self.min_passes))
     }
 }
 
@@ -139,12 +128,12 @@ mod tests {
         c
     }
 
-    fn tick(a: &mut ShenangoAllocator, now: Nanos, cores: &[CoreObs]) -> AllocAction {
-        a.tick(&AllocObs { now, cores })
+    fn tick(a: &mut Driven<ShenangoAllocator>, now: Nanos, cores: &[CoreObs]) -> AllocAction {
+        a.tick_at(now, cores)
     }
 
-    fn alloc() -> ShenangoAllocator {
-        ShenangoAllocator::new(5_000, 2_000, 4, 3)
+    fn alloc() -> Driven<ShenangoAllocator> {
+        Driven::new(ShenangoAllocator::new(5_000, 2_000, 4))
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use super::{AllocAction, AllocObs, CoreAllocator, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkMode, ParkRule};
 use crate::time::Nanos;
 
 /// Every core allocated and spinning for the whole run: the baseline of every paper.
@@ -20,7 +20,7 @@ impl CoreAllocator for StaticAllocator {
     fn interval(&self) -> Option<Nanos> {
         None
     }
-    fn tick(&mut self, _obs: &AllocObs) -> AllocAction {
+    fn tick(&mut self, _obs: &dyn AllocView) -> AllocAction {
         AllocAction::Nothing
     }
     fn park_rule(&self) -> ParkRule {

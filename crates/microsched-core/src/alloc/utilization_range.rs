@@ -7,7 +7,7 @@
 //! not park by themselves, except the last (see [`RANGE_PARK_RULE`]).
 
 use super::common::{IntervalWindow, RangeRule, RangeSignal, RANGE_PARK_RULE};
-use super::{AllocAction, AllocObs, CoreAllocator, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
 use crate::time::Nanos;
 
 #[derive(Debug, Clone)]
@@ -23,15 +23,8 @@ pub struct UtilizationRangeAllocator {
 
 impl UtilizationRangeAllocator {
     /// `lower` and `upper` are fractions in [0, 1], `lower < upper`.
-    pub fn new(interval: Nanos, lower: f64, upper: f64, max_cores: u32) -> Self {
-        Self {
-            interval,
-            lower,
-            upper,
-            window: IntervalWindow::with_capacity(max_cores as usize),
-            rule: RangeRule::new(interval),
-            utilization: None,
-        }
+    pub fn new(interval: Nanos, lower: f64, upper: f64) -> Self {
+        Self { interval, lower, upper, window: IntervalWindow::default(), rule: RangeRule::new(interval), utilization: None }
     }
 }
 
@@ -40,15 +33,14 @@ impl CoreAllocator for UtilizationRangeAllocator {
         Some(self.interval)
     }
 
-    fn tick(&mut self, obs: &AllocObs) -> AllocAction {
-        self.window.advance(obs.cores);
-        let (busy, search) = self.window.totals();
+    fn tick(&mut self, obs: &dyn AllocView) -> AllocAction {
+        let (busy, search) = self.window.advance(obs);
         // No busy or search time at all (every core parked): nothing says the cores are
         // underused, so read it as fully used, as Caladan does; the parked-work rule then adds.
         let u = if busy + search == 0 { 1.0 } else { busy as f64 / (busy + search) as f64 };
         self.utilization = Some(u);
         let s = RangeSignal { above: u > self.upper, below: u <= self.lower, zero: u == 0.0 };
-        self.rule.decide(obs, s, &self.window)
+        self.rule.decide(obs, s)
     }
 
     fn park_rule(&self) -> ParkRule {
@@ -103,9 +95,9 @@ impl Config {
     }
 
     /// The allocator; the configuration must have passed [`Config::validate`].
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
         use crate::time::us;
-        Box::new(UtilizationRangeAllocator::new(us(self.interval_us), self.lower, self.upper, max_cores))
+        Box::new(UtilizationRangeAllocator::new(us(self.interval_us), self.lower, self.upper))
     }
 }
 
@@ -139,8 +131,8 @@ mod tests {
 
     use CoreState::{Active as A, Parked as P};
 
-    fn alloc() -> UtilizationRangeAllocator {
-        UtilizationRangeAllocator::new(5_000, 0.75, 0.95, 4)
+    fn alloc() -> Driven<UtilizationRangeAllocator> {
+        Driven::new(UtilizationRangeAllocator::new(5_000, 0.75, 0.95))
     }
 
     #[test]
@@ -150,14 +142,14 @@ mod tests {
         assert_eq!(a.signal(), None);
         // 9.6 of 10 µs busy: 0.96 > 0.95.
         let c = f.step(&[(A, 4_800, 200), (A, 4_800, 200), (P, 0, 0)]);
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Grant);
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Grant);
         assert_eq!(a.signal(), Some(0.96));
         // The interval after a grant is skipped (5 µs < 10 µs), even though still above.
         let c = f.step(&[(A, 5_000, 0), (A, 5_000, 0), (P, 0, 0)]);
-        assert_eq!(a.tick(&AllocObs { now: 10_000, cores: &c }), AllocAction::Nothing);
+        assert_eq!(a.tick_at(10_000, &c), AllocAction::Nothing);
         // Exactly 0.95 is inside the band (the add test is strict).
         let c = f.step(&[(A, 4_750, 250), (A, 4_750, 250), (P, 0, 0)]);
-        assert_eq!(a.tick(&AllocObs { now: 15_000, cores: &c }), AllocAction::Nothing);
+        assert_eq!(a.tick_at(15_000, &c), AllocAction::Nothing);
         assert_eq!(a.signal(), Some(0.95));
     }
 
@@ -168,17 +160,17 @@ mod tests {
         // 0.5 utilization with 3 active: revoke the least busy core (delays are all zero).
         let low = [(A, 3_000, 2_000), (A, 2_000, 3_000), (A, 2_500, 2_500), (P, 0, 0)];
         let c = f.step(&low);
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Yield(1));
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Yield(1));
         assert_eq!(a.signal(), Some(0.5));
         // Still low next interval: no second revoke yet.
         let c = f.step(&low);
-        assert_eq!(a.tick(&AllocObs { now: 10_000, cores: &c }), AllocAction::Nothing);
+        assert_eq!(a.tick_at(10_000, &c), AllocAction::Nothing);
         let c = f.step(&low);
-        assert_eq!(a.tick(&AllocObs { now: 15_000, cores: &c }), AllocAction::Yield(1));
+        assert_eq!(a.tick_at(15_000, &c), AllocAction::Yield(1));
         // Exactly at the lower bound counts as below (<=).
         let mut a = alloc();
         let c = Feed::new(2).step(&[(A, 3_750, 1_250), (A, 3_750, 1_250)]);
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Yield(0));
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Yield(0));
     }
 
     #[test]
@@ -186,7 +178,7 @@ mod tests {
         let mut a = alloc();
         let mut c = Feed::new(2).step(&[(A, 1_000, 4_000), (A, 3_000, 2_000)]);
         c[0] = queued(c[0], 1, 4_000);
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Yield(1));
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Yield(1));
     }
 
     #[test]
@@ -194,15 +186,15 @@ mod tests {
         let mut a = alloc();
         let mut f = Feed::new(2);
         let c = f.step(&[(A, 100, 4_900), (P, 0, 0)]);
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Nothing);
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Nothing);
         let c = f.step(&[(A, 0, 5_000), (P, 0, 0)]);
-        assert_eq!(a.tick(&AllocObs { now: 10_000, cores: &c }), AllocAction::Yield(0));
+        assert_eq!(a.tick_at(10_000, &c), AllocAction::Yield(0));
         assert_eq!(a.signal(), Some(0.0));
         // ... but not while a parked core holds work: that core is granted instead.
         let mut a = alloc();
         let mut c = Feed::new(2).step(&[(A, 0, 5_000), (P, 0, 0)]);
         c[1] = queued(c[1], 1, 4_000);
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Grant);
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Grant);
     }
 
     #[test]
@@ -210,12 +202,12 @@ mod tests {
         let mut a = alloc();
         // Everything parked: utilization 1.0 -> add.
         let c = [parked(), parked()];
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Grant);
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Grant);
         assert_eq!(a.signal(), Some(1.0));
         // Busy, but every core already allocated: nothing to grant.
         let mut a = alloc();
         let c = Feed::new(2).step(&[(A, 5_000, 0), (A, 5_000, 0)]);
-        assert_eq!(a.tick(&AllocObs { now: 5_000, cores: &c }), AllocAction::Nothing);
+        assert_eq!(a.tick_at(5_000, &c), AllocAction::Nothing);
     }
 
     #[test]
@@ -224,7 +216,7 @@ mod tests {
         let mut f = Feed::new(3);
         // Cores 1 and 2 parked all interval (no counters move): utilization is core 0's alone.
         let c = f.step(&[(A, 4_000, 1_000), (P, 0, 0), (P, 0, 0)]);
-        a.tick(&AllocObs { now: 5_000, cores: &c });
+        a.tick_at(5_000, &c);
         assert_eq!(a.signal(), Some(0.8));
     }
 
