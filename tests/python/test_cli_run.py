@@ -171,3 +171,29 @@ def test_console_process_json(write_scenario):
     r = run_cli("run", write_scenario(SMALL), "--json", subprocess_=True)
     assert r.code == 0, r.err
     check_summary_contract(json.loads(r.out))
+
+
+def test_applications_nodes_and_scheduling_in_json_and_tables(write_scenario):
+    """A scenario with a co-tenant application, two replicas, a quantum and a lock: the JSON has
+    one section per application and per node, and the readable summary shows them."""
+    scen = small(**{
+        "server.replicas": 2,
+        "server.preemption": {"quantum_us": 5.0},
+        "workload.locks": [{"name": "g"}],
+        "applications": [{"name": "batch", "load": {"fraction": 0.2},
+                          "workload": {"types": [{"name": "job", "service": {"dist": "constant", "value_us": 20.0}}]}}],
+    })
+    scen["workload"]["types"][0]["paths"] = [{"steps": [{"op": "compute", "share": 0.5}, {"op": "lock", "lock": "g", "share": 0.5}]}]
+    path = write_scenario(scen)
+    r = run_cli("run", path, "--json")
+    assert r.code == 0, r.err
+    s = json.loads(r.out)
+    check_summary_contract(s)
+    assert [a["name"] for a in s["applications"]] == ["small-mm4", "batch"]
+    assert s["applications"][0]["requests"] == s["requests"], "the flat keys are the first application's"
+    assert [n["node"] for n in s["nodes"]] == [0, 1]
+    assert s["cores"]["max"] == 2 * s["nodes"][0]["cores"]["max"]
+    assert s["sched"]["preemptions"] > 0 and s["sched"]["lock_acquisitions"] > 0
+    text = run_cli("run", path).out
+    for heading in ("applications", "server nodes", "preemptions"):
+        assert heading in text, heading

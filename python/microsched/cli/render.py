@@ -88,6 +88,33 @@ def print_summary(s: dict) -> None:
             rows(bt, str(bt.get("name", "?")), bt.get("throughput_rps"))
     con.print(lt)
 
+    apps = s.get("applications") or []
+    nodes = s.get("nodes") or []
+    if len(apps) > 1:
+        at = Table(title="applications (the tables above are the first one's)", title_justify="left")
+        for col in ("application", "offered req/s", "goodput req/s", "drop rate", "p50 µs", "p99 µs", "retries"):
+            at.add_column(col, justify="left" if col == "application" else "right")
+        for a in apps:
+            lat = a.get("latency_us", {}) or {}
+            at.add_row(str(a.get("name")), num(a.get("offered_rps"), ",.0f"), num(a.get("goodput_rps"), ",.0f"),
+                       pct(a.get("drop_rate")), num(lat.get("p50")), num(lat.get("p99")), num(a.get("retries"), ",.0f"))
+        con.print(at)
+    if len(nodes) > 1:
+        nt = Table(title="server nodes (the cores above are their totals)", title_justify="left")
+        for col in ("node", "cores allocated", "busy", "preemptions", "lock waits"):
+            nt.add_column(col, justify="right")
+        for n in nodes:
+            c, sc = n.get("cores", {}) or {}, n.get("sched", {}) or {}
+            nt.add_row(str(n.get("node")), num(c.get("allocated_mean"), ".2f"), num(c.get("busy_mean"), ".2f"),
+                       num(sc.get("preemptions"), ",.0f"), num(sc.get("lock_waits"), ",.0f"))
+        con.print(nt)
+    sched = s.get("sched") or {}
+    if any(sched.get(k) for k in ("preemptions", "yields", "lock_acquisitions")):
+        con.print(f"scheduling ({sched.get('queue_policy')}): {num(sched.get('preemptions'), ',.0f')} preemptions, "
+                  f"{num(sched.get('yields'), ',.0f')} yields, {num(sched.get('lock_acquisitions'), ',.0f')} lock "
+                  f"acquisitions of which {num(sched.get('lock_waits'), ',.0f')} waited "
+                  f"(mean {num(sched.get('lock_wait_us_mean'), '.2f')} µs)")
+
     sim = s.get("sim", {}) or {}
     con.print(f"simulator: {num(sim.get('events'), ',.0f')} events, {num(sim.get('wall_s'), '.3f')} s wall, "
               f"{num(sim.get('requests_per_wall_s'), ',.0f')} sim. requests / wall s")
