@@ -185,6 +185,11 @@ mod tests {
             std::thread::spawn(move || {
                 for t in 1..2_000_000u64 {
                     p.set(t, if t % 2 == 0 { Phase::Busy } else { Phase::Search });
+                    // Quiet moments by construction: a writer that never pauses can keep every
+                    // read of a reader on the other CPU inconsistent (seen on a loaded 2-CPU VM).
+                    if t % 100_000 == 0 {
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                    }
                 }
                 done.store(true, Ordering::Release);
             })
@@ -199,8 +204,8 @@ mod tests {
             reads += 1;
         }
         writer.join().unwrap();
-        // The writer here does nothing but transitions, so most reads meet one and fall back to
-        // the closed intervals; some must still see a quiet moment and be exact.
+        // The writer does little but transitions, so most reads meet one and fall back to the
+        // closed intervals; those made while it pauses must be exact.
         assert!(exact > 0, "none of {reads} reads consistent");
         assert_eq!(p.times(now).iter().sum::<u64>(), now);
     }
