@@ -5,6 +5,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::ScenarioError;
+use microsched_core::topology::ReplicaChoice;
 
 /// Most worker threads the runtime starts (one thread per "core").
 pub const MAX_WORKERS: u32 = 64;
@@ -96,10 +97,12 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   program and steal-victim draws), `duration_ms`, `warmup_ms`, `slo_us`, `server.max_cores`,
 ///   `server.queue` and `server.steal` (the simulator's queueing policy objects decide,
 ///   [`crate::sched`]),
-///   `network.rtt_us` (the credit controller's period; loopback has its own RTT), `clients.*`,
-///   `load.*`, `workload.types` with their `paths`, `workload.locks` (blocking), `policy.*`,
-///   `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
-/// * honoured only at its default (the cost models of the simulator, which the runtime pays
+///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
+///   `clients.{sessions, queue_capacity, timeout_us}`, `load.*`, `workload.types` with their
+///   `paths`, `workload.locks` (blocking), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
+/// * honoured only at its default (one server and one application: `server.replicas`,
+///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`; the cost
+///   models of the simulator, which the runtime pays
 ///   for real, and mechanisms it does not have): the table below.
 const UNSUPPORTED: &[Unsupported] = &[
     Unsupported {
@@ -147,6 +150,26 @@ const UNSUPPORTED: &[Unsupported] = &[
     Unsupported {
         check: |s| set("metrics.record_requests", true, s.metrics.record_requests),
         supported: "the runtime keeps no per-request log (the load generator reports latency distributions)",
+    },
+    Unsupported {
+        check: |s| set("server.dispatcher", s.server.dispatcher.as_ref().map(|d| d.cost_ns), s.server.dispatcher.is_some()),
+        supported: "the runtime has no dispatcher core: workers take requests from the socket themselves",
+    },
+    Unsupported {
+        check: |s| set("server.replicas", s.server.replicas, s.server.replicas != 1),
+        supported: "one `microsched serve` is one node; run several servers for replicas",
+    },
+    Unsupported {
+        check: |s| set("clients.retries", s.clients.retries, s.clients.retries != 0),
+        supported: "the load generator talks to one server and does not resend failed requests",
+    },
+    Unsupported {
+        check: |s| set("clients.replica_choice", s.clients.replica_choice, s.clients.replica_choice != ReplicaChoice::Hash),
+        supported: "the load generator talks to one server (replica choice \"hash\", the default)",
+    },
+    Unsupported {
+        check: |s| (!s.applications.is_empty()).then(|| ("applications".to_string(), format!("{} co-tenant application(s)", s.applications.len()))),
+        supported: "the runtime serves one application (the top-level workload); the best-effort co-tenant is runtime.be_threads",
     },
 ];
 
@@ -220,6 +243,11 @@ count = 4
             ("server.preemption.quantum_us=5", "server.preemption.quantum_us", "yield point"),
             ("workload.locks.0.spin=true", "workload.locks[0].spin", "blocking"),
             ("metrics.record_requests=true", "metrics.record_requests", "per-request"),
+            ("server.dispatcher.cost_ns=100", "server.dispatcher", "dispatcher"),
+            ("server.replicas=2", "server.replicas", "one node"),
+            ("clients.retries=1", "clients.retries", "resend"),
+            ("clients.replica_choice=\"primary\"", "clients.replica_choice", "one server"),
+            ("applications=[{name=\"b\",load={rps=10},workload={types=[{name=\"x\",service={dist=\"constant\",value_us=1}}]}}]", "applications", "one application"),
         ] {
             let e = refused(&[o]);
             assert_eq!(e.field, field, "{o}: {e}");
