@@ -129,7 +129,6 @@ struct Lock {
     count: u32,
     keys: u64,
     hot: Option<(u64, f64)>,
-    spin: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -190,7 +189,7 @@ impl Programs {
                     Some((((keys as f64 * h.hot_keys).round() as u64).clamp(1, keys), h.hot_share))
                 }
             };
-            locks.push(Lock { first_id: mutexes, count: l.count, keys, hot, spin: l.spin });
+            locks.push(Lock { first_id: mutexes, count: l.count, keys, hot });
             spin.extend(std::iter::repeat_n(l.spin, l.count as usize));
             mutexes += l.count;
         }
@@ -297,10 +296,6 @@ impl Programs {
         total
     }
 
-    /// Whether any lock is a spin lock (for drivers that refuse them).
-    pub fn any_spin(&self) -> bool {
-        self.locks.iter().any(|l| l.spin)
-    }
 }
 
 impl Work {

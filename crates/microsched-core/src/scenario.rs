@@ -28,7 +28,7 @@ pub use load::{json_schema, Format, Loaded};
 pub use metrics::MetricsCfg;
 pub use policy::{AllocatorCfg, AlphaMode, BreakwaterCfg, OverloadCfg, Policy, PoolTrigger};
 pub use runtime::RuntimeCfg;
-pub(crate) use validate::{non_negative, positive, validate_clients, validate_load};
+pub(crate) use validate::{non_negative, positive, validate_clients, validate_load, validate_workload};
 
 // ---------------------------------------------------------------------------------------------
 // Top level
@@ -330,27 +330,17 @@ pub struct Mode {
 impl Scenario {
     /// Mean service time over the mix, in µs.
     pub fn mean_service_us(&self, base_dir: &Path) -> Result<f64, ScenarioError> {
-        let total: f64 = self.workload.types.iter().map(|t| t.ratio).sum();
-        let mut mean = 0.0;
-        for (i, t) in self.workload.types.iter().enumerate() {
-            let field = format!("workload.types[{i}].service");
-            let service = crate::dist::Sampler::build(&t.service, base_dir, &field)?.mean_us();
-            mean += t.ratio / total * crate::program::mean_work_us(&t.paths, service, base_dir)?;
-        }
-        Ok(mean)
+        self.app_mean_service_us(&self.apps()[0], base_dir)
     }
 
     /// Requests per second that load 1.0 stands for: worker cores (max_cores, less a
     /// dispatcher's) / mean work per request.
     pub fn capacity_rps(&self, base_dir: &Path) -> Result<f64, ScenarioError> {
-        Ok(crate::sched::worker_cores(self) as f64 / (self.mean_service_us(base_dir)? * 1e-6))
+        self.app_capacity_rps(&self.apps()[0], base_dir)
     }
 
     /// The goodput SLO in µs (explicit, or 10 × (mean service + RTT)).
     pub fn slo_us(&self, base_dir: &Path) -> Result<f64, ScenarioError> {
-        match self.slo_us {
-            Some(v) => Ok(v),
-            None => Ok(10.0 * (self.mean_service_us(base_dir)? + self.network.rtt_us)),
-        }
+        self.app_slo_us(&self.apps()[0], base_dir)
     }
 }

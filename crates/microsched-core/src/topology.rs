@@ -122,17 +122,7 @@ pub fn validate(sc: &Scenario, base_dir: &Path) -> Result<(), ScenarioError> {
         if a.name == sc.name || sc.applications[..i].iter().any(|o| o.name == a.name) {
             return Err(ScenarioError::new(format!("{f}.name"), format!("`{}` names another application too", a.name)));
         }
-        if a.workload.types.is_empty() || a.workload.types.len() > u16::MAX as usize {
-            return Err(ScenarioError::new(format!("{f}.workload.types"), "needs 1..=65535 request types"));
-        }
-        for (j, t) in a.workload.types.iter().enumerate() {
-            positive(&format!("{f}.workload.types[{j}].ratio"), t.ratio)?;
-            crate::dist::Sampler::build(&t.service, base_dir, &format!("{f}.workload.types[{j}].service"))?;
-        }
-        crate::program::validate(&a.workload, base_dir).map_err(|mut e| {
-            e.field = format!("{f}.{}", e.field);
-            e
-        })?;
+        crate::scenario::validate_workload(&a.workload, &format!("{f}."), base_dir)?;
         crate::scenario::validate_load(&a.load, &format!("{f}.load"))?;
         crate::scenario::validate_clients(&a.clients, &format!("{f}.clients"))?;
         if let Some(v) = a.slo_us {

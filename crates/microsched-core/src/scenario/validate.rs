@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{Clients, Load, Scenario};
+use super::{Clients, Load, Scenario, Workload};
 use crate::error::ScenarioError;
 
 impl Scenario {
@@ -29,27 +29,7 @@ impl Scenario {
         non_negative("network.jitter_us", self.network.jitter_us)?;
         validate_clients(&self.clients, "clients")?;
         validate_load(&self.load, "load")?;
-        if self.workload.types.is_empty() {
-            return Err(ScenarioError::new(
-                "workload.types",
-                "needs at least one request type",
-            ));
-        }
-        if self.workload.types.len() > u16::MAX as usize {
-            return Err(ScenarioError::new(
-                "workload.types",
-                "at most 65535 request types",
-            ));
-        }
-        for (i, t) in self.workload.types.iter().enumerate() {
-            positive(&format!("workload.types[{i}].ratio"), t.ratio)?;
-            crate::dist::Sampler::build(
-                &t.service,
-                base_dir,
-                &format!("workload.types[{i}].service"),
-            )?;
-        }
-        crate::program::validate(&self.workload, base_dir)?;
+        validate_workload(&self.workload, "", base_dir)?;
         crate::sched::validate(self)?;
         crate::topology::validate(self, base_dir)?;
         positive(
@@ -62,6 +42,26 @@ impl Scenario {
         Ok(())
     }
 
+}
+
+/// Checks a workload whose table's dotted path is `prefix` ("" for the top level, else ending
+/// in a dot): its request types and their programs.
+pub(crate) fn validate_workload(w: &Workload, prefix: &str, base_dir: &Path) -> Result<(), ScenarioError> {
+    let f = format!("{prefix}workload.types");
+    if w.types.is_empty() {
+        return Err(ScenarioError::new(f, "needs at least one request type"));
+    }
+    if w.types.len() > u16::MAX as usize {
+        return Err(ScenarioError::new(f, "at most 65535 request types"));
+    }
+    for (i, t) in w.types.iter().enumerate() {
+        positive(&format!("{f}[{i}].ratio"), t.ratio)?;
+        crate::dist::Sampler::build(&t.service, base_dir, &format!("{f}[{i}].service"))?;
+    }
+    crate::program::validate(w, base_dir).map_err(|mut e| {
+        e.field = format!("{prefix}{}", e.field);
+        e
+    })
 }
 
 /// Checks a load table whose dotted path is `field`.

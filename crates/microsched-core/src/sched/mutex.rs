@@ -64,22 +64,11 @@ impl<W: Copy> MutexTable<W> {
         self.locks[id as usize].held
     }
 
-    pub fn waiters(&self, id: u32) -> usize {
-        self.locks[id as usize].waiters.len()
-    }
-
     /// Waiters over all mutexes.
     pub fn waiting(&self) -> usize {
         self.waiting
     }
 
-    pub fn len(&self) -> usize {
-        self.locks.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.locks.is_empty()
-    }
 }
 
 #[cfg(test)]
