@@ -8,7 +8,7 @@ use rand_distr::{Distribution, Exp, LogNormal};
 
 use crate::error::ScenarioError;
 use crate::scenario::{non_negative, positive, Dist};
-use crate::time::Nanos;
+use crate::time::{round_ns, Nanos};
 
 /// A ready-to-draw distribution of service times, in nanoseconds (never 0: a request always
 /// costs at least 1 ns, so slowdown is defined).
@@ -77,7 +77,7 @@ impl Sampler {
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Nanos {
         let v = match self {
             Sampler::Constant(v) => *v,
-            Sampler::Exponential { dist, .. } => dist.sample(rng).round() as Nanos,
+            Sampler::Exponential { dist, .. } => round_ns(dist.sample(rng)),
             Sampler::Bimodal { first_ns, second_ns, p_first } => {
                 if rng.gen::<f64>() < *p_first {
                     *first_ns
@@ -85,7 +85,7 @@ impl Sampler {
                     *second_ns
                 }
             }
-            Sampler::Lognormal { dist, .. } => dist.sample(rng).round() as Nanos,
+            Sampler::Lognormal { dist, .. } => round_ns(dist.sample(rng)),
             Sampler::Empirical(samples) => samples[rng.gen_range(0..samples.len())],
         };
         v.max(1)

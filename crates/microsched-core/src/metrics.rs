@@ -4,7 +4,7 @@
 use hdrhistogram::Histogram;
 
 use crate::summary::{Percentiles, Slowdown, Summary, TypeSummary};
-use crate::time::Nanos;
+use crate::time::{round_ns, Nanos};
 
 /// Slowdown is stored in thousandths so that an integer histogram keeps three decimals.
 const SLOWDOWN_SCALE: f64 = 1000.0;
@@ -75,7 +75,7 @@ impl LatencyRecorder {
         let t = &mut self.types[rtype];
         t.latency.record(latency.max(1)).expect(AUTO);
         t.qdelay.record(qdelay).expect(AUTO);
-        let slowdown = (latency as f64 / service.max(1) as f64 * SLOWDOWN_SCALE).round() as u64;
+        let slowdown = round_ns(latency as f64 / service.max(1) as f64 * SLOWDOWN_SCALE);
         t.slowdown.record(slowdown).expect(AUTO);
         t.latency_sum += latency as u128;
         t.qdelay_sum += qdelay as u128;

@@ -14,7 +14,7 @@ use rand_distr::{Distribution, Exp1};
 use crate::dist::Sampler;
 use crate::rng::{stream, Stream};
 use crate::scenario::{Load, Scenario, Workload};
-use crate::time::ms;
+use crate::time::{ms, round_ns};
 use crate::{Nanos, ScenarioError};
 
 #[derive(Debug, Clone)]
@@ -24,13 +24,23 @@ pub struct Arrivals {
     idx: usize,
     /// Time of the last arrival, unrounded, so that rounding never accumulates.
     t: f64,
+    /// The current step's rate and end, read on every arrival.
+    rate: f64,
+    seg_end: f64,
     rng: Stream,
 }
 
 impl Arrivals {
     pub fn new(steps: Vec<(f64, f64)>, rng: Stream) -> Self {
         debug_assert!(!steps.is_empty() && steps[0].0 == 0.0);
-        Self { steps, idx: 0, t: 0.0, rng }
+        let mut a = Self { steps, idx: 0, t: 0.0, rate: 0.0, seg_end: 0.0, rng };
+        a.enter_step();
+        a
+    }
+
+    fn enter_step(&mut self) {
+        self.rate = self.steps[self.idx].1;
+        self.seg_end = self.steps.get(self.idx + 1).map_or(f64::INFINITY, |s| s.0);
     }
 
     /// Rate (requests/s) in force at time `t` ns.
@@ -48,13 +58,12 @@ impl Iterator for Arrivals {
     fn next(&mut self) -> Option<Nanos> {
         let mut e: f64 = Exp1.sample(&mut self.rng);
         loop {
-            let rate = self.steps[self.idx].1;
-            let seg_end = self.steps.get(self.idx + 1).map_or(f64::INFINITY, |s| s.0);
+            let (rate, seg_end) = (self.rate, self.seg_end);
             if rate > 0.0 {
                 let dt = e / rate;
                 if self.t + dt < seg_end {
                     self.t += dt;
-                    return Some(self.t.round() as Nanos);
+                    return Some(round_ns(self.t));
                 }
                 e -= (seg_end - self.t) * rate;
             }
@@ -63,6 +72,7 @@ impl Iterator for Arrivals {
             }
             self.t = seg_end;
             self.idx += 1;
+            self.enter_step();
         }
     }
 }

@@ -107,14 +107,17 @@ impl App {
     /// The next request's session, type, total work and program (appended to `ops`, mutex ids
     /// numbered across applications; `None` if the type has no program).
     pub fn draw(&mut self, ops: &mut Vec<Op>) -> (u32, u16, Nanos, bool) {
-        while self.upcoming.len() <= SESSION_LOOKAHEAD {
-            let s = pick(&mut self.session_rng, self.sessions);
-            if let Some(c) = self.clients.get(self.home_node(s, self.replicas) as usize) {
-                c.prefetch(s);
+        let session = if self.clients.is_empty() {
+            // No client state to prefetch: the same stream, drawn when needed.
+            pick(&mut self.session_rng, self.sessions)
+        } else {
+            while self.upcoming.len() <= SESSION_LOOKAHEAD {
+                let s = pick(&mut self.session_rng, self.sessions);
+                self.clients[self.home_node(s, self.replicas) as usize].prefetch(s);
+                self.upcoming.push_back(s);
             }
-            self.upcoming.push_back(s);
-        }
-        let session = self.upcoming.pop_front().expect("drawn above");
+            self.upcoming.pop_front().expect("drawn above")
+        };
         let (rtype, mut service) = self.mix.draw();
         let has_program = self.programs.has_program(rtype);
         if has_program {

@@ -51,17 +51,17 @@ pub enum Event {
     WarmupEnd,
 }
 
+/// `key` is (time << 64 | insertion sequence): one integer compare orders events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    time: Nanos,
-    seq: u64,
+    key: u128,
     event: Event,
 }
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
         // BinaryHeap is a max-heap: reverse to pop the earliest (time, seq) first.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -71,42 +71,72 @@ impl PartialOrd for Entry {
     }
 }
 
-/// Events in a heap, plus a FIFO lane for events scheduled at nondecreasing times (network
-/// trips of constant delay: most events of a run), which then cost O(1) instead of O(log n).
+/// Events in a heap, plus two FIFO lanes for streams of events scheduled at nondecreasing
+/// times (network trips of constant delay; the arrivals of a single application), which then
+/// cost O(1) instead of O(log n): most events of a run. Pop order is (time, seq) whatever the
+/// source.
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
-    lane: VecDeque<Entry>,
+    lanes: [VecDeque<Entry>; 2],
+    /// The key of each lane's first event (`u128::MAX` when empty), kept beside the lanes so
+    /// that choosing the next event compares three integers.
+    fronts: [u128; 2],
     seq: u64,
 }
 
+/// The lane of network trips of constant delay.
+pub const NETWORK_LANE: usize = 0;
+/// The lane of a scenario's arrivals when it has a single application.
+pub const ARRIVAL_LANE: usize = 1;
+
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        Self { heap: BinaryHeap::with_capacity(n), lane: VecDeque::with_capacity(n), seq: 0 }
+        Self {
+            heap: BinaryHeap::with_capacity(n),
+            lanes: [VecDeque::with_capacity(n), VecDeque::with_capacity(4)],
+            fronts: [u128::MAX; 2],
+            seq: 0,
+        }
     }
 
-    /// Schedules an event no earlier than every event pushed to the lane before it.
     #[inline]
-    pub fn push_in_order(&mut self, time: Nanos, event: Event) {
-        debug_assert!(self.lane.back().is_none_or(|e| e.time <= time));
+    fn key(&mut self, time: Nanos) -> u128 {
         self.seq += 1;
-        self.lane.push_back(Entry { time, seq: self.seq, event });
+        ((time as u128) << 64) | self.seq as u128
+    }
+
+    /// Schedules an event on `lane`, no earlier than every event pushed to that lane before it.
+    #[inline]
+    pub fn push_in_order(&mut self, lane: usize, time: Nanos, event: Event) {
+        let key = self.key(time);
+        let l = &mut self.lanes[lane & 1];
+        debug_assert!(l.back().is_none_or(|e| e.key <= key));
+        if l.is_empty() {
+            self.fronts[lane & 1] = key;
+        }
+        l.push_back(Entry { key, event });
     }
 
     #[inline]
     pub fn push(&mut self, time: Nanos, event: Event) {
-        self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, event });
+        let key = self.key(time);
+        self.heap.push(Entry { key, event });
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
-        let from_lane = match (self.lane.front(), self.heap.peek()) {
-            (Some(l), Some(h)) => (l.time, l.seq) < (h.time, h.seq),
-            (Some(_), None) => true,
-            (None, _) => false,
+        let heap_key = self.heap.peek().map_or(u128::MAX, |h| h.key);
+        let [net, arrivals] = self.fronts;
+        let lane = (arrivals < net) as usize;
+        let e = if self.fronts[lane] < heap_key {
+            let l = &mut self.lanes[lane];
+            let e = l.pop_front().expect("a lane with a front key is not empty");
+            self.fronts[lane] = l.front().map_or(u128::MAX, |f| f.key);
+            e
+        } else {
+            self.heap.pop()?
         };
-        let e = if from_lane { self.lane.pop_front() } else { self.heap.pop() };
-        e.map(|e| (e.time, e.event))
+        Some(((e.key >> 64) as Nanos, e.event))
     }
 }

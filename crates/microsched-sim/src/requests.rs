@@ -4,17 +4,13 @@ use std::ops::{Index, IndexMut};
 
 use microsched_core::Nanos;
 
+/// What the engine needs of a live request. Kept small (what only the request log reads is in
+/// [`Stamps`]): a run far above capacity holds millions of them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Req {
-    /// Sequence number in creation order (the same across policies on one seed).
-    pub id: u64,
     /// Creation at the client: latency is measured from here.
     pub created: Nanos,
     pub service: Nanos,
-    /// Arrival at the server: queueing delay is measured from here.
-    pub arrive: Nanos,
-    pub start: Nanos,
-    pub done: Nanos,
     /// Its client session, numbered within its application.
     pub session: u32,
     /// Its session numbered across applications: what steering hashes and credit controllers
@@ -50,15 +46,36 @@ pub struct Req {
     pub waiting_lock: bool,
 }
 
+/// A request's id and timeline, kept only when requests are logged.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stamps {
+    /// Sequence number in creation order (the same across policies on one seed).
+    pub id: u64,
+    /// Arrival at the server.
+    pub arrive: Nanos,
+    /// First run on a core.
+    pub start: Nanos,
+    /// Its response (or failure reply) leaves the server.
+    pub done: Nanos,
+}
+
 #[derive(Debug, Default)]
 pub struct Slab {
     reqs: Vec<Req>,
     free: Vec<u32>,
+    /// By slot, when requests are logged.
+    stamps: Option<Vec<Stamps>>,
 }
 
 impl Slab {
-    pub fn insert(&mut self, r: Req) -> u32 {
-        match self.free.pop() {
+    /// A slab that keeps each request's [`Stamps`] (for the request log).
+    pub fn with_stamps() -> Self {
+        Self { stamps: Some(Vec::new()), ..Self::default() }
+    }
+
+    /// Stores a new request numbered `id`.
+    pub fn insert(&mut self, r: Req, id: u64) -> u32 {
+        let i = match self.free.pop() {
             Some(i) => {
                 self.reqs[i as usize] = r;
                 i
@@ -67,7 +84,26 @@ impl Slab {
                 self.reqs.push(r);
                 (self.reqs.len() - 1) as u32
             }
+        };
+        if let Some(st) = &mut self.stamps {
+            if st.len() <= i as usize {
+                st.resize(i as usize + 1, Stamps::default());
+            }
+            st[i as usize] = Stamps { id, ..Stamps::default() };
         }
+        i
+    }
+
+    /// Updates request `i`'s timeline, if timelines are kept.
+    #[inline]
+    pub fn stamp(&mut self, i: u32, f: impl FnOnce(&mut Stamps)) {
+        if let Some(st) = &mut self.stamps {
+            f(&mut st[i as usize]);
+        }
+    }
+
+    pub fn stamps(&self, i: u32) -> Stamps {
+        self.stamps.as_ref().map_or_else(Stamps::default, |st| st[i as usize])
     }
 
     pub fn remove(&mut self, i: u32) -> Req {

@@ -4,7 +4,7 @@
 use microsched_core::summary::Summary;
 use microsched_core::Nanos;
 
-use crate::requests::Req;
+use crate::requests::{Req, Stamps};
 
 pub use microsched_core::timeseries::TimeSeries;
 
@@ -30,16 +30,16 @@ pub struct RequestLog {
 }
 
 impl RequestLog {
-    pub fn push(&mut self, r: &Req, response: Nanos) {
-        self.id.push(r.id);
+    pub fn push(&mut self, r: &Req, st: &Stamps, response: Nanos) {
+        self.id.push(st.id);
         self.session.push(r.session as u64);
         self.rtype.push(r.rtype as u64);
         self.app.push(r.app as u64);
         self.node.push(r.node as u64);
         self.created_ns.push(r.created);
-        self.server_arrival_ns.push(r.arrive);
-        self.start_ns.push(r.start);
-        self.done_ns.push(r.done);
+        self.server_arrival_ns.push(st.arrive);
+        self.start_ns.push(st.start);
+        self.done_ns.push(st.done);
         self.response_ns.push(response);
         self.service_ns.push(r.service);
         self.queued_ns.push(r.queued_ns);

@@ -503,8 +503,8 @@ impl Server {
 
     /// A request packet arrives at the server.
     pub fn arrive(&mut self, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        slab.stamp(req, |s| s.arrive = now);
         let r = &mut slab[req];
-        r.arrive = now;
         r.enqueued_at = now;
         if let Some(d) = &mut self.dispatcher {
             if d.arrive(req, now, evq) {
@@ -571,8 +571,9 @@ impl Server {
         r.core = core;
         if !r.started {
             r.started = true;
-            r.start = now;
+            slab.stamp(req, |s| s.start = now);
         }
+        let r = &mut slab[req];
         if r.preempted && self.cfg.preemption.ret > 0 {
             r.preempted = false;
             c.set_mode(CoreMode::Overhead, now, &mut self.q.ledger);
@@ -992,8 +993,26 @@ impl Server {
     /// The congestion signal: max over queues (the dispatcher's included) of the oldest
     /// waiting request's age.
     pub fn max_delay(&self, now: Nanos, slab: &Slab) -> Nanos {
-        let at_dispatcher = self.dispatcher.as_ref().and_then(|d| d.oldest()).map(|r| now - slab[r].enqueued_at);
-        self.queued_cores().filter_map(|c| self.oldest(c as usize, slab)).map(|t| now - t).max().max(at_dispatcher).unwrap_or(0)
+        // The age of the oldest queued request anywhere: overload controllers read it on
+        // every arrival, so a plain loop over the non-empty queues' heads.
+        let q = &self.q;
+        let mut oldest = Nanos::MAX;
+        for &c in &q.nonempty.items {
+            if let Some(&r) = q.cores[c as usize].queue.front() {
+                oldest = oldest.min(slab[r].enqueued_at);
+            }
+        }
+        if let Some(&r) = q.shared.front() {
+            oldest = oldest.min(slab[r].enqueued_at);
+        }
+        if let Some(r) = self.dispatcher.as_ref().and_then(|d| d.oldest()) {
+            oldest = oldest.min(slab[r].enqueued_at);
+        }
+        if oldest == Nanos::MAX {
+            0
+        } else {
+            now - oldest
+        }
     }
 
     /// Requests waiting in any queue, the dispatcher's included.
@@ -1150,8 +1169,8 @@ mod tests {
     #[test]
     fn a_cancelled_slice_end_never_acts_on_the_next_request() {
         let (mut s, mut slab, mut evq) = (one_core(), Slab::default(), EventQueue::with_capacity(8));
-        let a = slab.insert(Req { service: 1000, ..Req::default() });
-        let b = slab.insert(Req { service: 300, ..Req::default() });
+        let a = slab.insert(Req { service: 1000, ..Req::default() }, 0);
+        let b = slab.insert(Req { service: 300, ..Req::default() }, 1);
         s.arrive(a, 0, &mut slab, &mut evq);
         s.arrive(b, 100, &mut slab, &mut evq);
         // A is preempted at 400 with 600 ns left; B (queued since 100) runs next.
@@ -1197,7 +1216,7 @@ mod tests {
         while let Some((t, ev)) = evq.pop() {
             match ev {
                 Event::Generate { .. } if t < 400_000 => {
-                    let req = slab.insert(Req { service: rng.gen_range(100..3_000), flow: rng.gen(), ..Req::default() });
+                    let req = slab.insert(Req { service: rng.gen_range(100..3_000), flow: rng.gen(), ..Req::default() }, 0);
                     s.arrive(req, t, &mut slab, &mut evq);
                     evq.push(t + rng.gen_range(0..700), Event::Generate { app: 0 });
                 }

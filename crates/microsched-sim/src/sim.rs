@@ -14,9 +14,9 @@ use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
 
 use crate::app::App;
-use crate::events::{Event, EventQueue};
+use crate::events::{Event, EventQueue, ARRIVAL_LANE, NETWORK_LANE};
 use crate::node::Node;
-use crate::requests::{Req, Slab};
+use crate::requests::{Req, Slab, Stamps};
 use crate::result::{RequestLog, SimResult, TimeSeries};
 use crate::server::{Idle, SliceEnd};
 use microsched_core::program::Op;
@@ -33,7 +33,7 @@ impl Network {
     fn send(&mut self, now: Nanos, ev: Event, evq: &mut EventQueue) {
         if self.jitter == 0 {
             // Constant delay: trips arrive in the order they were sent.
-            evq.push_in_order(now + self.one_way, ev);
+            evq.push_in_order(NETWORK_LANE, now + self.one_way, ev);
         } else {
             evq.push(now + self.one_way + self.rng.gen_range(0..=self.jitter), ev);
         }
@@ -95,7 +95,7 @@ impl Sim {
             warmup,
             measuring: warmup == 0,
             evq: EventQueue::with_capacity(1024),
-            slab: Slab::default(),
+            slab: if sc.metrics.record_requests { Slab::with_stamps() } else { Slab::default() },
             nodes,
             apps,
             net: Network { one_way: us(sc.network.rtt_us) / 2, jitter: us(sc.network.jitter_us), rng: stream(seed, "network") },
@@ -115,9 +115,9 @@ impl Sim {
     /// Runs to the end of the measured window and returns the results.
     pub fn run(mut self) -> SimResult {
         let wall = Instant::now();
-        for (i, a) in self.apps.iter_mut().enumerate() {
-            if let Some(t) = a.arrivals.next() {
-                self.evq.push(t, Event::Generate { app: i as u16 });
+        for i in 0..self.apps.len() {
+            if let Some(t) = self.apps[i].arrivals.next() {
+                self.schedule_arrival(i as u16, t);
             }
         }
         if self.warmup > 0 {
@@ -273,7 +273,7 @@ impl Sim {
         match end {
             SliceEnd::Stale | SliceEnd::Running => return,
             SliceEnd::Finished(req) => {
-                self.slab[req].done = now;
+                self.slab.stamp(req, |s| s.done = now);
                 let credited = self.nodes[node as usize].credit.is_some();
                 let credits = if credited { self.credit_response(req, false) } else { 0 };
                 self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
@@ -314,10 +314,11 @@ impl Sim {
                     c.aqm_drops += 1;
                 }
                 let pc = c.packet_cost;
-                let r = &mut self.slab[req];
-                r.arrive = now;
-                r.start = now;
-                r.dropped = true;
+                self.slab.stamp(req, |s| {
+                    s.arrive = now;
+                    s.start = now;
+                });
+                self.slab[req].dropped = true;
                 if pc == 0 {
                     self.drop_reply(req);
                 } else {
@@ -331,7 +332,7 @@ impl Sim {
     /// The failure reply of an AQM-dropped request leaves, with credits.
     fn drop_reply(&mut self, req: u32) {
         let now = self.now;
-        self.slab[req].done = now;
+        self.slab.stamp(req, |s| s.done = now);
         let credits = self.credit_response(req, true);
         self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
         self.send_wakeups(self.slab[req].node);
@@ -373,6 +374,7 @@ impl Sim {
                     self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq)
                 }
                 Out::Drop { req, why } => {
+                    let st = self.slab.stamps(req);
                     let mut r = self.slab.remove(req);
                     r.dropped = true;
                     let a = &mut self.apps[app];
@@ -386,7 +388,7 @@ impl Sim {
                         }
                     }
                     if let Some(log) = &mut self.log {
-                        log.push(&r, now);
+                        log.push(&r, &st, now);
                     }
                 }
                 Out::CreditRequest { session, demand } => {
@@ -419,32 +421,41 @@ impl Sim {
         let (session, rtype, service, has_program) = a.draw(&mut self.ops);
         let node = a.home_node(session, self.nodes.len() as u16);
         let flow = a.session_base + session;
-        let req = Req { id: a.generated, created: now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
+        let id = a.generated;
+        let req = Req { created: now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
         a.generated += 1;
         self.interval.arrivals += 1;
         if self.measuring {
             a.recorder.generated(rtype as usize);
         }
-        let slot = self.slab.insert(req);
+        let slot = self.slab.insert(req, id);
         if has_program {
             for n in &mut self.nodes {
                 n.server.set_program(slot, &self.ops);
             }
         }
-        self.send(slot);
+        self.send(slot, app as usize, node, session);
         let a = &mut self.apps[app as usize];
         if let Some(next) = a.arrivals.next() {
             if next < self.end {
-                self.evq.push(next, Event::Generate { app });
+                self.schedule_arrival(app, next);
             }
+        }
+    }
+
+    /// A single application's arrivals come in time order: they take the queue's arrival lane.
+    #[inline]
+    fn schedule_arrival(&mut self, app: u16, t: Nanos) {
+        if self.apps.len() == 1 {
+            self.evq.push_in_order(ARRIVAL_LANE, t, Event::Generate { app });
+        } else {
+            self.evq.push(t, Event::Generate { app });
         }
     }
 
     /// A request leaves its client for its node: straight onto the network, or through the
     /// session's credit state.
-    fn send(&mut self, slot: u32) {
-        let r = &self.slab[slot];
-        let (app, node, session) = (r.app as usize, r.node, r.session);
+    fn send(&mut self, slot: u32, app: usize, node: u16, session: u32) {
         if self.nodes[node as usize].credit.is_none() {
             self.net.send(self.now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq);
         } else {
@@ -458,23 +469,29 @@ impl Sim {
     /// again, to the next replica.
     fn response(&mut self, slot: u32, credits: u32) {
         let now = self.now;
-        let r = self.slab[slot];
-        let app = r.app as usize;
-        let credited = self.nodes[r.node as usize].credit.is_some();
+        let (app, node, dropped, tries) = {
+            let r = &self.slab[slot];
+            (r.app as usize, r.node, r.dropped, r.tries)
+        };
+        let credited = self.nodes[node as usize].credit.is_some();
         let replicas = self.nodes.len() as u16;
-        if r.dropped && r.tries < self.apps[app].retries && replicas > 1 {
+        if dropped && tries < self.apps[app].retries && replicas > 1 {
+            let r = self.slab[slot];
             if credited {
                 self.client_credits(app, r.node, r.session, credits);
             }
             if self.measuring {
                 self.apps[app].retried += 1;
             }
-            let again = Req { id: r.id, created: r.created, service: r.service, session: r.session, flow: r.flow, rtype: r.rtype, app: r.app, has_program: r.has_program, ..Req::default() };
-            self.slab[slot] = Req { node: (r.node + 1) % replicas, tries: r.tries + 1, ..again };
-            self.send(slot);
+            self.slab.stamp(slot, |s| *s = Stamps { id: s.id, ..Stamps::default() });
+            let again = Req { created: r.created, service: r.service, session: r.session, flow: r.flow, rtype: r.rtype, app: r.app, has_program: r.has_program, ..Req::default() };
+            let node = (r.node + 1) % replicas;
+            self.slab[slot] = Req { node, tries: r.tries + 1, ..again };
+            self.send(slot, app, node, r.session);
             return;
         }
-        let r = self.slab.remove(slot);
+        let r = &self.slab[slot];
+        let session = r.session;
         let a = &mut self.apps[app];
         if r.dropped {
             a.dropped += 1;
@@ -490,10 +507,11 @@ impl Sim {
             }
         }
         if let Some(log) = &mut self.log {
-            log.push(&r, now);
+            log.push(r, &self.slab.stamps(slot), now);
         }
+        self.slab.remove(slot);
         if credited {
-            self.client_credits(app, r.node, r.session, credits);
+            self.client_credits(app, node, session, credits);
         }
     }
 
