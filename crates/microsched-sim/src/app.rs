@@ -2,7 +2,6 @@
 //! sessions (their Breakwater client state towards each node, under credit-based overload
 //! control), its latency recorder and its conservation counters.
 
-use std::collections::VecDeque;
 use std::path::Path;
 
 use microsched_core::metrics::LatencyRecorder;
@@ -26,8 +25,11 @@ pub struct App {
     pub programs: Programs,
     pub arrivals: Arrivals,
     session_rng: Stream,
-    /// Sessions of the next requests, drawn ahead so that their client state can be prefetched.
-    upcoming: VecDeque<u32>,
+    /// Sessions of the next requests, drawn ahead so that their client state can be prefetched
+    /// (a ring: `upcoming[next]` is the oldest).
+    upcoming: [u32; SESSION_LOOKAHEAD],
+    next: usize,
+    primed: bool,
     replicas: u16,
     pub sessions: u32,
     /// Its first session's number across applications.
@@ -83,7 +85,9 @@ impl App {
             programs,
             arrivals: Arrivals::from_steps_named(&steps, seed, prefix),
             session_rng: stream(seed, &format!("{prefix}sessions")),
-            upcoming: VecDeque::with_capacity(SESSION_LOOKAHEAD + 1),
+            upcoming: [0; SESSION_LOOKAHEAD],
+            next: 0,
+            primed: false,
             replicas: sc.server.replicas as u16,
             sessions: c.sessions,
             session_base,
@@ -111,12 +115,16 @@ impl App {
             // No client state to prefetch: the same stream, drawn when needed.
             pick(&mut self.session_rng, self.sessions)
         } else {
-            while self.upcoming.len() <= SESSION_LOOKAHEAD {
-                let s = pick(&mut self.session_rng, self.sessions);
-                self.clients[self.home_node(s, self.replicas) as usize].prefetch(s);
-                self.upcoming.push_back(s);
+            if !self.primed {
+                for i in 0..SESSION_LOOKAHEAD {
+                    self.upcoming[i] = self.draw_ahead();
+                }
+                self.primed = true;
             }
-            self.upcoming.pop_front().expect("drawn above")
+            let ahead = self.draw_ahead();
+            let session = std::mem::replace(&mut self.upcoming[self.next], ahead);
+            self.next = (self.next + 1) % SESSION_LOOKAHEAD;
+            session
         };
         let (rtype, mut service) = self.mix.draw();
         let has_program = self.programs.has_program(rtype);
@@ -132,6 +140,14 @@ impl App {
             }
         }
         (session, rtype, service, has_program)
+    }
+
+    /// The session of a request a few arrivals ahead, its client state prefetched.
+    #[inline]
+    fn draw_ahead(&mut self) -> u32 {
+        let s = pick(&mut self.session_rng, self.sessions);
+        self.clients[self.home_node(s, self.replicas) as usize].prefetch(s);
+        s
     }
 
     /// The node a session talks to first.
