@@ -21,6 +21,13 @@ pub fn ms(v: f64) -> Nanos {
 /// simulator rounds two samples per request.
 #[inline]
 pub fn round_ns(v: f64) -> Nanos {
+    if (0.0..9.0e18).contains(&v) {
+        // The common case: in range, so the unchecked conversion (one instruction, where `as`
+        // adds saturation fix-ups) is exact.
+        // SAFETY: 0 <= v < 9e18 < i64::MAX: v truncated is representable as an i64.
+        let whole = unsafe { v.to_int_unchecked::<i64>() };
+        return (whole + (v - whole as f64 >= 0.5) as i64) as Nanos;
+    }
     let whole = v as Nanos; // toward zero, saturating
     // Exact: an f64 minus its integer part is representable. Branch-free, because the
     // comparison is a coin toss for sampled values.
