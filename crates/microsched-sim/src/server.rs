@@ -61,6 +61,8 @@ pub struct Core {
     slice_len: Nanos,
     /// Run time left before the quantum expires (the request's, on this core).
     budget: Nanos,
+    /// The running request's quantum (a policy may give each request its own).
+    quantum: Nanos,
     after_overhead: AfterOverhead,
     /// A proactive policy asked this core to park at its next idle point.
     pub yield_requested: bool,
@@ -99,6 +101,7 @@ impl Core {
             slice_start: 0,
             slice_len: 0,
             budget: Nanos::MAX,
+            quantum: Nanos::MAX,
             after_overhead: AfterOverhead::Resume,
             yield_requested: false,
             stealing: false,
@@ -373,6 +376,8 @@ pub struct SchedCounters {
     pub lock_waits: u64,
     pub lock_wait_ns: u64,
     pub preempt_send_ns: u64,
+    /// Quantum expiries at which the policy let the request run on (conditional preemption).
+    pub avoided_preemptions: u64,
 }
 
 pub struct Server {
@@ -381,6 +386,8 @@ pub struct Server {
     cfg: ServerCfg,
     pub q: Queues,
     policy: Box<dyn QueuePolicy<Queues>>,
+    /// The policy's `per_request`, read once.
+    per_request: bool,
     /// Concrete programs of live requests that have one, by request slot.
     programs: Vec<Vec<Op>>,
     pub mutexes: MutexTable<u32>,
@@ -459,10 +466,12 @@ impl Server {
             ledger,
             queued: 0,
         };
+        let per_request = policy.per_request();
         Self {
             node,
             q,
             cfg,
+            per_request,
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
@@ -565,7 +574,14 @@ impl Server {
         }
         c.epoch = c.epoch.wrapping_add(1);
         c.current = req;
-        c.budget = self.cfg.preemption.quantum;
+        let quantum = if self.per_request {
+            self.policy.quantum(core, slab[req].service, self.cfg.preemption.quantum)
+        } else {
+            self.cfg.preemption.quantum
+        };
+        let c = &mut self.q.cores[core as usize];
+        c.budget = quantum;
+        c.quantum = quantum;
         let r = &mut slab[req];
         r.queued_ns += now - r.enqueued_at;
         r.core = core;
@@ -583,16 +599,17 @@ impl Server {
         }
         r.preempted = false;
         c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
-        if !r.has_program && !r.in_op && r.service <= c.budget {
+        let service = self.cfg.preemption.inflate(r.service);
+        if !r.has_program && !r.in_op && service <= c.budget {
             // The common case, kept short: no program and no preemption, the whole request in
             // one slice after its packet cost (what `run` would decide, without its generality).
             r.in_op = true;
-            r.left = r.service;
+            r.left = service;
             r.received = true;
             c.gen = c.gen.wrapping_add(1);
             c.slice_start = now + self.cfg.packet_cost;
-            c.slice_len = r.service;
-            evq.push(c.slice_start + r.service, Event::CoreDone { node: self.node, core, gen: c.gen });
+            c.slice_len = service;
+            evq.push(c.slice_start + service, Event::CoreDone { node: self.node, core, gen: c.gen });
             return true;
         }
         match self.run(core, now, slab, evq) {
@@ -635,7 +652,7 @@ impl Server {
                 Op::Compute(d) => {
                     if !r.in_op {
                         r.in_op = true;
-                        r.left = d;
+                        r.left = self.cfg.preemption.inflate(d);
                     }
                     if r.left == 0 {
                         r.in_op = false;
@@ -739,6 +756,9 @@ impl Server {
             r.in_op = false;
             r.pc = 1;
             c.current = NONE;
+            if self.per_request {
+                self.policy.finished(core, r.service);
+            }
             return SliceEnd::Finished(req);
         }
         if r.left > 0 {
@@ -749,7 +769,9 @@ impl Server {
             } else if self.policy.preempt_at_quantum(core, &self.q) {
                 return self.preempt(core, now, slab, evq);
             } else {
-                self.q.cores[core as usize].budget = self.cfg.preemption.quantum;
+                self.counters.avoided_preemptions += 1;
+                let c = &mut self.q.cores[core as usize];
+                c.budget = c.quantum;
             }
         }
         self.after_run(core, now, slab, evq)
@@ -762,6 +784,9 @@ impl Server {
                 let c = &mut self.q.cores[core as usize];
                 let req = c.current;
                 c.current = NONE;
+                if self.per_request {
+                    self.policy.finished(core, slab[req].service);
+                }
                 SliceEnd::Finished(req)
             }
             Ran::Left => SliceEnd::Freed,
@@ -784,11 +809,11 @@ impl Server {
             evq.push(now + p.receive, Event::OverheadDone { node: self.node, core, gen: c.gen });
             return SliceEnd::Running;
         }
-        self.requeue_preempted(core, now, slab);
+        self.requeue_preempted(core, now, slab, evq);
         SliceEnd::Freed
     }
 
-    fn requeue_preempted(&mut self, core: u16, now: Nanos, slab: &mut Slab) {
+    fn requeue_preempted(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let c = &mut self.q.cores[core as usize];
         let req = c.current;
         c.current = NONE;
@@ -796,6 +821,17 @@ impl Server {
         let place = self.policy.requeue(core, Requeue::Preempted, &self.q);
         // Onto a queue, not straight to a spinner: the freed core itself looks for work next.
         self.q.push(place, req);
+        // A shared queue that idle cores poll (Synergy's wait queue): one of them takes it.
+        if place == Place::Shared {
+            if let Some(idle) = self.policy.notify(place, &self.q) {
+                self.q.spinners.remove(idle);
+                let r = self.q.pop(Place::Shared).expect("just queued");
+                if !self.start(idle, r, now, slab, evq) {
+                    let next = self.find_work(idle, now, slab, evq);
+                    self.idled.push((idle, next));
+                }
+            }
+        }
     }
 
     /// The end of a core's overhead stretch (preemption receive or return cost).
@@ -807,7 +843,7 @@ impl Server {
         c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         match c.after_overhead {
             AfterOverhead::Requeue => {
-                self.requeue_preempted(core, now, slab);
+                self.requeue_preempted(core, now, slab, evq);
                 SliceEnd::Freed
             }
             AfterOverhead::Resume => self.after_run(core, now, slab, evq),

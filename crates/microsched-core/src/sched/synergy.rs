@@ -1,0 +1,272 @@
+//! Synergy (Berghetti et al., IFIP Networking 2026), as its code (`Synergy-repo/synergy`
+//! 2f884a6: `main.c get_request`, `netio.c try_steal`, `timer.c`, `feedback.c`) schedules:
+//!
+//! * **RSS**: a client flow (session) hashes onto a worker's queue; `clients.sessions` is the
+//!   flow count (512 spreads evenly over 14 workers, 8 leaves some queues empty).
+//! * **Idle worker order**: its own queue → the global wait queue of preempted requests (the
+//!   server's shared queue: a preempted request resumes on whichever worker takes it) → steal:
+//!   first from workers running a long request with ≥ `steal_busy_min` (1) queued, in worker
+//!   order (the timer core's busy list), then from the others with ≥ `steal_min` (2), in cyclic
+//!   order from the thief's id + 1; a steal takes half the victim's queue, rounded up, at most
+//!   `max_stolen` (32).
+//! * **Application feedback** (`feedback`): a request whose nominal service time is at least
+//!   `long_threshold_us` (10 µs, the fake app's rule) is long; only long requests are
+//!   preemptible, and a short one's service time feeds the worker's EMA (α = 0.5, i.e.
+//!   `(avg + sample) / 2`, starting at `quantum_us`).
+//! * **Dynamic quantum** (`feedback`): a long request's quantum, armed when it starts or resumes,
+//!   is `quantum_factor` × the EMA of the worker it runs on. Without feedback every request has
+//!   the fixed `quantum_us` (the code's `ENABLE_FEEDBACK=n`).
+//! * **Conditional preemption** (`conditional`): at quantum expiry the timer core interrupts
+//!   the worker only if new work waits in its own queue (`worker_has_new_jobs`); otherwise the
+//!   request runs another quantum (an avoided preemption, counted by the server).
+//!
+//! What this model simplifies, and why: a worker's NIC queue and soft ring are one FIFO, all of
+//! it stealable (the reference notes call this "the simpler approximation"; in the code only a
+//! burst's remainder sits in the soft ring); the short-request EMA sample is the nominal
+//! service time (the code's includes parsing and the reply); the wait-queue congestion mode
+//! (THRESH_WQD, off in the published configuration) is not modelled.
+//!
+//! The ablation ladder of the paper's Fig. 7 is these switches: `rss` (all off, no
+//! preemption), `rss-ci` (+ `preemption`, fixed quantum), `+ws` (`steal`), `+wq`
+//! (`wait_queue`), `+cp` (`conditional`), `+qa` (`feedback`, the default: everything on).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Next, Place, QueuePolicy, Requeue, ServerView};
+use crate::rng::hash;
+use crate::scenario::{non_negative, positive};
+use crate::time::us;
+use crate::{Nanos, ScenarioError};
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Preempt requests at their quantum (the code's compiler/user interrupts; the mechanism's
+    /// costs are `server.preemption`'s). Off: every request runs to completion (`rss`).
+    #[serde(default = "yes")]
+    pub preemption: bool,
+    /// Idle workers steal from other workers' queues (`+ws`).
+    #[serde(default = "yes")]
+    pub steal: bool,
+    /// Preempted requests go to the global wait queue, which any idle worker serves after its
+    /// own queue (`+wq`); off: back to the tail of their worker's own queue.
+    #[serde(default = "yes")]
+    pub wait_queue: bool,
+    /// Preempt only if new work waits in the worker's own queue (`+cp`).
+    #[serde(default = "yes")]
+    pub conditional: bool,
+    /// Application feedback: only long requests are preemptible, with a quantum of
+    /// `quantum_factor` × the worker's EMA of short service times (`+qa`).
+    #[serde(default = "yes")]
+    pub feedback: bool,
+    /// The fixed quantum without feedback, and the EMA's initial value with it (`QUANTUM`).
+    #[serde(default = "default_quantum_us")]
+    pub quantum_us: f64,
+    /// `QUANTUM_FACTOR` (2 in the published configuration).
+    #[serde(default = "default_quantum_factor")]
+    pub quantum_factor: f64,
+    /// Nominal service time from which the application declares a request long.
+    #[serde(default = "default_long_threshold_us")]
+    pub long_threshold_us: f64,
+    /// Queued requests a worker running a long request needs to be stolen from.
+    #[serde(default = "one")]
+    pub steal_busy_min: u32,
+    /// Queued requests any other worker needs to be stolen from (STEAL_THRESHOLD).
+    #[serde(default = "two")]
+    pub steal_min: u32,
+    /// Most requests taken in one steal (`MAX_STOLEN`).
+    #[serde(default = "default_max_stolen")]
+    pub max_stolen: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> u32 {
+    1
+}
+fn two() -> u32 {
+    2
+}
+fn default_quantum_us() -> f64 {
+    5.0
+}
+fn default_quantum_factor() -> f64 {
+    2.0
+}
+fn default_long_threshold_us() -> f64 {
+    10.0
+}
+fn default_max_stolen() -> u32 {
+    32
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            preemption: true,
+            steal: true,
+            wait_queue: true,
+            conditional: true,
+            feedback: true,
+            quantum_us: default_quantum_us(),
+            quantum_factor: default_quantum_factor(),
+            long_threshold_us: default_long_threshold_us(),
+            steal_busy_min: 1,
+            steal_min: 2,
+            max_stolen: default_max_stolen(),
+        }
+    }
+}
+
+impl Config {
+    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+        positive(&format!("{field}.quantum_us"), self.quantum_us)?;
+        positive(&format!("{field}.quantum_factor"), self.quantum_factor)?;
+        non_negative(&format!("{field}.long_threshold_us"), self.long_threshold_us)?;
+        for (name, v) in [("steal_busy_min", self.steal_busy_min), ("steal_min", self.steal_min), ("max_stolen", self.max_stolen)] {
+            if v == 0 {
+                return Err(ScenarioError::new(format!("{field}.{name}"), "0 is not allowed: use 1 or more"));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn build(&self) -> Synergy {
+        Synergy {
+            cfg: self.clone(),
+            quantum: us(self.quantum_us).max(1),
+            long: us(self.long_threshold_us),
+            ema: Vec::new(),
+            busy_long: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Synergy {
+    cfg: Config,
+    quantum: Nanos,
+    long: Nanos,
+    /// Per worker: EMA of short service times (ns, fractional).
+    ema: Vec<f64>,
+    /// Per worker: running a preemptible request (the timer core's busy-workers list).
+    busy_long: Vec<bool>,
+}
+
+impl Synergy {
+    fn ensure(&mut self, n: usize) {
+        if self.ema.len() < n {
+            self.ema.resize(n, self.quantum as f64);
+            self.busy_long.resize(n, false);
+        }
+    }
+
+    fn is_busy_long(&self, core: u16) -> bool {
+        self.busy_long.get(core as usize).copied().unwrap_or(false)
+    }
+
+    /// Whether `victim`'s `len` queued requests may be stolen.
+    fn stealable(&self, victim: u16, len: usize) -> bool {
+        let min = if self.is_busy_long(victim) { self.cfg.steal_busy_min } else { self.cfg.steal_min };
+        len >= min as usize
+    }
+}
+
+impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
+    fn name(&self) -> &'static str {
+        "synergy"
+    }
+
+    fn steer(&mut self, flow: u32, view: &V) -> Place {
+        Place::Core((hash(flow as u64) % view.max_cores() as u64) as u16)
+    }
+
+    fn notify(&mut self, place: Place, view: &V) -> Option<u16> {
+        // An idle worker spins through its loop and steals as soon as a victim qualifies.
+        match place {
+            Place::Core(v) if self.cfg.steal && self.stealable(v, view.queue_len(place)) => view.spinners().last().copied(),
+            // A preempted request in the wait queue: an idle worker resumes it at once.
+            Place::Shared => view.spinners().last().copied(),
+            _ => None,
+        }
+    }
+
+    fn next(&mut self, core: u16, view: &V) -> Next {
+        if view.queue_len(Place::Core(core)) > 0 {
+            return Next::Run(Place::Core(core));
+        }
+        if view.queue_len(Place::Shared) > 0 {
+            return Next::Run(Place::Shared);
+        }
+        if !self.cfg.steal || view.queued() == 0 {
+            return Next::Idle;
+        }
+        // Busy victims first in worker order, then the others cyclically from core + 1.
+        let n = view.max_cores() as u32;
+        let mut best: Option<(u32, u16)> = None;
+        for &v in view.victims() {
+            let len = view.queue_len(Place::Core(v));
+            if !self.stealable(v, len) {
+                continue;
+            }
+            let key = if self.is_busy_long(v) && len >= self.cfg.steal_busy_min as usize {
+                v as u32
+            } else {
+                n + (v as u32 + n - core as u32 - 1) % n
+            };
+            if best.is_none_or(|(k, _)| key < k) {
+                best = Some((key, v));
+            }
+        }
+        best.map_or(Next::Idle, |(_, v)| Next::Steal(v))
+    }
+
+    fn steal_amount(&self, len: usize) -> usize {
+        len.div_ceil(2).min(self.cfg.max_stolen as usize)
+    }
+
+    fn requeue(&mut self, core: u16, why: Requeue, _view: &V) -> Place {
+        if let Some(b) = self.busy_long.get_mut(core as usize) {
+            *b = false;
+        }
+        match why {
+            Requeue::Preempted if self.cfg.wait_queue => Place::Shared,
+            _ => Place::Core(core),
+        }
+    }
+
+    fn preempt_at_quantum(&self, core: u16, view: &V) -> bool {
+        !self.cfg.conditional || view.queue_len(Place::Core(core)) > 0
+    }
+
+    fn per_request(&self) -> bool {
+        true
+    }
+
+    fn quantum(&mut self, core: u16, service: Nanos, _default: Nanos) -> Nanos {
+        self.ensure(core as usize + 1);
+        let q = if !self.cfg.preemption {
+            Nanos::MAX
+        } else if !self.cfg.feedback {
+            self.quantum
+        } else if service >= self.long {
+            ((self.cfg.quantum_factor * self.ema[core as usize]).round() as Nanos).max(1)
+        } else {
+            Nanos::MAX
+        };
+        self.busy_long[core as usize] = q != Nanos::MAX;
+        q
+    }
+
+    fn finished(&mut self, core: u16, service: Nanos) {
+        self.ensure(core as usize + 1);
+        let c = core as usize;
+        if self.busy_long[c] {
+            self.busy_long[c] = false;
+        } else if service < self.long {
+            self.ema[c] = (self.ema[c] + service as f64) / 2.0;
+        }
+    }
+}
