@@ -575,6 +575,7 @@ impl Server {
         c.epoch = c.epoch.wrapping_add(1);
         c.current = req;
         let quantum = if self.per_request {
+            self.policy.clock(now);
             self.policy.quantum(core, slab[req].service, self.cfg.preemption.quantum)
         } else {
             self.cfg.preemption.quantum
@@ -918,6 +919,9 @@ impl Server {
         if self.q.cores[core as usize].yield_requested {
             self.park(core, now);
             return Idle::Yielded;
+        }
+        if self.per_request {
+            self.policy.clock(now);
         }
         // A loop, not recursion: each request taken may block or yield at once.
         loop {

@@ -105,6 +105,10 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn per_request(&self) -> bool {
         false
     }
+    /// The driver's clock, before a per-request policy decides where an idle core looks
+    /// (`next`) or which quantum a request gets: policies with timers of their own (Synergy's
+    /// wait-queue congestion check) advance them here.
+    fn clock(&mut self, _now: Nanos) {}
     /// The quantum of the request `core` starts or resumes, whose nominal service time is
     /// `service`; `default` is the server's (`server.preemption.quantum_us`). `Nanos::MAX`: it
     /// is not preemptible.

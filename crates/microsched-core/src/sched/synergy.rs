@@ -23,8 +23,16 @@
 //! What this model simplifies, and why: a worker's NIC queue and soft ring are one FIFO, all of
 //! it stealable (the reference notes call this "the simpler approximation"; in the code only a
 //! burst's remainder sits in the soft ring); the short-request EMA sample is the nominal
-//! service time (the code's includes parsing and the reply); the wait-queue congestion mode
-//! (THRESH_WQD, off in the published configuration) is not modelled.
+//! service time (the code's includes parsing and the reply).
+//!
+//! * **Wait-queue congestion** (`thresh_wqd_us`, THRESH_WQD; 0 = off, as published): every
+//!   THRESH_WQD the timer core snapshots the wait queue's producer count; if at the next check the
+//!   consumers have not reached the snapshot, a preempted request has waited at least that long:
+//!   the queue is congested (checked at every pass until it clears). While congested, idle
+//!   workers serve the wait queue before their own queue and newly armed quanta use
+//!   `congested_quantum_factor` (10). The timer core's checks run here whenever a worker looks
+//!   for work or arms a quantum; a congested worker with an empty wait queue and nothing to steal
+//!   serves its own queue instead of spinning (the code loops until the congestion clears).
 //!
 //! The ablation ladder of the paper's Fig. 7 is these switches: `rss` (all off, no
 //! preemption), `rss-ci` (+ `preemption`, fixed quantum), `+ws` (`steal`), `+wq`
@@ -78,6 +86,16 @@ pub struct Config {
     /// Most requests taken in one steal (`MAX_STOLEN`).
     #[serde(default = "default_max_stolen")]
     pub max_stolen: u32,
+    /// THRESH_WQD: the wait-queue delay that makes it congested; 0 = never (the default).
+    #[serde(default)]
+    pub thresh_wqd_us: f64,
+    /// CONGESTED_QUANTUM_FACTOR: the quantum factor while the wait queue is congested.
+    #[serde(default = "default_congested_factor")]
+    pub congested_quantum_factor: f64,
+}
+
+fn default_congested_factor() -> f64 {
+    10.0
 }
 
 fn yes() -> bool {
@@ -116,6 +134,8 @@ impl Default for Config {
             steal_busy_min: 1,
             steal_min: 2,
             max_stolen: default_max_stolen(),
+            thresh_wqd_us: 0.0,
+            congested_quantum_factor: default_congested_factor(),
         }
     }
 }
@@ -125,6 +145,8 @@ impl Config {
         positive(&format!("{field}.quantum_us"), self.quantum_us)?;
         positive(&format!("{field}.quantum_factor"), self.quantum_factor)?;
         non_negative(&format!("{field}.long_threshold_us"), self.long_threshold_us)?;
+        non_negative(&format!("{field}.thresh_wqd_us"), self.thresh_wqd_us)?;
+        positive(&format!("{field}.congested_quantum_factor"), self.congested_quantum_factor)?;
         for (name, v) in [("steal_busy_min", self.steal_busy_min), ("steal_min", self.steal_min), ("max_stolen", self.max_stolen)] {
             if v == 0 {
                 return Err(ScenarioError::new(format!("{field}.{name}"), "0 is not allowed: use 1 or more"));
@@ -140,6 +162,8 @@ impl Config {
             long: us(self.long_threshold_us),
             ema: Vec::new(),
             busy_long: Vec::new(),
+            thresh: us(self.thresh_wqd_us),
+            wq: WaitQueueCheck::default(),
         }
     }
 }
@@ -153,6 +177,19 @@ pub struct Synergy {
     ema: Vec<f64>,
     /// Per worker: running a preemptible request (the timer core's busy-workers list).
     busy_long: Vec<bool>,
+    /// THRESH_WQD in ns (0: off).
+    thresh: Nanos,
+    wq: WaitQueueCheck,
+}
+
+/// The timer core's producer/consumer check of the wait queue (`wait_queue.c`).
+#[derive(Debug, Clone, Copy, Default)]
+struct WaitQueueCheck {
+    produced: u64,
+    consumed: u64,
+    last_prod: u64,
+    next_check: Nanos,
+    congested: bool,
 }
 
 impl Synergy {
@@ -188,22 +225,105 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
         match place {
             Place::Core(v) if self.cfg.steal && self.stealable(v, view.queue_len(place)) => view.spinners().last().copied(),
             // A preempted request in the wait queue: an idle worker resumes it at once.
-            Place::Shared => view.spinners().last().copied(),
+            Place::Shared => {
+                let c = view.spinners().last().copied();
+                self.wq.consumed += c.is_some() as u64;
+                c
+            }
             _ => None,
         }
     }
 
-    fn next(&mut self, core: u16, view: &V) -> Next {
-        if view.queue_len(Place::Core(core)) > 0 {
-            return Next::Run(Place::Core(core));
+    fn clock(&mut self, now: Nanos) {
+        let w = &mut self.wq;
+        if self.thresh == 0 || (now < w.next_check && !w.congested) {
+            return;
         }
-        if view.queue_len(Place::Shared) > 0 {
+        w.next_check = now + self.thresh;
+        w.congested = w.consumed < w.last_prod;
+        if !w.congested {
+            w.last_prod = w.produced;
+        }
+    }
+
+    fn next(&mut self, core: u16, view: &V) -> Next {
+        let own = view.queue_len(Place::Core(core)) > 0;
+        let wait = view.queue_len(Place::Shared) > 0;
+        if self.wq.congested && wait {
+            self.wq.consumed += 1;
             return Next::Run(Place::Shared);
         }
+        if own && !self.wq.congested {
+            return Next::Run(Place::Core(core));
+        }
+        if wait {
+            self.wq.consumed += 1;
+            return Next::Run(Place::Shared);
+        }
+        match self.steal(core, view) {
+            Next::Idle if own => Next::Run(Place::Core(core)),
+            n => n,
+        }
+    }
+
+    fn steal_amount(&self, len: usize) -> usize {
+        len.div_ceil(2).min(self.cfg.max_stolen as usize)
+    }
+
+    fn requeue(&mut self, core: u16, why: Requeue, _view: &V) -> Place {
+        if let Some(b) = self.busy_long.get_mut(core as usize) {
+            *b = false;
+        }
+        match why {
+            Requeue::Preempted if self.cfg.wait_queue => {
+                self.wq.produced += 1;
+                Place::Shared
+            }
+            _ => Place::Core(core),
+        }
+    }
+
+    fn preempt_at_quantum(&self, core: u16, view: &V) -> bool {
+        !self.cfg.conditional || view.queue_len(Place::Core(core)) > 0
+    }
+
+    fn per_request(&self) -> bool {
+        true
+    }
+
+    fn quantum(&mut self, core: u16, service: Nanos, _default: Nanos) -> Nanos {
+        self.ensure(core as usize + 1);
+        let factor = if self.wq.congested { self.cfg.congested_quantum_factor } else { self.cfg.quantum_factor };
+        let q = if !self.cfg.preemption {
+            Nanos::MAX
+        } else if !self.cfg.feedback {
+            self.quantum
+        } else if service >= self.long {
+            ((factor * self.ema[core as usize]).round() as Nanos).max(1)
+        } else {
+            Nanos::MAX
+        };
+        self.busy_long[core as usize] = q != Nanos::MAX;
+        q
+    }
+
+    fn finished(&mut self, core: u16, service: Nanos) {
+        self.ensure(core as usize + 1);
+        let c = core as usize;
+        if self.busy_long[c] {
+            self.busy_long[c] = false;
+        } else if service < self.long {
+            self.ema[c] = (self.ema[c] + service as f64) / 2.0;
+        }
+    }
+}
+
+impl Synergy {
+    /// Busy victims first in worker order, then the others cyclically from `core` + 1.
+    fn steal<V: ServerView + ?Sized>(&self, core: u16, view: &V) -> Next {
         if !self.cfg.steal || view.queued() == 0 {
             return Next::Idle;
         }
-        // Busy victims first in worker order, then the others cyclically from core + 1.
         let n = view.max_cores() as u32;
         let mut best: Option<(u32, u16)> = None;
         for &v in view.victims() {
@@ -221,52 +341,5 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
             }
         }
         best.map_or(Next::Idle, |(_, v)| Next::Steal(v))
-    }
-
-    fn steal_amount(&self, len: usize) -> usize {
-        len.div_ceil(2).min(self.cfg.max_stolen as usize)
-    }
-
-    fn requeue(&mut self, core: u16, why: Requeue, _view: &V) -> Place {
-        if let Some(b) = self.busy_long.get_mut(core as usize) {
-            *b = false;
-        }
-        match why {
-            Requeue::Preempted if self.cfg.wait_queue => Place::Shared,
-            _ => Place::Core(core),
-        }
-    }
-
-    fn preempt_at_quantum(&self, core: u16, view: &V) -> bool {
-        !self.cfg.conditional || view.queue_len(Place::Core(core)) > 0
-    }
-
-    fn per_request(&self) -> bool {
-        true
-    }
-
-    fn quantum(&mut self, core: u16, service: Nanos, _default: Nanos) -> Nanos {
-        self.ensure(core as usize + 1);
-        let q = if !self.cfg.preemption {
-            Nanos::MAX
-        } else if !self.cfg.feedback {
-            self.quantum
-        } else if service >= self.long {
-            ((self.cfg.quantum_factor * self.ema[core as usize]).round() as Nanos).max(1)
-        } else {
-            Nanos::MAX
-        };
-        self.busy_long[core as usize] = q != Nanos::MAX;
-        q
-    }
-
-    fn finished(&mut self, core: u16, service: Nanos) {
-        self.ensure(core as usize + 1);
-        let c = core as usize;
-        if self.busy_long[c] {
-            self.busy_long[c] = false;
-        } else if service < self.long {
-            self.ema[c] = (self.ema[c] + service as f64) / 2.0;
-        }
     }
 }
