@@ -63,6 +63,10 @@ pub struct Core {
     budget: Nanos,
     /// The running request's quantum (a policy may give each request its own).
     quantum: Nanos,
+    /// Lazy expiries (conditional preemption, nothing queued here): the running slice goes to
+    /// the request's end and its quantum expiries, every quantum + propagation from this first
+    /// one, are only counted, until work queues here (`Nanos::MAX`: not lazy).
+    lazy_from: Nanos,
     after_overhead: AfterOverhead,
     /// A proactive policy asked this core to park at its next idle point.
     pub yield_requested: bool,
@@ -102,6 +106,7 @@ impl Core {
             slice_len: 0,
             budget: Nanos::MAX,
             quantum: Nanos::MAX,
+            lazy_from: Nanos::MAX,
             after_overhead: AfterOverhead::Resume,
             yield_requested: false,
             stealing: false,
@@ -388,6 +393,8 @@ pub struct Server {
     policy: Box<dyn QueuePolicy<Queues>>,
     /// The policy's `per_request`, read once.
     per_request: bool,
+    /// The policy's `preempts_only_for_own_queue`, read once: expiries are lazy.
+    lazy: bool,
     /// Concrete programs of live requests that have one, by request slot.
     programs: Vec<Vec<Op>>,
     pub mutexes: MutexTable<u32>,
@@ -467,11 +474,13 @@ impl Server {
             queued: 0,
         };
         let per_request = policy.per_request();
+        let lazy = policy.preempts_only_for_own_queue();
         Self {
             node,
             q,
             cfg,
             per_request,
+            lazy,
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
@@ -556,11 +565,33 @@ impl Server {
         self.q.push(place, req);
         // Only work queued behind a busy core's own queue is worth sending a spinner to steal.
         if let Place::Core(victim) = place {
+            if self.q.cores[victim as usize].lazy_from != Nanos::MAX {
+                self.arm_expiry(victim, now, evq);
+            }
             if let Some(thief) = self.policy.notify(place, &self.q) {
                 self.q.spinners.remove(thief);
                 self.steal_from(thief, victim, now, slab, evq);
             }
         }
+    }
+
+    /// Work queued at a core whose running request's expiries are lazy: its next expiry (the
+    /// first at or after `now`: an expiry due now comes after the arrival that queued the work,
+    /// as it would have with the expiry's event scheduled a quantum earlier and the arrival's
+    /// half an RTT earlier) is scheduled, unless the request ends first.
+    fn arm_expiry(&mut self, core: u16, now: Nanos, evq: &mut EventQueue) {
+        let c = &mut self.q.cores[core as usize];
+        let period = c.quantum + self.cfg.preemption.propagation;
+        let k = now.saturating_sub(c.lazy_from).div_ceil(period);
+        let at = c.lazy_from + k * period;
+        if at >= c.slice_start + c.slice_len {
+            return;
+        }
+        self.counters.avoided_preemptions += k;
+        c.lazy_from = Nanos::MAX;
+        c.slice_len = at - c.slice_start;
+        c.gen = c.gen.wrapping_add(1);
+        evq.push(at, Event::CoreDone { node: self.node, core, gen: c.gen });
     }
 
     /// Core `core` takes request `req` (off a queue, or handed over at arrival). False if the
@@ -665,6 +696,20 @@ impl Server {
                     r.received = true;
                     let budget = self.q.cores[core as usize].budget;
                     let p = &self.cfg.preemption;
+                    let c = &self.q.cores[core as usize];
+                    if self.lazy && !r.has_program && c.quantum != Nanos::MAX && r.left > budget + p.propagation && c.queue.is_empty() {
+                        // Every expiry would find nothing queued here and let the request run
+                        // on: run it to its end, and schedule an expiry only if work queues
+                        // (`arm_expiry`).
+                        let left = r.left;
+                        let first = now + prefix + budget + p.propagation;
+                        self.schedule_slice(core, now, prefix + left, evq);
+                        let c = &mut self.q.cores[core as usize];
+                        c.slice_start = now + prefix;
+                        c.slice_len = left;
+                        c.lazy_from = first;
+                        return Ran::Pending;
+                    }
                     let slice = if r.left <= budget { r.left } else { (budget + p.propagation).min(r.left) };
                     self.schedule_slice(core, now, prefix + slice, evq);
                     // The prefix is not run time of the request: record the slice as the part
@@ -750,6 +795,12 @@ impl Server {
         let req = c.current;
         let ran = c.slice_len;
         c.budget = c.budget.saturating_sub(ran);
+        if c.lazy_from != Nanos::MAX {
+            // A lazy slice ran to the request's end: every expiry on the way was avoided.
+            let period = c.quantum + self.cfg.preemption.propagation;
+            self.counters.avoided_preemptions += (now - c.lazy_from).div_ceil(period);
+            c.lazy_from = Nanos::MAX;
+        }
         let r = &mut slab[req];
         if !r.has_program && r.left == ran {
             // The single compute of a request without a program is done: so is the request.
@@ -861,6 +912,11 @@ impl Server {
         }
         let ran = now - c.slice_start;
         c.gen = c.gen.wrapping_add(1);
+        if c.lazy_from != Nanos::MAX {
+            let period = c.quantum + self.cfg.preemption.propagation;
+            self.counters.avoided_preemptions += now.saturating_sub(c.lazy_from).div_ceil(period);
+            c.lazy_from = Nanos::MAX;
+        }
         let r = &mut slab[c.current];
         r.left -= ran.min(r.left);
         if r.left == 0 {

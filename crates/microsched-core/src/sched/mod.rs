@@ -99,6 +99,12 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn preempt_at_quantum(&self, _core: u16, _view: &V) -> bool {
         true
     }
+    /// Whether `preempt_at_quantum` is exactly "the core's own queue holds work" (conditional
+    /// preemption): the simulator then schedules a quantum expiry only once work queues there,
+    /// instead of one event per expiry (the results are the same).
+    fn preempts_only_for_own_queue(&self) -> bool {
+        false
+    }
     /// Whether the driver calls [`Self::quantum`] and [`Self::finished`] for every request (a
     /// policy that classifies requests by their service time, as Synergy's application
     /// feedback does). Read once, at construction: the others pay nothing.
