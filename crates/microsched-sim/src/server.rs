@@ -930,7 +930,7 @@ impl Server {
     /// steal cost.
     fn steal_from(&mut self, thief: u16, victim: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let q = &mut self.q;
-        let take = self.policy.steal_amount(q.cores[victim as usize].queue.len());
+        let take = self.policy.steal(thief, victim, q.cores[victim as usize].queue.len());
         debug_assert!(take > 0 && q.cores[thief as usize].queue.is_empty());
         for _ in 0..take {
             let r = q.cores[victim as usize].queue.pop_front().expect("counted");

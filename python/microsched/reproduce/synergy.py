@@ -180,11 +180,11 @@ def flow_claims(agg: pd.DataFrame, have: set) -> list[Claim]:
         paper=0.05, measured=_r(gap, 4), holds=bool(gap < 0.05),
         extra={"load": float(row[LOAD]), "measure": "max - min worker utilisation", "unit": "share",
                "cause": None if gap < 0.05 else
-               "in this model a worker's whole queue is stealable (NIC queue and soft ring are one FIFO): thieves "
-               "empty the hot worker's queue, so conditional preemption never fires there and it runs its long "
-               "requests whole (measured at load 0.65, 300 ms: utilisation 0.56-0.88 with 8 flows, 0.60-0.69 with "
-               "512). In the code requests in the NIC queue cannot be stolen but do trigger preemption, which sends "
-               "the hot worker's long requests to the wait queue for idle workers"})]
+               "8 flows hash onto a few workers, whose NIC queues thieves cannot see: only a burst's remainder in "
+               "the soft ring is stealable, so a hot worker keeps most of its traffic (measured at load 0.65, 300 ms: "
+               "utilisation 0.59-0.79 with 8 flows, 0.61-0.68 with 512; 0.56-0.88 with the whole queue stealable, "
+               "policy.sched.nic_ring = false). The paper's balance needs more stealing than the code's rules give "
+               "in this model"})]
 
 
 KNOBS = ("synergy", "d15-f20", "d10-f5", "d10-f10")

@@ -92,6 +92,12 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn steal_amount(&self, len: usize) -> usize {
         len.div_ceil(2)
     }
+    /// `thief` takes from `victim`'s `len` queued requests: how many (oldest first; at least
+    /// one), as `steal_amount` says unless a policy tracks which of them are stealable. The
+    /// thief runs the first at once.
+    fn steal(&mut self, _thief: u16, _victim: u16, len: usize) -> usize {
+        self.steal_amount(len)
+    }
     /// Where a request that ran on `core` goes back to.
     fn requeue(&mut self, core: u16, why: Requeue, view: &V) -> Place;
     /// Whether the request running on `core` is preempted now that its quantum expired (else it

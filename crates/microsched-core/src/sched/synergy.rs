@@ -20,10 +20,15 @@
 //!   the worker only if new work waits in its own queue (`worker_has_new_jobs`); otherwise the
 //!   request runs another quantum (an avoided preemption, counted by the server).
 //!
-//! What this model simplifies, and why: a worker's NIC queue and soft ring are one FIFO, all of
-//! it stealable (the reference notes call this "the simpler approximation"; in the code only a
-//! burst's remainder sits in the soft ring); the short-request EMA sample is the nominal
-//! service time (the code's includes parsing and the reply).
+//! * **NIC queue and soft ring** (`nic_ring`): a worker's queue is its soft ring (older, at the
+//!   head) followed by its NIC queue. A worker takes the soft ring's head; with the ring empty, a
+//!   burst of up to `burst` (8) from the NIC queue, running the first and moving the rest into
+//!   the ring. Thieves see only soft rings (the NIC queue is invisible to them), but work in
+//!   either makes the worker preemptible (`worker_has_new_jobs`). Off: the whole queue is
+//!   stealable (the reference notes' "simpler approximation").
+//!
+//! Simplified: the short-request EMA sample is the nominal service time (the code's includes
+//! parsing and the reply); ring capacities (127 / 128, excess dropped) are unbounded here.
 //!
 //! * **Wait-queue congestion** (`thresh_wqd_us`, THRESH_WQD; 0 = off, as published): every
 //!   THRESH_WQD the timer core snapshots the wait queue's producer count; if at the next check the
@@ -92,12 +97,22 @@ pub struct Config {
     /// CONGESTED_QUANTUM_FACTOR: the quantum factor while the wait queue is congested.
     #[serde(default = "default_congested_factor")]
     pub congested_quantum_factor: f64,
+    /// Model the NIC queue apart from the soft ring: only the soft ring is stealable.
+    #[serde(default = "yes")]
+    pub nic_ring: bool,
+    /// NIC receive burst (`BURST_SIZE`): a worker with an empty soft ring takes up to this many.
+    #[serde(default = "default_burst")]
+    pub burst: u32,
     /// Simulation only: with conditional preemption, schedule a quantum expiry only once work
     /// queues at the worker (expiries before it are counted, not simulated). The same model
     /// with far fewer events; only the order of events at the same nanosecond differs from
     /// `false` (one event per expiry).
     #[serde(default = "yes")]
     pub lazy_expiries: bool,
+}
+
+fn default_burst() -> u32 {
+    8
 }
 
 fn default_congested_factor() -> f64 {
@@ -143,6 +158,8 @@ impl Default for Config {
             thresh_wqd_us: 0.0,
             congested_quantum_factor: default_congested_factor(),
             lazy_expiries: true,
+            nic_ring: true,
+            burst: default_burst(),
         }
     }
 }
@@ -154,7 +171,12 @@ impl Config {
         non_negative(&format!("{field}.long_threshold_us"), self.long_threshold_us)?;
         non_negative(&format!("{field}.thresh_wqd_us"), self.thresh_wqd_us)?;
         positive(&format!("{field}.congested_quantum_factor"), self.congested_quantum_factor)?;
-        for (name, v) in [("steal_busy_min", self.steal_busy_min), ("steal_min", self.steal_min), ("max_stolen", self.max_stolen)] {
+        for (name, v) in [
+            ("steal_busy_min", self.steal_busy_min),
+            ("steal_min", self.steal_min),
+            ("max_stolen", self.max_stolen),
+            ("burst", self.burst),
+        ] {
             if v == 0 {
                 return Err(ScenarioError::new(format!("{field}.{name}"), "0 is not allowed: use 1 or more"));
             }
@@ -169,6 +191,7 @@ impl Config {
             long: us(self.long_threshold_us),
             ema: Vec::new(),
             busy_long: Vec::new(),
+            soft: Vec::new(),
             thresh: us(self.thresh_wqd_us),
             wq: WaitQueueCheck::default(),
         }
@@ -184,6 +207,8 @@ pub struct Synergy {
     ema: Vec<f64>,
     /// Per worker: running a preemptible request (the timer core's busy-workers list).
     busy_long: Vec<bool>,
+    /// Per worker, with `nic_ring`: how many of its queue's head are in its soft ring.
+    soft: Vec<u32>,
     /// THRESH_WQD in ns (0: off).
     thresh: Nanos,
     wq: WaitQueueCheck,
@@ -204,7 +229,32 @@ impl Synergy {
         if self.ema.len() < n {
             self.ema.resize(n, self.quantum as f64);
             self.busy_long.resize(n, false);
+            self.soft.resize(n, 0);
         }
+    }
+
+    /// Half, rounded up, at most `max_stolen`.
+    fn amount(&self, len: usize) -> usize {
+        len.div_ceil(2).min(self.cfg.max_stolen as usize)
+    }
+
+    /// What thieves can see of `core`'s `len` queued requests.
+    fn visible(&self, core: u16, len: usize) -> usize {
+        if self.cfg.nic_ring {
+            self.soft.get(core as usize).map_or(0, |&s| s as usize).min(len)
+        } else {
+            len
+        }
+    }
+
+    /// `core` takes the head of its own queue of `len`: the soft ring's, or a NIC burst's first.
+    fn take_own(&mut self, core: u16, len: usize) -> Next {
+        if self.cfg.nic_ring {
+            self.ensure(core as usize + 1);
+            let s = &mut self.soft[core as usize];
+            *s = if *s > 0 { *s - 1 } else { (len.min(self.cfg.burst as usize) - 1) as u32 };
+        }
+        Next::Run(Place::Core(core))
     }
 
     fn is_busy_long(&self, core: u16) -> bool {
@@ -230,7 +280,9 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
     fn notify(&mut self, place: Place, view: &V) -> Option<u16> {
         // An idle worker spins through its loop and steals as soon as a victim qualifies.
         match place {
-            Place::Core(v) if self.cfg.steal && self.stealable(v, view.queue_len(place)) => view.spinners().last().copied(),
+            Place::Core(v) if self.cfg.steal && self.stealable(v, self.visible(v, view.queue_len(place))) && view.victims().contains(&v) => {
+                view.spinners().last().copied()
+            }
             // A preempted request in the wait queue: an idle worker resumes it at once.
             Place::Shared => {
                 let c = view.spinners().last().copied();
@@ -254,27 +306,39 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
     }
 
     fn next(&mut self, core: u16, view: &V) -> Next {
-        let own = view.queue_len(Place::Core(core)) > 0;
+        let len = view.queue_len(Place::Core(core));
+        let own = len > 0;
         let wait = view.queue_len(Place::Shared) > 0;
         if self.wq.congested && wait {
             self.wq.consumed += 1;
             return Next::Run(Place::Shared);
         }
         if own && !self.wq.congested {
-            return Next::Run(Place::Core(core));
+            return self.take_own(core, len);
         }
         if wait {
             self.wq.consumed += 1;
             return Next::Run(Place::Shared);
         }
-        match self.steal(core, view) {
-            Next::Idle if own => Next::Run(Place::Core(core)),
+        match self.find_victim(core, view) {
+            Next::Idle if own => self.take_own(core, len),
             n => n,
         }
     }
 
     fn steal_amount(&self, len: usize) -> usize {
-        len.div_ceil(2).min(self.cfg.max_stolen as usize)
+        self.amount(len)
+    }
+
+    fn steal(&mut self, thief: u16, victim: u16, len: usize) -> usize {
+        let k = self.amount(self.visible(victim, len)).max(1);
+        if self.cfg.nic_ring {
+            self.ensure(thief.max(victim) as usize + 1);
+            self.soft[victim as usize] = self.soft[victim as usize].saturating_sub(k as u32);
+            // Into the thief's ring, less the one it runs at once.
+            self.soft[thief as usize] += k as u32 - 1;
+        }
+        k
     }
 
     fn requeue(&mut self, core: u16, why: Requeue, _view: &V) -> Place {
@@ -331,14 +395,14 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
 
 impl Synergy {
     /// Busy victims first in worker order, then the others cyclically from `core` + 1.
-    fn steal<V: ServerView + ?Sized>(&self, core: u16, view: &V) -> Next {
+    fn find_victim<V: ServerView + ?Sized>(&self, core: u16, view: &V) -> Next {
         if !self.cfg.steal || view.queued() == 0 {
             return Next::Idle;
         }
         let n = view.max_cores() as u32;
         let mut best: Option<(u32, u16)> = None;
         for &v in view.victims() {
-            let len = view.queue_len(Place::Core(v));
+            let len = self.visible(v, view.queue_len(Place::Core(v)));
             if !self.stealable(v, len) {
                 continue;
             }
