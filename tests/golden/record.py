@@ -28,6 +28,9 @@ SCENARIOS = [
     "experiments/load-shift/base.toml",
     "experiments/real/overload-2x.toml",
     "experiments/real/overload-2x-none.toml",
+    "experiments/synergy/high.toml",
+    "experiments/synergy/extreme.toml",
+    "experiments/synergy/zippydb.toml",
 ]
 REPRODUCTIONS = ["allocators", "collapse", "coresync", "load-shift"]
 SWEEPS = ["experiments/sweeps/smoke.toml"]

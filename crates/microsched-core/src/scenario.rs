@@ -26,7 +26,7 @@ mod validate;
 
 pub use load::{json_schema, Format, Loaded};
 pub use metrics::MetricsCfg;
-pub use policy::{AllocatorCfg, AlphaMode, BreakwaterCfg, OverloadCfg, Policy, PoolTrigger};
+pub use policy::{AllocatorCfg, AlphaMode, BreakwaterCfg, OverloadCfg, Policy, PoolTrigger, SchedCfg};
 pub use runtime::RuntimeCfg;
 pub(crate) use validate::{non_negative, positive, validate_clients, validate_load, validate_workload};
 

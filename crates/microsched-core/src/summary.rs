@@ -108,6 +108,20 @@ pub struct Sched {
     pub lock_wait_us_mean: f64,
     /// Interrupt-sending time spent outside the worker cores (timer or dispatcher core).
     pub preempt_send_ns: u64,
+    /// Quantum expiries at which the policy let the request run on (conditional preemption).
+    #[serde(default)]
+    pub avoided_preemptions: u64,
+    /// Per worker core: the share of the window it ran requests (busy and preemption overhead).
+    #[serde(default)]
+    pub worker_utilization: Spread,
+}
+
+/// Mean, minimum and maximum over a set (cores).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Spread {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 /// One application's results (its requests, latencies and goodput over the measured window).

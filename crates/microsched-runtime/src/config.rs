@@ -152,6 +152,10 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the runtime keeps no per-request log (the load generator reports latency distributions)",
     },
     Unsupported {
+        check: |s| set("policy.sched.kind", "not queue", !matches!(s.policy.sched, microsched_core::scenario::SchedCfg::Queue)),
+        supported: "the runtime's workers run the queueing policy `server.queue` names (policy.sched.kind = \"queue\")",
+    },
+    Unsupported {
         check: |s| set("server.dispatcher", s.server.dispatcher.as_ref().map(|d| d.cost_ns), s.server.dispatcher.is_some()),
         supported: "the runtime has no dispatcher core: workers take requests from the socket themselves",
     },

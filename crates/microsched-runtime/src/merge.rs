@@ -121,6 +121,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             0.0
         },
         preempt_send_ns: 0,
+        ..Sched::default()
     });
     // One application on one node: their sections repeat the flat keys, so tooling that reads
     // per-application and per-node results works on real runs too.

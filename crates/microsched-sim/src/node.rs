@@ -6,11 +6,11 @@ use microsched_core::alloc::{self, CoreAllocator, ParkMode};
 use microsched_core::overload::{self, CreditController, SessionId};
 use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::sched;
-use microsched_core::summary::{CoreTime, Cores, Credits, NodeSummary, Sched};
+use microsched_core::summary::{CoreTime, Cores, Credits, NodeSummary, Sched, Spread};
 use microsched_core::time::{us, NS_PER_US};
 use microsched_core::Nanos;
 
-use crate::server::{SchedCounters, Server, ServerCfg};
+use crate::server::{CoreMode, SchedCounters, Server, ServerCfg};
 
 /// Period of the congestion-signal measurement when the core allocator has no interval of its
 /// own (Caladan's IOKERNEL_POLL_INTERVAL).
@@ -49,6 +49,8 @@ pub struct Node {
     /// Core-time and scheduling-counter snapshots at the start of the measured window.
     pub window_start_times: [Nanos; 5],
     pub window_start_sched: SchedCounters,
+    /// Per worker core: busy time (overhead included) at the start of the measured window.
+    pub window_start_core_busy: Vec<Nanos>,
     pub last_sample_times: [Nanos; 5],
 }
 
@@ -100,7 +102,35 @@ impl Node {
             credit,
             window_start_times: [0; 5],
             window_start_sched: SchedCounters::default(),
+            window_start_core_busy: Vec::new(),
             last_sample_times: [0; 5],
+        }
+    }
+
+    /// Per worker core: busy time (overhead included) up to `now`.
+    pub fn core_busy(&self, now: Nanos) -> Vec<Nanos> {
+        (0..self.server.q.cores.len())
+            .map(|c| {
+                let t = self.server.core(c as u16).times_at(now);
+                t[CoreMode::Busy as usize] + t[CoreMode::Overhead as usize]
+            })
+            .collect()
+    }
+
+    fn worker_utilization(&self, end: Nanos, window_ns: Nanos) -> Spread {
+        let busy = self.core_busy(end);
+        let u: Vec<f64> = busy
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b - self.window_start_core_busy.get(i).copied().unwrap_or(0)) as f64 / window_ns.max(1) as f64)
+            .collect();
+        if u.is_empty() {
+            return Spread::default();
+        }
+        Spread {
+            mean: u.iter().sum::<f64>() / u.len() as f64,
+            min: u.iter().copied().fold(f64::INFINITY, f64::min),
+            max: u.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         }
     }
 
@@ -135,6 +165,8 @@ impl Node {
                     0.0
                 },
                 preempt_send_ns: sc1.preempt_send_ns - sc0.preempt_send_ns,
+                avoided_preemptions: sc1.avoided_preemptions - sc0.avoided_preemptions,
+                worker_utilization: self.worker_utilization(end, window_ns),
             },
             credits: self.credit.as_ref().map(|c| {
                 let n = c.samples.max(1) as f64;

@@ -61,6 +61,12 @@ pub struct Core {
     slice_len: Nanos,
     /// Run time left before the quantum expires (the request's, on this core).
     budget: Nanos,
+    /// The running request's quantum (a policy may give each request its own).
+    quantum: Nanos,
+    /// Lazy expiries (conditional preemption, nothing queued here): the running slice goes to
+    /// the request's end and its quantum expiries, every quantum + propagation from this first
+    /// one, are only counted, until work queues here (`Nanos::MAX`: not lazy).
+    lazy_from: Nanos,
     after_overhead: AfterOverhead,
     /// A proactive policy asked this core to park at its next idle point.
     pub yield_requested: bool,
@@ -99,6 +105,8 @@ impl Core {
             slice_start: 0,
             slice_len: 0,
             budget: Nanos::MAX,
+            quantum: Nanos::MAX,
+            lazy_from: Nanos::MAX,
             after_overhead: AfterOverhead::Resume,
             yield_requested: false,
             stealing: false,
@@ -373,6 +381,8 @@ pub struct SchedCounters {
     pub lock_waits: u64,
     pub lock_wait_ns: u64,
     pub preempt_send_ns: u64,
+    /// Quantum expiries at which the policy let the request run on (conditional preemption).
+    pub avoided_preemptions: u64,
 }
 
 pub struct Server {
@@ -381,6 +391,10 @@ pub struct Server {
     cfg: ServerCfg,
     pub q: Queues,
     policy: Box<dyn QueuePolicy<Queues>>,
+    /// The policy's `per_request`, read once.
+    per_request: bool,
+    /// The policy's `preempts_only_for_own_queue`, read once: expiries are lazy.
+    lazy: bool,
     /// Concrete programs of live requests that have one, by request slot.
     programs: Vec<Vec<Op>>,
     pub mutexes: MutexTable<u32>,
@@ -459,10 +473,14 @@ impl Server {
             ledger,
             queued: 0,
         };
+        let per_request = policy.per_request();
+        let lazy = policy.preempts_only_for_own_queue();
         Self {
             node,
             q,
             cfg,
+            per_request,
+            lazy,
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
@@ -547,11 +565,33 @@ impl Server {
         self.q.push(place, req);
         // Only work queued behind a busy core's own queue is worth sending a spinner to steal.
         if let Place::Core(victim) = place {
+            if self.q.cores[victim as usize].lazy_from != Nanos::MAX {
+                self.arm_expiry(victim, now, evq);
+            }
             if let Some(thief) = self.policy.notify(place, &self.q) {
                 self.q.spinners.remove(thief);
                 self.steal_from(thief, victim, now, slab, evq);
             }
         }
+    }
+
+    /// Work queued at a core whose running request's expiries are lazy: its next expiry (the
+    /// first at or after `now`: an expiry due now comes after the arrival that queued the work,
+    /// as it would have with the expiry's event scheduled a quantum earlier and the arrival's
+    /// half an RTT earlier) is scheduled, unless the request ends first.
+    fn arm_expiry(&mut self, core: u16, now: Nanos, evq: &mut EventQueue) {
+        let c = &mut self.q.cores[core as usize];
+        let period = c.quantum + self.cfg.preemption.propagation;
+        let k = now.saturating_sub(c.lazy_from).div_ceil(period);
+        let at = c.lazy_from + k * period;
+        if at >= c.slice_start + c.slice_len {
+            return;
+        }
+        self.counters.avoided_preemptions += k;
+        c.lazy_from = Nanos::MAX;
+        c.slice_len = at - c.slice_start;
+        c.gen = c.gen.wrapping_add(1);
+        evq.push(at, Event::CoreDone { node: self.node, core, gen: c.gen });
     }
 
     /// Core `core` takes request `req` (off a queue, or handed over at arrival). False if the
@@ -565,7 +605,15 @@ impl Server {
         }
         c.epoch = c.epoch.wrapping_add(1);
         c.current = req;
-        c.budget = self.cfg.preemption.quantum;
+        let quantum = if self.per_request {
+            self.policy.clock(now);
+            self.policy.quantum(core, slab[req].service, self.cfg.preemption.quantum)
+        } else {
+            self.cfg.preemption.quantum
+        };
+        let c = &mut self.q.cores[core as usize];
+        c.budget = quantum;
+        c.quantum = quantum;
         let r = &mut slab[req];
         r.queued_ns += now - r.enqueued_at;
         r.core = core;
@@ -584,16 +632,17 @@ impl Server {
         }
         r.preempted = false;
         c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
-        if !r.has_program && !r.in_op && r.service <= c.budget {
+        let service = self.cfg.preemption.inflate(r.service);
+        if !r.has_program && !r.in_op && service <= c.budget {
             // The common case, kept short: no program and no preemption, the whole request in
             // one slice after its packet cost (what `run` would decide, without its generality).
             r.in_op = true;
-            r.left = r.service;
+            r.left = service;
             r.received = true;
             c.gen = c.gen.wrapping_add(1);
             c.slice_start = now + self.cfg.packet_cost;
-            c.slice_len = r.service;
-            evq.push(c.slice_start + r.service, Event::CoreDone { node: self.node, core, gen: c.gen });
+            c.slice_len = service;
+            evq.push(c.slice_start + service, Event::CoreDone { node: self.node, core, gen: c.gen });
             return true;
         }
         match self.run(core, now, slab, evq) {
@@ -636,7 +685,7 @@ impl Server {
                 Op::Compute(d) => {
                     if !r.in_op {
                         r.in_op = true;
-                        r.left = d;
+                        r.left = self.cfg.preemption.inflate(d);
                     }
                     if r.left == 0 {
                         r.in_op = false;
@@ -648,6 +697,20 @@ impl Server {
                     r.received = true;
                     let budget = self.q.cores[core as usize].budget;
                     let p = &self.cfg.preemption;
+                    let c = &self.q.cores[core as usize];
+                    if self.lazy && !r.has_program && c.quantum != Nanos::MAX && r.left > budget + p.propagation && c.queue.is_empty() {
+                        // Every expiry would find nothing queued here and let the request run
+                        // on: run it to its end, and schedule an expiry only if work queues
+                        // (`arm_expiry`).
+                        let left = r.left;
+                        let first = now + prefix + budget + p.propagation;
+                        self.schedule_slice(core, now, prefix + left, evq);
+                        let c = &mut self.q.cores[core as usize];
+                        c.slice_start = now + prefix;
+                        c.slice_len = left;
+                        c.lazy_from = first;
+                        return Ran::Pending;
+                    }
                     let slice = if r.left <= budget { r.left } else { (budget + p.propagation).min(r.left) };
                     self.schedule_slice(core, now, prefix + slice, evq);
                     // The prefix is not run time of the request: record the slice as the part
@@ -733,6 +796,12 @@ impl Server {
         let req = c.current;
         let ran = c.slice_len;
         c.budget = c.budget.saturating_sub(ran);
+        if c.lazy_from != Nanos::MAX {
+            // A lazy slice ran to the request's end: every expiry on the way was avoided.
+            let period = c.quantum + self.cfg.preemption.propagation;
+            self.counters.avoided_preemptions += (now - c.lazy_from).div_ceil(period);
+            c.lazy_from = Nanos::MAX;
+        }
         let r = &mut slab[req];
         if !r.has_program && r.left == ran {
             // The single compute of a request without a program is done: so is the request.
@@ -740,6 +809,9 @@ impl Server {
             r.in_op = false;
             r.pc = 1;
             c.current = NONE;
+            if self.per_request {
+                self.policy.finished(core, r.service);
+            }
             return SliceEnd::Finished(req);
         }
         if r.left > 0 {
@@ -750,7 +822,9 @@ impl Server {
             } else if self.policy.preempt_at_quantum(core, &self.q) {
                 return self.preempt(core, now, slab, evq);
             } else {
-                self.q.cores[core as usize].budget = self.cfg.preemption.quantum;
+                self.counters.avoided_preemptions += 1;
+                let c = &mut self.q.cores[core as usize];
+                c.budget = c.quantum;
             }
         }
         self.after_run(core, now, slab, evq)
@@ -763,6 +837,9 @@ impl Server {
                 let c = &mut self.q.cores[core as usize];
                 let req = c.current;
                 c.current = NONE;
+                if self.per_request {
+                    self.policy.finished(core, slab[req].service);
+                }
                 SliceEnd::Finished(req)
             }
             Ran::Left => SliceEnd::Freed,
@@ -785,11 +862,11 @@ impl Server {
             evq.push(now + p.receive, Event::OverheadDone { node: self.node, core, gen: c.gen });
             return SliceEnd::Running;
         }
-        self.requeue_preempted(core, now, slab);
+        self.requeue_preempted(core, now, slab, evq);
         SliceEnd::Freed
     }
 
-    fn requeue_preempted(&mut self, core: u16, now: Nanos, slab: &mut Slab) {
+    fn requeue_preempted(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let c = &mut self.q.cores[core as usize];
         let req = c.current;
         c.current = NONE;
@@ -797,6 +874,17 @@ impl Server {
         let place = self.policy.requeue(core, Requeue::Preempted, &self.q);
         // Onto a queue, not straight to a spinner: the freed core itself looks for work next.
         self.q.push(place, req);
+        // A shared queue that idle cores poll (Synergy's wait queue): one of them takes it.
+        if place == Place::Shared {
+            if let Some(idle) = self.policy.notify(place, &self.q) {
+                self.q.spinners.remove(idle);
+                let r = self.q.pop(Place::Shared).expect("just queued");
+                if !self.start(idle, r, now, slab, evq) {
+                    let next = self.find_work(idle, now, slab, evq);
+                    self.idled.push((idle, next));
+                }
+            }
+        }
     }
 
     /// The end of a core's overhead stretch (preemption receive or return cost).
@@ -808,7 +896,7 @@ impl Server {
         c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         match c.after_overhead {
             AfterOverhead::Requeue => {
-                self.requeue_preempted(core, now, slab);
+                self.requeue_preempted(core, now, slab, evq);
                 SliceEnd::Freed
             }
             AfterOverhead::Resume => self.after_run(core, now, slab, evq),
@@ -825,6 +913,11 @@ impl Server {
         }
         let ran = now - c.slice_start;
         c.gen = c.gen.wrapping_add(1);
+        if c.lazy_from != Nanos::MAX {
+            let period = c.quantum + self.cfg.preemption.propagation;
+            self.counters.avoided_preemptions += now.saturating_sub(c.lazy_from).div_ceil(period);
+            c.lazy_from = Nanos::MAX;
+        }
         let r = &mut slab[c.current];
         r.left -= ran.min(r.left);
         if r.left == 0 {
@@ -838,7 +931,7 @@ impl Server {
     /// steal cost.
     fn steal_from(&mut self, thief: u16, victim: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let q = &mut self.q;
-        let take = self.policy.steal_amount(q.cores[victim as usize].queue.len());
+        let take = self.policy.steal(thief, victim, q.cores[victim as usize].queue.len());
         debug_assert!(take > 0 && q.cores[thief as usize].queue.is_empty());
         for _ in 0..take {
             let r = q.cores[victim as usize].queue.pop_front().expect("counted");
@@ -883,6 +976,9 @@ impl Server {
         if self.q.cores[core as usize].yield_requested {
             self.park(core, now);
             return Idle::Yielded;
+        }
+        if self.per_request {
+            self.policy.clock(now);
         }
         // A loop, not recursion: each request taken may block or yield at once.
         loop {

@@ -212,6 +212,7 @@ impl Sim {
                 for n in &mut self.nodes {
                     n.window_start_times = n.server.core_times(now);
                     n.window_start_sched = n.server.counters;
+                    n.window_start_core_busy = n.core_busy(now);
                 }
             }
             Event::DropReply { req } => self.drop_reply(req),
@@ -691,7 +692,7 @@ impl Sim {
             self.nodes.iter().enumerate().map(|(i, n)| n.summary(i as u16, sc.server.max_cores, self.end, window_ns)).collect();
         // The flat resource keys are the nodes' totals (a single node's, exactly).
         let mut total = nodes[0].clone();
-        for n in &nodes[1..] {
+        for (k, n) in nodes[1..].iter().enumerate().map(|(k, n)| (k + 1, n)) {
             let (t, c) = (&mut total, n);
             t.cores.max += c.cores.max;
             t.cores.allocated_mean += c.cores.allocated_mean;
@@ -716,6 +717,11 @@ impl Sim {
             a.lock_acquisitions += b.lock_acquisitions;
             a.lock_waits = waits;
             a.preempt_send_ns += b.preempt_send_ns;
+            a.avoided_preemptions += b.avoided_preemptions;
+            let (ua, ub) = (&mut a.worker_utilization, &b.worker_utilization);
+            ua.mean = (ua.mean * k as f64 + ub.mean) / (k + 1) as f64;
+            ua.min = ua.min.min(ub.min);
+            ua.max = ua.max.max(ub.max);
             if let (Some(a), Some(b)) = (&mut t.credits, &c.credits) {
                 a.pool_mean += b.pool_mean;
                 a.issued_mean += b.issued_mean;

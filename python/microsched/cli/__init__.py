@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Sequence
 
-from . import bench, real, reproduce, run, validate
+from . import bench, maxload, real, reproduce, run, validate
 from .args import Formatter, Parser
 from .errors import EXIT_INTERNAL, PROG, CliError, fail
 from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
@@ -34,6 +34,7 @@ commands:
   schema     print the JSON Schema of the scenario format
   bench      measure simulator speed (simulated requests per wall-clock second)
   reproduce  regenerate a paper's figure and check its claims (`reproduce --list`)
+  maxload    find the highest load meeting an SLO (bisection over load, seeds, CI)
   serve      run the real UDP server of a scenario (worker threads, parking, credits)
   loadgen    run the scenario's open-loop load against a real server
   real       run server and load generator as two processes on loopback, merge the results
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_commands(sub)
     bench.add_commands(sub)
     reproduce.add_commands(sub)
+    maxload.add_commands(sub)
 
     from ..sweep.commands import add_commands  # sweep, plot, report
 

@@ -114,6 +114,13 @@ def print_summary(s: dict) -> None:
                   f"{num(sched.get('yields'), ',.0f')} yields, {num(sched.get('lock_acquisitions'), ',.0f')} lock "
                   f"acquisitions of which {num(sched.get('lock_waits'), ',.0f')} waited "
                   f"(mean {num(sched.get('lock_wait_us_mean'), '.2f')} µs)")
+    if sched.get("avoided_preemptions"):
+        con.print(f"conditional preemption: {num(sched.get('avoided_preemptions'), ',.0f')} quantum expiries let the "
+                  f"request run on")
+    wu = sched.get("worker_utilization") or {}
+    if wu.get("max"):
+        con.print(f"worker utilization: mean {num(wu.get('mean'), '.3f')}, min {num(wu.get('min'), '.3f')}, "
+                  f"max {num(wu.get('max'), '.3f')}")
 
     sim = s.get("sim", {}) or {}
     con.print(f"simulator: {num(sim.get('events'), ',.0f')} events, {num(sim.get('wall_s'), '.3f')} s wall, "

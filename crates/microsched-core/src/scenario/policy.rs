@@ -22,6 +22,21 @@ pub struct Policy {
     pub allocator: AllocatorCfg,
     #[serde(default)]
     pub overload: OverloadCfg,
+    /// Queueing policy when it is more than `server.queue` says (Synergy, Tiny Quanta).
+    #[serde(default)]
+    pub sched: SchedCfg,
+}
+
+/// The queueing policy: `queue` (default) is the one `server.queue` names (c-FCFS or d-FCFS);
+/// the others bring their own parameters (see [`crate::sched`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SchedCfg {
+    /// `server.queue` decides: `central` (c-FCFS) or `per_core` (d-FCFS, `server.steal`).
+    #[default]
+    Queue,
+    Synergy(crate::sched::synergy::Config),
+    TinyQuanta(crate::sched::tiny_quanta::Config),
 }
 
 /// Core allocation policy. Defaults follow the CoreSync evaluation (§IV-A).

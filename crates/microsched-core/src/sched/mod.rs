@@ -6,6 +6,9 @@
 //! * [`cfcfs`]: one central FCFS queue served by every core (c-FCFS).
 //! * [`dfcfs`]: a queue per core fed by RSS, idle cores steal half of a random victim's queue
 //!   (d-FCFS with work stealing, as Shenango/Caladan).
+//! * [`synergy`]: Synergy (RSS, own ring → wait queue of preempted requests → steal, application
+//!   feedback, conditional preemption, dynamic quantum), with its ablation ladder.
+//! * [`tiny_quanta`]: Tiny Quanta (a dispatcher steers by JSQ, per-worker round robin).
 //!
 //! Also here, as mechanism shared by the drivers: [`mutex`] (FIFO mutexes with waiter enqueue
 //! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
@@ -16,10 +19,12 @@ pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
 pub mod preemption;
+pub mod synergy;
+pub mod tiny_quanta;
 
 use crate::rng::stream;
-use crate::scenario::{QueueMode, Scenario};
-use crate::ScenarioError;
+use crate::scenario::{QueueMode, Scenario, SchedCfg};
+use crate::{Nanos, ScenarioError};
 
 /// A queue of the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +92,12 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn steal_amount(&self, len: usize) -> usize {
         len.div_ceil(2)
     }
+    /// `thief` takes from `victim`'s `len` queued requests: how many (oldest first; at least
+    /// one), as `steal_amount` says unless a policy tracks which of them are stealable. The
+    /// thief runs the first at once.
+    fn steal(&mut self, _thief: u16, _victim: u16, len: usize) -> usize {
+        self.steal_amount(len)
+    }
     /// Where a request that ran on `core` goes back to.
     fn requeue(&mut self, core: u16, why: Requeue, view: &V) -> Place;
     /// Whether the request running on `core` is preempted now that its quantum expired (else it
@@ -94,10 +105,39 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn preempt_at_quantum(&self, _core: u16, _view: &V) -> bool {
         true
     }
+    /// Whether `preempt_at_quantum` is exactly "the core's own queue holds work" (conditional
+    /// preemption): the simulator then schedules a quantum expiry only once work queues there,
+    /// instead of one event per expiry (the results are the same).
+    fn preempts_only_for_own_queue(&self) -> bool {
+        false
+    }
+    /// Whether the driver calls [`Self::quantum`] and [`Self::finished`] for every request (a
+    /// policy that classifies requests by their service time, as Synergy's application
+    /// feedback does). Read once, at construction: the others pay nothing.
+    fn per_request(&self) -> bool {
+        false
+    }
+    /// The driver's clock, before a per-request policy decides where an idle core looks
+    /// (`next`) or which quantum a request gets: policies with timers of their own (Synergy's
+    /// wait-queue congestion check) advance them here.
+    fn clock(&mut self, _now: Nanos) {}
+    /// The quantum of the request `core` starts or resumes, whose nominal service time is
+    /// `service`; `default` is the server's (`server.preemption.quantum_us`). `Nanos::MAX`: it
+    /// is not preemptible.
+    fn quantum(&mut self, _core: u16, _service: Nanos, default: Nanos) -> Nanos {
+        default
+    }
+    /// A request of nominal service time `service` finished on `core`.
+    fn finished(&mut self, _core: u16, _service: Nanos) {}
 }
 
 /// The queueing policy of a scenario, for a driver whose view is `V`.
 pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueuePolicy<V>> {
+    match &sc.policy.sched {
+        SchedCfg::Queue => {}
+        SchedCfg::Synergy(c) => return Box::new(c.build()),
+        SchedCfg::TinyQuanta(c) => return Box::new(c.build()),
+    }
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
         QueueMode::PerCore => Box::new(dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"))),
@@ -107,6 +147,11 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
 /// Checks the scheduling mechanism's settings.
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     sc.server.preemption.validate("server.preemption")?;
+    match &sc.policy.sched {
+        SchedCfg::Queue => {}
+        SchedCfg::Synergy(c) => c.validate("policy.sched")?,
+        SchedCfg::TinyQuanta(c) => c.validate("policy.sched")?,
+    }
     if let Some(d) = &sc.server.dispatcher {
         d.validate("server.dispatcher", sc.server.max_cores)?;
         if !matches!(sc.policy.allocator, crate::scenario::AllocatorCfg::Static(_)) {

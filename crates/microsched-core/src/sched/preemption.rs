@@ -28,6 +28,49 @@ pub struct PreemptionCfg {
     pub receive_ns: f64,
     #[serde(default)]
     pub return_ns: f64,
+    /// A named interrupt mechanism whose measured costs (Synergy Table I) replace the four
+    /// `*_ns` fields (which must then stay 0): `signal`, `kmod_ipi`, `uintr`, or `ci` (compiler
+    /// interrupts: a flag polled at yield points).
+    #[serde(default)]
+    pub mechanism: Option<Mechanism>,
+    /// Where between the mechanism's p50 (0) and p99.9 (1) costs to take each cost.
+    #[serde(default)]
+    pub percentile: f64,
+    /// Extra run time of every request from yield-point checks (compiler interrupts instrument
+    /// the code: up to 0.2 in tight loops, Tiny Quanta's measurement). Slowdown still divides by
+    /// the nominal service time.
+    #[serde(default)]
+    pub service_inflation: f64,
+}
+
+/// Interrupt mechanisms with their costs in ns, (p50, p99.9) of (send, propagation, receive,
+/// return).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// POSIX signal (tgkill): Table I.
+    Signal,
+    /// Synergy's kernel-module IPI: Table I.
+    KmodIpi,
+    /// Intel user interrupts: Table I.
+    Uintr,
+    /// Compiler interrupts: the timer core writes a flag, instrumented code polls it at loop
+    /// back-edges and switches green threads. No table gives it; the costs here are of the
+    /// order Concord's simulator assumes (0.1 µs a preemption), split over propagation (the
+    /// polling interval), receive and return.
+    Ci,
+}
+
+impl Mechanism {
+    /// (p50, p99.9) costs: send, propagation, receive, return.
+    pub fn costs(self) -> [(f64, f64); 4] {
+        match self {
+            Mechanism::Signal => [(746.0, 929.0), (2216.0, 2533.0), (1434.0, 3185.0), (641.0, 677.0)],
+            Mechanism::KmodIpi => [(490.0, 549.0), (1225.0, 1659.0), (728.0, 2516.0), (100.0, 138.0)],
+            Mechanism::Uintr => [(171.0, 236.0), (671.0, 1354.0), (464.0, 1534.0), (45.0, 105.0)],
+            Mechanism::Ci => [(0.0, 0.0), (50.0, 200.0), (50.0, 100.0), (50.0, 100.0)],
+        }
+    }
 }
 
 /// The mechanism in integer nanoseconds.
@@ -39,6 +82,8 @@ pub struct Preemption {
     pub propagation: Nanos,
     pub receive: Nanos,
     pub ret: Nanos,
+    /// Run-time inflation in parts per million.
+    pub inflation_ppm: Nanos,
 }
 
 impl PreemptionCfg {
@@ -53,17 +98,37 @@ impl PreemptionCfg {
             ("return_ns", self.return_ns),
         ] {
             non_negative(&format!("{field}.{name}"), v)?;
+            if self.mechanism.is_some() && v != 0.0 {
+                return Err(ScenarioError::new(
+                    format!("{field}.{name}"),
+                    "a named mechanism gives the costs: leave it at 0, or drop `mechanism` to enter your own",
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.percentile) {
+            return Err(ScenarioError::new(format!("{field}.percentile"), format!("{} is not allowed: use 0 (p50) ..= 1 (p99.9)", self.percentile)));
+        }
+        if !(0.0..=10.0).contains(&self.service_inflation) {
+            return Err(ScenarioError::new(
+                format!("{field}.service_inflation"),
+                format!("{} is not allowed: use a fraction in 0..=10", self.service_inflation),
+            ));
         }
         Ok(())
     }
 
     pub fn build(&self) -> Preemption {
+        let [send, propagation, receive, ret] = match self.mechanism {
+            Some(m) => m.costs().map(|(p50, p999)| p50 + self.percentile * (p999 - p50)),
+            None => [self.send_ns, self.propagation_ns, self.receive_ns, self.return_ns],
+        };
         Preemption {
             quantum: self.quantum_us.map_or(Nanos::MAX, |q| us(q).max(1)),
-            send: self.send_ns.round() as Nanos,
-            propagation: self.propagation_ns.round() as Nanos,
-            receive: self.receive_ns.round() as Nanos,
-            ret: self.return_ns.round() as Nanos,
+            send: send.round() as Nanos,
+            propagation: propagation.round() as Nanos,
+            receive: receive.round() as Nanos,
+            ret: ret.round() as Nanos,
+            inflation_ppm: (self.service_inflation * 1e6).round() as Nanos,
         }
     }
 }
@@ -71,5 +136,11 @@ impl PreemptionCfg {
 impl Preemption {
     pub fn enabled(&self) -> bool {
         self.quantum != Nanos::MAX
+    }
+
+    /// Run time of `d` nominal nanoseconds of work, instrumentation included.
+    #[inline]
+    pub fn inflate(&self, d: Nanos) -> Nanos {
+        d + d * self.inflation_ppm / 1_000_000
     }
 }

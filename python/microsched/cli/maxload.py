@@ -1,0 +1,63 @@
+"""``microsched maxload``: the highest offered load at which a scenario meets an SLO."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from .args import Formatter, add_scenario, add_set, positive
+from .errors import CliError, with_file
+
+DESCRIPTION = """\
+Bisect over load.fraction (of the worker cores' capacity), one bisection per seed, for the
+highest load at which METRIC (a dotted path into the summary, default slowdown.p999: the
+p99.9 of end-to-end latency / nominal service time) stays at or below --slo. Seeds run in
+parallel (--jobs); the result is the mean over seeds with a 95 % confidence interval, as a load
+fraction and in requests per second. Lists of named sections are indexed by name, e.g.
+--metric by_type.short.slowdown.p999.
+
+example:
+  microsched maxload experiments/synergy/extreme.toml --slo 50 --seeds 3 --set duration_ms=100
+"""
+
+
+def add_commands(sub: Any) -> None:
+    m = sub.add_parser("maxload", help="find the highest load that meets an SLO (bisection over load)",
+                       description=DESCRIPTION, formatter_class=Formatter)
+    add_scenario(m)
+    add_set(m)
+    m.add_argument("--slo", type=float, default=50.0, help="bound on the metric (default: 50)")
+    m.add_argument("--metric", default="slowdown.p999", help="summary metric (default: slowdown.p999)")
+    m.add_argument("--seeds", type=positive, default=3, metavar="K", help="seeds 1..K (default: 3)")
+    m.add_argument("--lo", type=float, default=0.05, help="lowest load fraction probed (default: 0.05)")
+    m.add_argument("--hi", type=float, default=1.0, help="highest load fraction probed (default: 1.0)")
+    m.add_argument("--tol", type=float, default=0.01, help="bisection tolerance in load (default: 0.01)")
+    m.add_argument("--jobs", type=positive, metavar="N", help="parallel seeds (default: the CPUs)")
+    m.add_argument("--json", action="store_true", help="print the result as JSON")
+    m.set_defaults(func=cmd_maxload)
+
+
+def cmd_maxload(args: argparse.Namespace) -> int:
+    from ..maxload import max_load
+
+    if not (0 < args.lo < args.hi) or args.tol <= 0:
+        raise CliError(f"--lo/--hi/--tol: need 0 < lo < hi and tol > 0, got {args.lo}, {args.hi}, {args.tol}")
+    try:
+        r = max_load(args.scenario, slo=args.slo, metric=args.metric, seeds=range(1, args.seeds + 1),
+                     overrides=args.overrides, lo=args.lo, hi=args.hi, tol=args.tol, jobs=args.jobs)
+    except ValueError as e:
+        raise CliError(with_file(e, args.scenario)) from None
+    if args.json:
+        sys.stdout.write(json.dumps(r, indent=2) + "\n")
+        return 0
+    ci = "" if not math.isfinite(r["load_ci95"]) else f" ± {r['load_ci95']:.3f}"
+    rci = "" if not math.isfinite(r["rps_ci95"]) else f" ± {r['rps_ci95']:,.0f}"
+    print(f"max load with {r['metric']} <= {r['slo']:g}: {r['load']:.3f}{ci} of capacity "
+          f"= {r['rps']:,.0f}{rci} req/s (n = {r['n']} seeds)")
+    for s in r["seeds"]:
+        note = "" if s["meets_at_lo"] else " (misses the SLO even at --lo)"
+        print(f"  seed {s['seed']}: {s['load']:.3f}{note} after {len(s['probes'])} runs")
+    return 0
