@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
@@ -122,7 +123,9 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
     raise TypeError(f"scenario must be a path, a dict or a Scenario, not {type(scenario).__name__}")
 
 
-def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = ()) -> RunResult:
+def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = (), *,
+        force: bool = False, progress: Callable[[float, float], Any] | None = None,
+        keep_partial: bool = False) -> RunResult:
     """Simulates a scenario and returns its :class:`RunResult`.
 
     Args:
@@ -133,24 +136,48 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
             scenario and seed give bit-identical results.
         overrides: ``"dotted.key=value"`` strings applied before validation, as ``--set`` on
             the command line (the value is a TOML literal, else a bare string).
+        force: run even if the cost estimate (requests, events, memory; see :func:`estimate`)
+            is over the machine's limits.
+        progress: called as ``progress(simulated_ms, total_ms)`` at most every 0.1 s of
+            wall-clock time while the simulation runs (the GIL is released in between).
+        keep_partial: on Ctrl-C (KeyboardInterrupt), stop the run and return what it measured
+            so far (``summary["sim"]["interrupted_at_ms"]`` says when it stopped) instead of
+            raising.
 
     Raises:
         ValueError: the scenario is invalid; the message starts with the field at fault
             (``"server.max_cores: 0 is not allowed: use 1..=1024"``).
         FileNotFoundError: the scenario file does not exist.
+        KeyboardInterrupt: Ctrl-C during the run (unless ``keep_partial``).
+
+    Warns:
+        UserWarning: the run will produce nothing useful (an RTT longer than the run, no
+            load, ...), or the time series is sampled more coarsely than asked.
     """
     seed = _check_seed(seed)
     ovr = _check_overrides(overrides)
     text, fmt, base_dir = _source(scenario)
-    raw = native().run(text, fmt, base_dir, ovr, seed)
+    raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial))
+    for w in raw.get("warnings") or ():
+        warnings.warn(w, UserWarning, stacklevel=2)
     return RunResult.from_native(raw)
 
 
-def validate(scenario: ScenarioLike, overrides: Iterable[str] = ()) -> dict:
+def validate(scenario: ScenarioLike, overrides: Iterable[str] = (), *, force: bool = False) -> dict:
     """Validates a scenario (path, dict or Scenario) and returns it resolved, defaults filled
-    in. Raises ``ValueError`` naming the field at fault."""
+    in. Raises ``ValueError`` naming the field at fault, also when the run's cost estimate is
+    over the machine's limits (unless ``force``)."""
     text, fmt, base_dir = _source(scenario)
-    return json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides)))
+    return json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), bool(force)))
+
+
+def estimate(scenario: ScenarioLike, overrides: Iterable[str] = ()) -> dict:
+    """What running a scenario costs, estimated before it starts: ``sessions``, ``requests``
+    (whole run), ``measured_requests``, ``events``, ``samples`` (time-series rows) and
+    ``sample_interval_ns``, ``memory_bytes``, ``wall_s`` (at a typical engine speed) and
+    ``warnings`` (runs that will produce nothing useful)."""
+    text, fmt, base_dir = _source(scenario)
+    return json.loads(native().estimate(text, fmt, base_dir, _check_overrides(overrides)))
 
 
 def schema() -> dict:

@@ -697,6 +697,7 @@ pub fn run(
             } else {
                 0.0
             },
+            interrupted_at_ms: None,
         },
         ..g.rec.summary(window_s)
     };

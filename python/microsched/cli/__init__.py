@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from typing import Sequence
 
 from . import bench, real, reproduce, run, validate
@@ -72,6 +73,11 @@ def _version() -> str:
         return "unknown"
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Warnings (a run that will produce nothing, a coarser time series) as one line each."""
+    sys.stderr.write(f"{PROG}: warning: {' '.join(str(message).split())}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``microsched`` console script; returns the exit status."""
     parser = build_parser()
@@ -80,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail("a command is required: run, validate, schema, bench, reproduce, sweep, plot, report, serve, "
              "loadgen or real "
              f"(see `{PROG} --help`)")
+    warnings.showwarning = _one_line_warning
     try:
         return int(args.func(args) or 0)
     except CliError as e:
