@@ -46,10 +46,10 @@ NON_FINITE_KEY = "$nonfinite"  # the Rust loader's marker (scenario::NON_FINITE_
 
 
 def _encode_non_finite(node: Any) -> Any:
-    """JSON cannot carry NaN or infinities; they are written as ``{"$nonfinite": "nan"}`` so
+    """JSON cannot carry NaN or infinities; they are written as ``{"$nonfinite": "NaN"}`` so
     that the Rust loader refuses them naming the field, exactly as it does in a TOML file."""
     if isinstance(node, float) and not math.isfinite(node):
-        return {NON_FINITE_KEY: "nan" if math.isnan(node) else ("inf" if node > 0 else "-inf")}
+        return {NON_FINITE_KEY: "NaN" if math.isnan(node) else ("inf" if node > 0 else "-inf")}
     if isinstance(node, Mapping):
         return {k: _encode_non_finite(v) for k, v in node.items()}
     if isinstance(node, (list, tuple)):

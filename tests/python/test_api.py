@@ -87,7 +87,7 @@ def test_invalid_input_raises_value_error_naming_the_field():
     with pytest.raises(ValueError, match="seed"):
         microsched.run(SMALL, seed=-1)
     # NaN cannot cross JSON: it is encoded and refused by the Rust loader, by field, as in TOML.
-    with pytest.raises(ValueError, match=r"^duration_ms: nan is not allowed"):
+    with pytest.raises(ValueError, match=r"^duration_ms: NaN is not allowed"):
         microsched.run(small(duration_ms=float("nan")))
 
 

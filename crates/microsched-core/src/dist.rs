@@ -139,7 +139,7 @@ fn read_samples(path: &Path, column: Option<&str>, field: &str) -> Result<Vec<Na
         if v * 1e3 > crate::scenario::MAX_NS as f64 {
             return Err(ScenarioError::new(
                 field,
-                format!("line {}: {v} µs is more than the longest time allowed ({} µs)", lineno + 1, crate::scenario::MAX_NS / 1000),
+                format!("line {}: {cell} µs is more than the longest time allowed ({} µs)", lineno + 1, crate::scenario::MAX_NS / 1000),
             ));
         }
         out.push(to_ns(v));

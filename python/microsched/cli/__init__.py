@@ -86,9 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail("a command is required: run, validate, schema, bench, reproduce, sweep, plot, report, serve, "
              "loadgen or real "
              f"(see `{PROG} --help`)")
-    warnings.showwarning = _one_line_warning
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
+            return int(args.func(args) or 0)
     except CliError as e:
         fail(e)
     except (ValueError, OSError) as e:

@@ -53,7 +53,7 @@ pub(super) fn check_times(v: &Value, path: &str) -> Result<(), ScenarioError> {
                         return Err(ScenarioError::new(
                             at(k),
                             format!(
-                                "{x} is not allowed: at most {} ({} ns, ≈ 36 years of simulated time)",
+                                "{v} is not allowed: at most {} ({} ns, ≈ 36 years of simulated time)",
                                 MAX_NS as f64 / scale,
                                 MAX_NS
                             ),

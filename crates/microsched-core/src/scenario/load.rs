@@ -86,7 +86,10 @@ fn deserialize(tree: &serde_json::Value) -> Result<Scenario, ScenarioError> {
         })
     };
     let mut at = pointer_parts(&path);
-    'descend: loop {
+    // A missing field is found after the table's keys are read: eliminating a key would only
+    // swap one missing field for another.
+    let missing = message.starts_with("missing field");
+    'descend: while !missing {
         let node = pointer(tree, &at).cloned();
         let children: Vec<String> = match &node {
             Some(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
@@ -98,17 +101,21 @@ fn deserialize(tree: &serde_json::Value) -> Result<Scenario, ScenarioError> {
                 continue;
             }
             let mut t = tree.clone();
-            let removed = match pointer_mut(&mut t, &at) {
-                Some(serde_json::Value::Object(m)) => m.remove(&child).is_some(),
-                // A list element is replaced by an empty table, so that the indices stay put.
+            let culprit = match pointer_mut(&mut t, &at) {
+                Some(serde_json::Value::Object(m)) => {
+                    m.remove(&child);
+                    !same(&t)
+                }
+                // A list element is the culprit if the list holding it alone fails the same way
+                // (blanking another element would make an error of its own).
                 Some(serde_json::Value::Array(a)) => {
                     let i: usize = child.parse().expect("an index");
-                    a[i] = serde_json::Value::Object(Default::default());
-                    true
+                    *a = vec![a[i].clone()];
+                    same(&t)
                 }
                 _ => false,
             };
-            if removed && !same(&t) {
+            if culprit {
                 at.push(child);
                 continue 'descend;
             }
@@ -117,11 +124,35 @@ fn deserialize(tree: &serde_json::Value) -> Result<Scenario, ScenarioError> {
     }
     let mut field = dotted(&at);
     let mut message = message;
+    if message.starts_with("unknown variant") {
+        if let Some(serde_json::Value::Object(m)) = pointer(tree, &at) {
+            if let Some(tag) = ["kind", "dist", "op"].into_iter().find(|t| m.contains_key(*t)) {
+                field = join(&field, tag);
+            }
+        }
+    }
     if let Some(name) = message.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
-        field = join(&field, name);
-        message = "missing: this field is required".into();
+        match pointer(tree, &at) {
+            // An internally tagged table given as something else reports its missing tag.
+            Some(v) if !v.is_object() && !at.is_empty() => message = format!("expected a table, found {}", kind_of(v)),
+            _ => {
+                field = join(&field, name);
+                message = "missing: this field is required".into();
+            }
+        }
     }
     Err(ScenarioError::new(if field.is_empty() { "scenario".into() } else { field }, message))
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "nothing",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a table",
+    }
 }
 
 /// `a.b[2].c` → ["a", "b", "2", "c"].
@@ -189,7 +220,7 @@ fn reject_non_finite_toml(v: &toml::Value, path: &str) -> Result<(), ScenarioErr
     }
 }
 
-/// JSON cannot carry NaN or infinity; the Python front writes them as `{"$nonfinite": "nan"}`
+/// JSON cannot carry NaN or infinity; the Python front writes them as `{"$nonfinite": "NaN"}`
 /// (or `"inf"`, `"-inf"`), so that they are refused here, by field, as in a TOML file.
 pub const NON_FINITE_KEY: &str = "$nonfinite";
 
