@@ -13,6 +13,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import microsched
@@ -175,3 +176,112 @@ def test_ctrl_c_stops_a_long_run_within_a_second(keep):
         assert "interrupted at" in err
     else:
         assert out == "" and "interrupted" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# sweeps
+
+SWEEP_BASE = REPO / "experiments" / "allocators" / "base.toml"
+
+
+def sweep_spec(tmp_path: Path, body: str = "", name: str = "robust") -> Path:
+    p = tmp_path / "spec.toml"
+    p.write_text(f'name = "{name}"\nbase = "{SWEEP_BASE}"\nseeds = 2\noverrides = ["duration_ms=2", "warmup_ms=1"]\n'
+                 f'[grid]\n"load.fraction" = [0.3, 0.6]\n[quick]\nseeds = 1\noverrides = ["duration_ms=1"]\n' + body,
+                 encoding="utf-8")
+    return p
+
+
+def test_sweep_resume_refuses_another_profile_or_seed_set(tmp_path):
+    spec, out = sweep_spec(tmp_path), tmp_path / "out"
+    assert run_cli("sweep", spec, "--out", out, "--jobs", "1").code == 0
+    before = (out / "results.parquet").read_bytes()
+    r = run_cli("sweep", spec, "--out", out, "--resume", "--quick")
+    assert r.code == 2 and "made without --quick" in r.err, r.err
+    r = run_cli("sweep", spec, "--out", out, "--resume", "--seeds", "3")
+    assert r.code == 2 and "seed set (--seeds) differs" in r.err, r.err
+    assert (out / "results.parquet").read_bytes() == before, "nothing overwritten"
+    assert run_cli("sweep", spec, "--out", out, "--resume").code == 0
+
+
+def test_sweep_reruns_empty_or_corrupt_parts(tmp_path):
+    spec, out = sweep_spec(tmp_path), tmp_path / "out"
+    assert run_cli("sweep", spec, "--out", out, "--jobs", "1").code == 0
+    full = pd.read_parquet(out / "results.parquet")
+    parts = sorted((out / "parts").glob("*.parquet"))
+    assert len(parts) == 4
+    parts[0].write_bytes(b"")
+    parts[1].write_bytes(parts[1].read_bytes()[:50])
+    r = run_cli("sweep", spec, "--out", out, "--resume", "--jobs", "1")
+    assert r.code == 0, r.err
+    assert "2 of 4 points already done" in r.out
+    again = pd.read_parquet(out / "results.parquet")
+    wall = [c for c in again.columns if c.startswith("wall") or c.endswith("wall_s")]
+    pd.testing.assert_frame_equal(full.drop(columns=wall), again.drop(columns=wall))
+
+
+def test_sweep_names_cannot_escape_the_output_directory(tmp_path):
+    for name in ("../../../escape", "/abs", ".hidden", "a/b"):
+        r = run_cli("sweep", sweep_spec(tmp_path, name=name), cwd=tmp_path)
+        assert r.code == 2 and "name:" in r.err and "is not allowed" in r.err, r.err
+    assert not (tmp_path.parent / "escape").exists()
+
+
+def test_huge_sweep_prints_its_size_first(tmp_path):
+    spec = sweep_spec(tmp_path)
+    text = spec.read_text().replace('"load.fraction" = [0.3, 0.6]',
+                                    '"load.fraction" = [' + ", ".join(str(0.1 + i * 1e-4) for i in range(3000)) + "]")
+    spec.write_text(text)
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "sweep", str(spec), "--out", str(tmp_path / "o")],
+                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert "6,000 points (3000 load.fraction × 2 seeds)" in err, err
+    assert "roughly" in err
+
+
+def _descendants(pid: int) -> set[int]:
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                out.add(int(d.name))
+    return out | {g for c in out for g in _descendants(c)} if out else out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sweep_workers_die_with_a_killed_driver(tmp_path):
+    spec = sweep_spec(tmp_path).read_text().replace('overrides = ["duration_ms=2", "warmup_ms=1"]',
+                                                    'overrides = ["duration_ms=3000", "warmup_ms=1"]')
+    (tmp_path / "spec.toml").write_text(spec)
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "sweep", str(tmp_path / "spec.toml"), "--out",
+                          str(tmp_path / "o"), "--jobs", "2"], env=ENV, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.5)
+        workers = {w for w in _descendants(p.pid) if "spawn_main" in (Path("/proc") / str(w) / "cmdline").read_text()}
+    assert workers, "the pool workers started"
+    p.kill()  # kill -9 of the driver alone, not its process group
+    p.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.2)
+    alive = [w for w in workers if _alive(w)]
+    for w in alive:
+        os.kill(w, signal.SIGKILL)
+    assert not alive, f"workers {alive} outlived their driver by 5 s"

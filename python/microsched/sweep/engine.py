@@ -215,7 +215,8 @@ def run_local(tasks: Sequence[Task], jobs: int, on_row: RowCallback) -> None:
         return
     # spawn: workers start clean (no fork of a process that holds threads or native state).
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=die_with_parent,
+                               initargs=(os.getpid(),))
     ok = False
     try:
         futures = {pool.submit(run_task, t): t for t in tasks}
@@ -231,6 +232,32 @@ def run_local(tasks: Sequence[Task], jobs: int, on_row: RowCallback) -> None:
     finally:
         # On an error or Ctrl-C, queued points are dropped at once instead of being run.
         pool.shutdown(wait=ok, cancel_futures=not ok)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: the kernel kills this worker when the driver dies, even by
+    ``kill -9`` (Linux ``PR_SET_PDEATHSIG``); elsewhere a watchdog thread polls the parent."""
+    import signal
+    import threading
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0) == 0:
+            if os.getppid() != parent_pid:  # the driver died before the prctl
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="microsched-parent-watchdog").start()
 
 
 def run_ray(tasks: Sequence[Task], jobs: int | None, address: str | None, on_row: RowCallback) -> None:
@@ -355,7 +382,24 @@ def finished_ids(out: Path) -> set[str]:
             tmp.unlink()
         except OSError:
             pass
-    return {p.stem for p in d.glob("*.parquet")}
+    return {p.stem for p in d.glob("*.parquet") if _part_ok(p)}
+
+
+def _part_ok(path: Path) -> bool:
+    """A part is whole if Parquet can read its footer and it holds one row; a part that is
+    empty or corrupt (a full disk, a copy cut short) is removed, so that its point runs again."""
+    import pyarrow.parquet as pq
+
+    try:
+        if path.stat().st_size > 0 and pq.read_metadata(path).num_rows == 1:
+            return True
+    except Exception:  # noqa: BLE001 - any unreadable file is as good as absent
+        pass
+    try:
+        path.unlink()
+    except OSError:
+        pass
+    return False
 
 
 def read_parts(out: Path, tasks: Sequence[Task]) -> pd.DataFrame:
@@ -488,6 +532,20 @@ def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None
         if old.get("driver", "sim") != driver:
             raise SweepError(f"--resume: the results in {out} were made with --driver {old.get('driver', 'sim')}, "
                              f"not {driver}: use the same driver, or another --out")
+        # Another profile (--quick), seed set (--seeds) or spec would mix two experiments in
+        # one results file.
+        if "quick" in old and bool(old["quick"]) != bool(quick):
+            was = "with --quick" if old["quick"] else "without --quick"
+            raise SweepError(f"--resume: the results in {out} were made {was}: use the same profile, or another --out")
+        if "spec" in old:
+            now = spec.to_dict()
+            for key in ("seeds", "grid", "variants", "overrides", "name"):
+                if key in old["spec"] and json.dumps(old["spec"][key], sort_keys=True, default=str) != \
+                        json.dumps(now[key], sort_keys=True, default=str):
+                    what = "seed set (--seeds)" if key == "seeds" else f"spec's {key}"
+                    raise SweepError(f"--resume: the {what} differs from the one the results in {out} were made "
+                                     f"with ({old['spec'][key]!r} there, {now[key]!r} now): use the same, or another "
+                                     f"--out")
         if old.get("base_sha256") not in (None, fingerprint):
             raise SweepError(f"--resume: the results in {out} were made from another version of the base scenario "
                              f"{spec.base} (its text changed): use another --out")
