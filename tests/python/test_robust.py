@@ -285,3 +285,34 @@ def test_sweep_workers_die_with_a_killed_driver(tmp_path):
     for w in alive:
         os.kill(w, signal.SIGKILL)
     assert not alive, f"workers {alive} outlived their driver by 5 s"
+
+
+def test_reproduce_resume_after_interruption_gives_the_uninterrupted_results(tmp_path):
+    """Ctrl-C in the middle of `reproduce allocators --quick`, then `--resume`: the same
+    results.parquet (wall-clock columns aside) and claims as a reproduction run in one go."""
+    ref, cut = tmp_path / "ref", tmp_path / "cut"
+    args = [sys.executable, "-m", "microsched", "reproduce", "allocators", "--quick", "--jobs", "2", "--out"]
+    assert subprocess.run([*args, str(ref)], env=ENV, capture_output=True, timeout=600, cwd=REPO).returncode == 0
+    p = subprocess.Popen([*args, str(cut)], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=REPO)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((cut / "parts").glob("*.parquet"))) < 6:
+        time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "continue with --resume" in err
+    n_saved = len(list((cut / "parts").glob("*.parquet")))
+    assert 6 <= n_saved < 24 and not (cut / "claims.json").exists()
+    # Another profile cannot resume these runs.
+    r = subprocess.run([*args[:5], "--out", str(cut), "--resume"], env=ENV, capture_output=True, text=True,
+                       timeout=600, cwd=REPO)
+    assert r.returncode == 2 and "another profile" in r.stderr, r.stderr
+    r = subprocess.run([*args, str(cut), "--resume"], env=ENV, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    a, b = pd.read_parquet(ref / "results.parquet"), pd.read_parquet(cut / "results.parquet")
+    wall = [c for c in a.columns if c.startswith("sim.")]
+    pd.testing.assert_frame_equal(a.drop(columns=wall), b.drop(columns=wall))
+    ca, cb = (json.loads((d / "claims.json").read_text()) for d in (ref, cut))
+    assert [(c["id"], c["holds"], c.get("measured")) for c in ca] == [(c["id"], c["holds"], c.get("measured"))
+                                                                       for c in cb]

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .runner import _tidy, aggregate, default_jobs, flatten
+from .runner import _tidy, aggregate, default_jobs, die_with_parent, flatten
 from .spec import Point, SpecError, SweepSpec, split_override
 
 PARTS_DIR = "parts"
@@ -232,32 +232,6 @@ def run_local(tasks: Sequence[Task], jobs: int, on_row: RowCallback) -> None:
     finally:
         # On an error or Ctrl-C, queued points are dropped at once instead of being run.
         pool.shutdown(wait=ok, cancel_futures=not ok)
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: the kernel kills this worker when the driver dies, even by
-    ``kill -9`` (Linux ``PR_SET_PDEATHSIG``); elsewhere a watchdog thread polls the parent."""
-    import signal
-    import threading
-
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        if libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0) == 0:
-            if os.getppid() != parent_pid:  # the driver died before the prctl
-                os._exit(1)
-            return
-    except (OSError, AttributeError):
-        pass
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="microsched-parent-watchdog").start()
 
 
 def run_ray(tasks: Sequence[Task], jobs: int | None, address: str | None, on_row: RowCallback) -> None:
