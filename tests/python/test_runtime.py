@@ -189,3 +189,64 @@ def test_run_real_passes_its_seed_to_the_server(monkeypatch):
     assert "serve" in server
     i = server.index("seed=1234")
     assert server[i - 1] == "--set", server
+
+
+def _connect(cookie: int) -> bytes:
+    return b"MS" + bytes([1, 1]) + cookie.to_bytes(4, "little") + (0).to_bytes(4, "little")
+
+
+def _serve(*sets: str) -> tuple[subprocess.Popen, tuple[str, int]]:
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0", "--json",
+                          "--duration", "30", "--set", "clients.sessions=20", *sets],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert line.startswith("listening on 127.0.0.1:"), line
+    host, port = line.split()[2].rsplit(":", 1)
+    return p, (host, int(port))
+
+
+def _flood(addr: tuple[str, int], n: int = 1000) -> tuple[int, int]:
+    """n Connects from one socket; (ConnectAcks, Fulls) received."""
+    import socket
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.5)
+    for i in range(n):
+        s.sendto(_connect(i), addr)
+        if i % 50 == 0:
+            time.sleep(0.001)  # keep within the socket buffers
+    acks = fulls = 0
+    try:
+        while True:
+            data, _ = s.recvfrom(2048)
+            acks += data[3] == 2
+            fulls += data[3] == 8
+    except OSError:
+        pass
+    s.close()
+    return acks, fulls
+
+
+@pytest.mark.parametrize("idle_ms", [500, 60000])
+def test_connect_flood_cannot_lock_the_server_out(idle_ms):
+    """1000 Connects from one socket take every slot (the rest are answered `Full`); with the
+    idle expiry the slots come back and a real load generator connects; without it (a long
+    expiry) the load generator says the server is full instead of "no answer"."""
+    p, addr = _serve("--set", f"runtime.session_idle_ms={idle_ms}")
+    try:
+        acks, fulls = _flood(addr)
+        assert acks == 20 and fulls >= 100, (acks, fulls)  # loopback buffers may drop some answers
+        r = cli("loadgen", SCEN, "--addr", f"{addr[0]}:{addr[1]}", "--set", "clients.sessions=20",
+                "--set", "load={fraction=0.2}", *SHORT, "--json")
+        if idle_ms < 3000:
+            assert r.returncode == 0, r.stderr
+            assert json.loads(r.stdout)["requests"]["completed"] > 0
+        else:
+            one_line_error(r, "is full", "no free session slot", "session_idle_ms")
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    rep = json.loads(out)
+    counters = json.dumps(rep)
+    assert '"no_slot"' in counters and '"expired_sessions"' in counters

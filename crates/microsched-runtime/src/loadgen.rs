@@ -339,8 +339,18 @@ fn connect_all(
     let mut buf = [0u8; 2048];
     let mut left = n;
     let mut last_send: Option<Instant> = None;
+    // Sessions the server answered `Full` (and has not connected since).
+    let mut full = vec![false; n as usize];
     while left > 0 {
         if start.elapsed() > Duration::from_secs(3) {
+            let refused = full.iter().zip(&got).filter(|(f, g)| **f && g.is_none()).count();
+            if refused > 0 {
+                return Err(ConfigError(format!(
+                    "--addr: the microsched server at {server} is full: it has no free session slot for {refused} of {n} \
+                     sessions (still full after 3 s). Its slots are held by other clients (they expire after the \
+                     server's runtime.session_idle_ms of silence), or its clients.sessions is below {n}"
+                )));
+            }
             return Err(ConfigError(format!(
                 "--addr: no answer from a microsched server at {server} ({left} of {n} sessions unanswered after 3 s): \
                  is `microsched serve` running there, with clients.sessions >= {n}?"
@@ -375,6 +385,7 @@ fn connect_all(
                         left -= 1;
                     }
                 }
+                Ok(Msg::Full { cookie }) if from == server && cookie < n => full[cookie as usize] = true,
                 _ => c.bad_datagrams += 1,
             }
         }

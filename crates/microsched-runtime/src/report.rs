@@ -35,8 +35,10 @@ counters!(
         wrong_peer,
         /// A kind only the server sends (ConnectAck, Response, Credit).
         unexpected_kind,
-        /// A connect when every session slot is taken.
+        /// A connect when every session slot is taken (answered with `Full`).
         no_slot,
+        /// Sessions disconnected by the server after `runtime.session_idle_ms` of silence.
+        expired_sessions,
         /// A request of an unknown type or with a service time above the server's cap.
         bad_request,
         /// Requests with a valid token that reached the server: admitted + aqm_dropped + rejected_no_credit.

@@ -85,6 +85,8 @@ pub(crate) struct Shared {
     pub with_program: Vec<bool>,
     pub mutexes: Mutexes,
     pub stacks: StackPool,
+    /// Sessions silent for this long (and with nothing at the server) are disconnected.
+    pub session_idle_ns: microsched_core::Nanos,
 }
 
 impl Shared {
@@ -210,6 +212,7 @@ impl Server {
                 .any(|t| programs.has_program(t))
                 .then(|| Mutex::new(programs)),
             stacks: StackPool::new(MAX_STACKS),
+            session_idle_ns: microsched_core::time::ms(sc.runtime.session_idle_ms).max(1),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();
@@ -536,7 +539,11 @@ fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, 
                         peer,
                     );
                 }
-                None => Counters::bump(&c.no_slot),
+                None => {
+                    // Said, not silently dropped: the client can tell a full server from none.
+                    Counters::bump(&c.no_slot);
+                    sh.send(&encode(&Msg::Full { cookie }), peer);
+                }
             }
         }
         Msg::Request {
@@ -644,7 +651,7 @@ fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, 
                 Auth::WrongPeer => Counters::bump(&c.wrong_peer),
             }
         }
-        Msg::ConnectAck { .. } | Msg::Response { .. } | Msg::Credit { .. } => {
+        Msg::ConnectAck { .. } | Msg::Response { .. } | Msg::Credit { .. } | Msg::Full { .. } => {
             Counters::bump(&c.unexpected_kind)
         }
     }

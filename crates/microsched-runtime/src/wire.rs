@@ -14,6 +14,7 @@
 //! | 5    | Credit         | cookie u32, credits u32                                        |
 //! | 6    | Disconnect     | token u64                                                      |
 //! | 7    | CreditRequest  | token u64, demand u32                                          |
+//! | 8    | Full           | cookie u32                                                     |
 //!
 //! * The **cookie** is the client's own tag for a session (its index in the load generator),
 //!   echoed by the server in `ConnectAck` and `Credit` so that one client socket can carry many
@@ -25,6 +26,8 @@
 //! * A `Response` answers every request that reached the server with a valid token: `Ok` (served),
 //!   `Dropped` (AQM drop notice) or `Rejected` (the session had no credit for it). `qdelay_ns` is
 //!   the time the request waited at the server before a worker started it.
+//! * `Full` answers a `Connect` the server cannot take (every session slot is held): the client
+//!   learns why it gets no `ConnectAck` (idle sessions expire, so a later retry may succeed).
 //! * `demand` is the number of requests still queued at the client after this one (Breakwater's
 //!   piggybacked demand); in `Connect` and `CreditRequest` it asks for credits.
 
@@ -54,6 +57,7 @@ pub enum Msg {
     Credit { cookie: u32, credits: u32 },
     Disconnect { token: u64 },
     CreditRequest { token: u64, demand: u32 },
+    Full { cookie: u32 },
 }
 
 /// Why a datagram is not a valid message.
@@ -105,6 +109,7 @@ const K_RESPONSE: u8 = 4;
 const K_CREDIT: u8 = 5;
 const K_DISCONNECT: u8 = 6;
 const K_CREDIT_REQUEST: u8 = 7;
+const K_FULL: u8 = 8;
 
 /// Body length of each kind.
 fn body_len(kind: u8) -> Option<usize> {
@@ -116,6 +121,7 @@ fn body_len(kind: u8) -> Option<usize> {
         K_CREDIT => 8,
         K_DISCONNECT => 8,
         K_CREDIT_REQUEST => 12,
+        K_FULL => 4,
         _ => return None,
     })
 }
@@ -184,6 +190,7 @@ pub fn decode(buf: &[u8]) -> Result<Msg, DecodeError> {
         K_CREDIT => Msg::Credit { cookie: r.u32(), credits: r.u32() },
         K_DISCONNECT => Msg::Disconnect { token: r.u64() },
         K_CREDIT_REQUEST => Msg::CreditRequest { token: r.u64(), demand: r.u32() },
+        K_FULL => Msg::Full { cookie: r.u32() },
         _ => return Err(DecodeError::UnknownKind(kind)),
     })
 }
@@ -251,6 +258,7 @@ pub fn encode(m: &Msg) -> Encoded {
         Msg::CreditRequest { token, demand } => {
             Writer::new(K_CREDIT_REQUEST).put(&token.to_le_bytes()).put(&demand.to_le_bytes()).done()
         }
+        Msg::Full { cookie } => Writer::new(K_FULL).put(&cookie.to_le_bytes()).done(),
     }
 }
 
@@ -270,6 +278,7 @@ mod tests {
             Msg::Credit { cookie: 1, credits: 5 },
             Msg::Disconnect { token: 5 },
             Msg::CreditRequest { token: 5, demand: 16 },
+            Msg::Full { cookie: 3 },
         ]
     }
 
