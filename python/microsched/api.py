@@ -7,9 +7,10 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported when a result is built: `microsched validate` starts faster
+    import pandas as pd
 
 from ._native_loader import native
 from .scenario import Scenario, _format_of
@@ -47,11 +48,17 @@ class RunResult:
     timeseries: pd.DataFrame
     requests: pd.DataFrame | None
     scenario: dict
-    latency_cdf: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"latency_us": [], "fraction": []}))
+    latency_cdf: pd.DataFrame = field(default_factory=lambda: _empty_cdf())
+
+    def _repr_html_(self) -> str:
+        """The summary's headline figures as an HTML table (Jupyter shows it for a result)."""
+        return summary_html(self.summary, len(self.timeseries))
 
     @classmethod
     def from_native(cls, raw: Mapping[str, Any]) -> "RunResult":
         """Builds a result from the dict that ``microsched._native.run`` returns."""
+        import pandas as pd
+
         summary = raw["summary"]
         summary = json.loads(summary) if isinstance(summary, str) else dict(summary)
         scen = raw.get("scenario") or {}
@@ -83,6 +90,43 @@ class RunResult:
             self.requests.to_parquet(out / REQUESTS_FILE, index=False)
         plot_latency_cdf(self, out / CDF_PLOT_FILE)
         return out
+
+
+def _empty_cdf() -> "pd.DataFrame":
+    import pandas as pd
+
+    return pd.DataFrame({"latency_us": [], "fraction": []})
+
+
+def summary_html(s: Mapping[str, Any], ts_rows: int | None = None) -> str:
+    """A run summary's headline figures as an HTML table."""
+    import html
+
+    def f(v: Any, fmt: str = ",.2f") -> str:
+        try:
+            return format(float(v), fmt)
+        except (TypeError, ValueError):
+            return "-" if v is None else html.escape(str(v))
+
+    lat, q = s.get("latency_us", {}) or {}, s.get("queueing_delay_us", {}) or {}
+    cores = s.get("cores", {}) or {}
+    rows = [
+        ("scenario", html.escape(str(s.get("scenario", ""))) + f" (seed {f(s.get('seed'), 'd')})"),
+        ("policies", html.escape(f"allocator {s.get('allocator', '-')}, overload {s.get('overload', '-')}")),
+        ("offered / throughput / goodput (req/s)",
+         f"{f(s.get('offered_rps'), ',.0f')} / {f(s.get('throughput_rps'), ',.0f')} / {f(s.get('goodput_rps'), ',.0f')}"),
+        ("drop rate", f(s.get("drop_rate"), ".4%")),
+        ("latency µs: mean, p50, p99, p99.9",
+         ", ".join(f(lat.get(k)) for k in ("mean", "p50", "p99", "p999"))),
+        ("queueing delay µs: mean, p99", ", ".join(f(q.get(k)) for k in ("mean", "p99"))),
+        ("cores allocated / busy (mean)", f"{f(cores.get('allocated_mean'))} / {f(cores.get('busy_mean'))}"),
+    ]
+    if (s.get("sim") or {}).get("interrupted_at_ms") is not None:
+        rows.append(("interrupted at (ms)", f(s["sim"]["interrupted_at_ms"], ",.3f")))
+    if ts_rows is not None:
+        rows.append(("time-series rows", str(ts_rows)))
+    body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f"<table><caption>microsched run</caption>{body}</table>"
 
 
 def _check_seed(seed: Any) -> int | None:

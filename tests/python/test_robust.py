@@ -316,3 +316,26 @@ def test_reproduce_resume_after_interruption_gives_the_uninterrupted_results(tmp
     ca, cb = (json.loads((d / "claims.json").read_text()) for d in (ref, cut))
     assert [(c["id"], c["holds"], c.get("measured")) for c in ca] == [(c["id"], c["holds"], c.get("measured"))
                                                                        for c in cb]
+
+
+# ---------------------------------------------------------------------------------------------
+# notebook use and start-up
+
+
+def test_notebook_html_and_sweep_from_a_dict(tmp_path):
+    res = microsched.run(SMALL)
+    h = res._repr_html_()
+    assert h.startswith("<table>") and "small-mm4" in h and "latency" in h
+    spec = {"name": "nb", "base": str(SWEEP_BASE), "seeds": 1, "overrides": ["duration_ms=2", "warmup_ms=1"],
+            "grid": {"load.fraction": [0.3, 0.6]}}
+    out = microsched.run_sweep(spec, tmp_path / "o", jobs=1)
+    assert len(out.results) == 2 and (tmp_path / "o" / "spec.json").is_file()
+    assert "<table" in out._repr_html_() and "sweep nb" in out._repr_html_()
+
+
+def test_cli_validate_does_not_import_pandas():
+    code = ("import sys, runpy; sys.argv = ['microsched', 'validate', %r];\n"
+            "try:\n    runpy.run_module('microsched', run_name='__main__')\nexcept SystemExit: pass\n"
+            "assert 'pandas' not in sys.modules, 'pandas imported'\nprint('ok')") % str(MMC)
+    p = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip().endswith("ok"), p.stderr

@@ -250,3 +250,11 @@ def test_connect_flood_cannot_lock_the_server_out(idle_ms):
     rep = json.loads(out)
     counters = json.dumps(rep)
     assert '"no_slot"' in counters and '"expired_sessions"' in counters
+
+
+def test_real_refuses_more_workers_than_cpus():
+    import os
+
+    cpus = len(os.sched_getaffinity(0))
+    one_line_error(cli("real", SCEN, "--set", f"server.max_cores={cpus + 1}", *SHORT),
+                   "server.max_cores", "spinning workers", "--oversubscribe")

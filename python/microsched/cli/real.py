@@ -97,6 +97,9 @@ def add_commands(sub: Any) -> None:
                     help="also simulate the same scenario (same overrides and seed: the same arrivals, sessions "
                          "and service times) and print the two side by side; with --json the simulator's summary "
                          "is added under the key `sim`, with --out it is written to DIR/sim_summary.json")
+    rl.add_argument("--oversubscribe", action="store_true",
+                    help="run even if the server's spinning workers (server.max_cores) outnumber this machine's "
+                         "CPUs (they would starve the load generator, the controller and everything else)")
     add_set(rl)
     rl.set_defaults(func=cmd_real)
 
@@ -144,10 +147,29 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_cpus(scenario: str, overrides: list[str], oversubscribe: bool) -> None:
+    """Refuses a real run whose workers outnumber the CPUs, unless ``oversubscribe``.
+
+    Workers spin while they search for work, so more workers than CPUs starve every other
+    thread. The controller and the load generator sleep between events and are not counted
+    (the shipped 2-worker scenarios run on 2 CPUs); a run with more workers than CPUs measures
+    the kernel's scheduler, not the policies."""
+    from ..api import validate
+    from ..sweep.runner import default_jobs
+
+    workers = int(validate(scenario, overrides=overrides, force=True)["server"]["max_cores"])
+    cpus = default_jobs()
+    if workers > cpus and not oversubscribe:
+        raise CliError(f"server.max_cores: {workers} spinning workers on {cpus} CPU(s) would starve this machine "
+                       f"(and the load generator and controller with it): use --set server.max_cores={cpus} or "
+                       f"less, or --oversubscribe to run anyway")
+
+
 def cmd_real(args: argparse.Namespace) -> int:
     from .. import real
 
     try:
+        check_cpus(args.scenario, args.overrides, args.oversubscribe)
         res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out)
         sim = _simulate(args) if args.compare_sim else None
     except ValueError as e:

@@ -442,26 +442,39 @@ class SweepOutcome:
     wall_s: float
     results: pd.DataFrame
 
+    def _repr_html_(self) -> str:
+        """A heading and the results table (Jupyter shows it for an outcome)."""
+        import html
+
+        head = (f"<p><b>sweep {html.escape(self.name)}</b>: {self.n_points} points ({self.n_run} run, "
+                f"{self.n_skipped} already done) in {self.wall_s:.1f} s; results in {html.escape(str(self.out))}</p>")
+        return head + self.results.to_html(max_rows=30, max_cols=20)
+
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def prepare(spec_path: str | Path, quick: bool = False, seeds: int | None = None,
+def prepare(spec_path: str | Path | Mapping[str, Any], quick: bool = False, seeds: int | None = None,
             driver: str = "sim") -> tuple[SweepSpec, list[Task]]:
     """Loads and checks a spec and every point's scenario; raises before anything runs."""
-    spec = SweepSpec.load(spec_path, quick=quick, seeds=seeds)
+    if isinstance(spec_path, Mapping):
+        # A spec built in Python: its `base` is relative to the current directory.
+        spec = SweepSpec.from_dict(spec_path, Path.cwd() / "<dict>", quick=quick, seeds=seeds)
+    else:
+        spec = SweepSpec.load(spec_path, quick=quick, seeds=seeds)
     points = spec.points()
     tasks = make_tasks(spec, points, driver)
     validate_points(spec, points)
     return spec, tasks
 
 
-def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None, backend: str = "local",
+def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, jobs: int | None = None, backend: str = "local",
               address: str | None = None, resume: bool = False, quick: bool = False, seeds: int | None = None,
               driver: str = "sim", progress: Callable[[int, int], None] | None = None,
               on_start: Callable[[int, int], None] | None = None) -> SweepOutcome:
-    """Runs a sweep spec and writes its results to ``out`` (see the module's doc).
+    """Runs a sweep spec (a file, or the same structure as a dict) and writes its results to
+    ``out`` (see the module's doc).
 
     ``progress(done, total)`` is called after each finished point (``done`` counts the points
     skipped by ``resume`` too); ``on_start(skipped, total)`` once before the first point runs.
@@ -526,7 +539,10 @@ def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None
 
     out.mkdir(parents=True, exist_ok=True)
     (out / PARTS_DIR).mkdir(exist_ok=True)
-    shutil.copyfile(spec.path, out / SPEC_COPY)
+    if isinstance(spec_path, Mapping):
+        _write_json(out / "spec.json", dict(spec_path))
+    else:
+        shutil.copyfile(spec.path, out / SPEC_COPY)
     (out / BASE_COPY).write_text(base_text, encoding="utf-8")
     from ..api import validate
 
