@@ -143,7 +143,8 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
     path = Path(scenario)
     ovr = _check_overrides(overrides)
     seed = _check_seed(seed)
-    resolved = validate(path, ovr)  # raises ValueError naming the field at fault
+    # force: the cost estimate is the simulator's; the real runtime checks its own limits.
+    resolved = validate(path, ovr, force=True)  # raises ValueError naming the field at fault
     rt = resolved.get("runtime", {})
     run_s = (float(resolved["duration_ms"]) + float(resolved.get("warmup_ms") or 0.0)
              + float(rt.get("drain_ms", 500.0))) / 1e3
