@@ -38,13 +38,19 @@ class RealError(RuntimeError):
 
 
 def serve(scenario: Any, addr: str | None = None, duration_s: float | None = None, overrides: Iterable[str] = (),
-          allow_remote: bool = False, once: bool = False, ready: Callable[[str], None] | None = None) -> dict:
+          allow_remote: bool = False, once: bool = False, ready: Callable[[str], None] | None = None,
+          stats: Callable[[dict], None] | None = None, stats_every_s: float = 1.0) -> dict:
     """Runs the server of ``scenario`` on ``addr`` (default ``127.0.0.1:<runtime.port>``) until
     ``duration_s`` or, with ``once``, until every client that connected has left; calls
     ``ready(addr)`` once it listens. Returns the server report. Raises ``ValueError`` on bad
-    configuration (a non-loopback address without ``allow_remote``, an invalid scenario)."""
+    configuration (a non-loopback address without ``allow_remote``, an invalid scenario).
+    ``stats(counters)`` is called every ``stats_every_s`` seconds with the live counters."""
     text, fmt, base_dir = _source(scenario)
-    rep = native().serve(text, fmt, base_dir, _check_overrides(overrides), addr, duration_s, allow_remote, once, ready)
+    if not (stats_every_s > 0):
+        raise ValueError(f"--stats-every: {stats_every_s} is not allowed: use a number of seconds > 0")
+    cb = (lambda line: stats(json.loads(line))) if stats is not None else None
+    rep = native().serve(text, fmt, base_dir, _check_overrides(overrides), addr, duration_s, allow_remote, once, ready,
+                         cb, float(stats_every_s))
     return json.loads(rep)
 
 

@@ -258,3 +258,29 @@ def test_real_refuses_more_workers_than_cpus():
     cpus = len(os.sched_getaffinity(0))
     one_line_error(cli("real", SCEN, "--set", f"server.max_cores={cpus + 1}", *SHORT),
                    "server.max_cores", "spinning workers", "--oversubscribe")
+
+
+def test_live_counters_read_during_a_run():
+    """`serve --stats-every 0.2 --metrics-port 0`: JSON lines on stderr and a Prometheus scrape
+    while a load generator runs, both showing requests arriving."""
+    import urllib.request
+
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0", "--json",
+                          "--duration", "30", "--stats-every", "0.2", "--metrics-port", "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        metrics = p.stderr.readline().split()[-1]
+        assert metrics.startswith("http://127.0.0.1:"), metrics
+        addr = p.stdout.readline().split()[2]
+        r = cli("loadgen", SCEN, "--addr", addr, "--set", "load={fraction=0.3}", *SHORT, "--json")
+        assert r.returncode == 0, r.stderr
+        text = urllib.request.urlopen(metrics, timeout=5).read().decode()
+        assert "# TYPE microsched_server_requests_total counter" in text
+        served = [ln for ln in text.splitlines() if ln.startswith("microsched_server_requests_total ")]
+        assert served and float(served[0].split()[1]) > 0, text
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    lines = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
+    assert len(lines) >= 3 and max(ln["requests"] for ln in lines) > 0
+    assert {"connected_sessions", "uptime_s", "no_slot", "expired_sessions"} <= set(lines[-1])

@@ -287,6 +287,16 @@ impl Server {
         }
     }
 
+    /// The live counters, read while the server runs: every counter, the connected sessions
+    /// and the seconds since the start (one JSON object, for a periodic line or a scrape).
+    pub fn live(&self) -> serde_json::Value {
+        let mut m = self.sh.counters.snapshot();
+        m.insert("connected_sessions".into(), self.sh.rpc.lock().connected().into());
+        m.insert("uptime_s".into(), self.started.elapsed().as_secs_f64().into());
+        m.insert("rejected_total".into(), self.sh.counters.rejected_total().into());
+        serde_json::Value::Object(m)
+    }
+
     pub fn stop(self) -> ServerReport {
         self.stop_with("stopped")
     }
