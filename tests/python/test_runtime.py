@@ -284,3 +284,32 @@ def test_live_counters_read_during_a_run():
     lines = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
     assert len(lines) >= 3 and max(ln["requests"] for ln in lines) > 0
     assert {"connected_sessions", "uptime_s", "no_slot", "expired_sessions"} <= set(lines[-1])
+
+
+def test_shared_secret_keeps_unauthenticated_connects_out(monkeypatch):
+    """With MICROSCHED_SECRET set on the server, a flood of plain Connects gets nothing (every
+    slot stays free), a load generator holding the secret connects at once, and one without
+    it is told to set the secret."""
+    import os
+
+    env = dict(os.environ, MICROSCHED_SECRET="correct horse battery staple")
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0", "--json",
+                          "--duration", "30", "--set", "clients.sessions=20"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        line = p.stdout.readline()
+        host, port = line.split()[2].rsplit(":", 1)
+        acks, fulls = _flood((host, int(port)), 300)
+        assert acks == 0 and fulls == 0
+        args = [sys.executable, "-m", "microsched", "loadgen", SCEN, "--addr", f"{host}:{port}",
+                "--set", "clients.sessions=20", "--set", "load={fraction=0.2}", *SHORT, "--json"]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+        assert r.returncode == 0, r.stderr
+        bad = dict(env, MICROSCHED_SECRET="wrong")
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=REPO, env=bad)
+        assert r.returncode == 2 and "MICROSCHED_SECRET" in r.stderr, r.stderr
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    c = json.loads(out)["counters"]
+    assert c["unauthenticated"] >= 200 and c["bad_mac"] >= 1 and c["connects"] == 20, c

@@ -341,6 +341,7 @@ fn connect_all(
     let mut last_send: Option<Instant> = None;
     // Sessions the server answered `Full` (and has not connected since).
     let mut full = vec![false; n as usize];
+    let secret = crate::auth::Secret::from_env();
     while left > 0 {
         if start.elapsed() > Duration::from_secs(3) {
             let refused = full.iter().zip(&got).filter(|(f, g)| **f && g.is_none()).count();
@@ -353,20 +354,23 @@ fn connect_all(
             }
             return Err(ConfigError(format!(
                 "--addr: no answer from a microsched server at {server} ({left} of {n} sessions unanswered after 3 s): \
-                 is `microsched serve` running there, with clients.sessions >= {n}?"
+                 is `microsched serve` running there, with clients.sessions >= {n}? (A server started with a \
+                 shared secret answers only clients with the same {})", crate::auth::ENV
             )));
         }
         if last_send.is_none_or(|t| t.elapsed() > Duration::from_millis(100)) {
             for (i, g) in got.iter().enumerate() {
                 if g.is_none() {
                     c.datagrams_out += 1;
-                    let _ = sock.send_to(
-                        &encode(&Msg::Connect {
-                            cookie: i as u32,
-                            demand: 0,
-                        }),
-                        server,
-                    );
+                    let cookie = i as u32;
+                    let msg = match &secret {
+                        Some(s) => {
+                            let stamp_ms = crate::auth::unix_ms();
+                            Msg::AuthConnect { cookie, demand: 0, stamp_ms, mac: s.mac(cookie, 0, stamp_ms) }
+                        }
+                        None => Msg::Connect { cookie, demand: 0 },
+                    };
+                    let _ = sock.send_to(&encode(&msg), server);
                 }
             }
             last_send = Some(Instant::now());
