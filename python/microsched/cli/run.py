@@ -67,9 +67,19 @@ class ProgressBar:
         self.task: Any = None
 
     def __call__(self, done_ms: float, total_ms: float) -> None:
+        elapsed = time.monotonic() - self.start
+        if elapsed < self.delay_s:
+            return
+        if not sys.stderr.isatty():
+            # No terminal to redraw a bar on (a log, a pipe): a plain line every few seconds.
+            if elapsed - getattr(self, "_last_line", -1e9) >= 5.0:
+                self._last_line = elapsed
+                eta = elapsed * (total_ms - done_ms) / done_ms if done_ms > 0 else float("nan")
+                sys.stderr.write(f"simulating: {done_ms:,.1f} / {total_ms:,.1f} ms ({done_ms / total_ms:.0%}), "
+                                 f"{elapsed:.0f} s elapsed, ETA {eta:.0f} s\n")
+                sys.stderr.flush()
+            return
         if self.bar is None:
-            if time.monotonic() - self.start < self.delay_s:
-                return
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             from .render import err_console
