@@ -100,6 +100,10 @@ class ProgressBar:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..api import run
 
+    # The result is a pandas frame: import it now, not after a Ctrl-C, which should end the
+    # command at once.
+    import pandas  # noqa: F401
+
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     bar = ProgressBar() if show else None
     try:

@@ -157,12 +157,12 @@ def _where(p: Point) -> str:
 # validation
 
 
-def validate_points(spec: SweepSpec, points: Iterable[Point]) -> None:
+def validate_points(spec: SweepSpec, points: Iterable[Point], force: bool = False) -> None:
     """Validates every distinct scenario of the sweep with the native validator before
     anything runs (seeds do not change validity), and checks that every overridden key is a
     setting of the resolved scenario: a key the scenario would silently ignore (a parameter of
     another policy kind) is an unknown parameter too. Raises ``ValueError`` naming the field,
-    the spec and the point."""
+    the spec and the point. ``force`` skips the simulator's cost estimate (real-runtime points)."""
     from ..api import validate
 
     seen: set[tuple[str, ...]] = set()
@@ -171,7 +171,7 @@ def validate_points(spec: SweepSpec, points: Iterable[Point]) -> None:
             continue
         seen.add(p.overrides)
         try:
-            resolved = validate(p.scenario, overrides=list(p.overrides))
+            resolved = validate(p.scenario, overrides=list(p.overrides), force=force)
             check_keys_used(resolved, p.overrides)
         except ValueError as e:
             where = ", ".join(f"{k}={v}" for k, v in p.params.items() if k != "seed")
@@ -465,7 +465,7 @@ def prepare(spec_path: str | Path | Mapping[str, Any], quick: bool = False, seed
         spec = SweepSpec.load(spec_path, quick=quick, seeds=seeds)
     points = spec.points()
     tasks = make_tasks(spec, points, driver)
-    validate_points(spec, points)
+    validate_points(spec, points, force=driver == "real")
     return spec, tasks
 
 
@@ -546,7 +546,7 @@ def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, job
     (out / BASE_COPY).write_text(base_text, encoding="utf-8")
     from ..api import validate
 
-    resolved = validate(spec.base, overrides=list(spec.overrides))
+    resolved = validate(spec.base, overrides=list(spec.overrides), force=driver == "real")
     (out / RESOLVED_FILE).write_text(json.dumps(resolved, indent=2) + "\n", encoding="utf-8")
     meta: dict[str, Any] = {
         "name": spec.name, "description": spec.description, "spec_file": str(spec.path),
