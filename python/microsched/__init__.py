@@ -12,7 +12,15 @@ The simulation engine is Rust (``microsched._native``); this package is the type
 :class:`Scenario`, :func:`run`, :class:`RunResult`, :func:`schema`, plots and the CLI.
 """
 
-from .api import RunResult, run, schema
+from .api import RunResult, estimate, run, schema, validate
 from .scenario import Scenario
 
-__all__ = ["run", "Scenario", "RunResult", "schema"]
+__all__ = ["run", "run_sweep", "Scenario", "RunResult", "schema", "validate", "estimate"]
+
+
+def run_sweep(spec, out, **kwargs):
+    """Runs a sweep: :func:`microsched.sweep.run_sweep` (a spec file or dict, an output
+    directory; keyword options as there)."""
+    from .sweep.engine import run_sweep as _run_sweep
+
+    return _run_sweep(spec, out, **kwargs)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported when a result is built: `microsched validate` starts faster
+    import pandas as pd
 
 from ._native_loader import native
 from .scenario import Scenario, _format_of
@@ -46,11 +48,17 @@ class RunResult:
     timeseries: pd.DataFrame
     requests: pd.DataFrame | None
     scenario: dict
-    latency_cdf: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"latency_us": [], "fraction": []}))
+    latency_cdf: pd.DataFrame = field(default_factory=lambda: _empty_cdf())
+
+    def _repr_html_(self) -> str:
+        """The summary's headline figures as an HTML table (Jupyter shows it for a result)."""
+        return summary_html(self.summary, len(self.timeseries))
 
     @classmethod
     def from_native(cls, raw: Mapping[str, Any]) -> "RunResult":
         """Builds a result from the dict that ``microsched._native.run`` returns."""
+        import pandas as pd
+
         summary = raw["summary"]
         summary = json.loads(summary) if isinstance(summary, str) else dict(summary)
         scen = raw.get("scenario") or {}
@@ -82,6 +90,43 @@ class RunResult:
             self.requests.to_parquet(out / REQUESTS_FILE, index=False)
         plot_latency_cdf(self, out / CDF_PLOT_FILE)
         return out
+
+
+def _empty_cdf() -> "pd.DataFrame":
+    import pandas as pd
+
+    return pd.DataFrame({"latency_us": [], "fraction": []})
+
+
+def summary_html(s: Mapping[str, Any], ts_rows: int | None = None) -> str:
+    """A run summary's headline figures as an HTML table."""
+    import html
+
+    def f(v: Any, fmt: str = ",.2f") -> str:
+        try:
+            return format(float(v), fmt)
+        except (TypeError, ValueError):
+            return "-" if v is None else html.escape(str(v))
+
+    lat, q = s.get("latency_us", {}) or {}, s.get("queueing_delay_us", {}) or {}
+    cores = s.get("cores", {}) or {}
+    rows = [
+        ("scenario", html.escape(str(s.get("scenario", ""))) + f" (seed {f(s.get('seed'), 'd')})"),
+        ("policies", html.escape(f"allocator {s.get('allocator', '-')}, overload {s.get('overload', '-')}")),
+        ("offered / throughput / goodput (req/s)",
+         f"{f(s.get('offered_rps'), ',.0f')} / {f(s.get('throughput_rps'), ',.0f')} / {f(s.get('goodput_rps'), ',.0f')}"),
+        ("drop rate", f(s.get("drop_rate"), ".4%")),
+        ("latency µs: mean, p50, p99, p99.9",
+         ", ".join(f(lat.get(k)) for k in ("mean", "p50", "p99", "p999"))),
+        ("queueing delay µs: mean, p99", ", ".join(f(q.get(k)) for k in ("mean", "p99"))),
+        ("cores allocated / busy (mean)", f"{f(cores.get('allocated_mean'))} / {f(cores.get('busy_mean'))}"),
+    ]
+    if (s.get("sim") or {}).get("interrupted_at_ms") is not None:
+        rows.append(("interrupted at (ms)", f(s["sim"]["interrupted_at_ms"], ",.3f")))
+    if ts_rows is not None:
+        rows.append(("time-series rows", str(ts_rows)))
+    body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f"<table><caption>microsched run</caption>{body}</table>"
 
 
 def _check_seed(seed: Any) -> int | None:
@@ -122,7 +167,9 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
     raise TypeError(f"scenario must be a path, a dict or a Scenario, not {type(scenario).__name__}")
 
 
-def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = ()) -> RunResult:
+def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = (), *,
+        force: bool = False, progress: Callable[[float, float], Any] | None = None,
+        keep_partial: bool = False) -> RunResult:
     """Simulates a scenario and returns its :class:`RunResult`.
 
     Args:
@@ -133,24 +180,48 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
             scenario and seed give bit-identical results.
         overrides: ``"dotted.key=value"`` strings applied before validation, as ``--set`` on
             the command line (the value is a TOML literal, else a bare string).
+        force: run even if the cost estimate (requests, events, memory; see :func:`estimate`)
+            is over the machine's limits.
+        progress: called as ``progress(simulated_ms, total_ms)`` at most every 0.1 s of
+            wall-clock time while the simulation runs (the GIL is released in between).
+        keep_partial: on Ctrl-C (KeyboardInterrupt), stop the run and return what it measured
+            so far (``summary["sim"]["interrupted_at_ms"]`` says when it stopped) instead of
+            raising.
 
     Raises:
         ValueError: the scenario is invalid; the message starts with the field at fault
             (``"server.max_cores: 0 is not allowed: use 1..=1024"``).
         FileNotFoundError: the scenario file does not exist.
+        KeyboardInterrupt: Ctrl-C during the run (unless ``keep_partial``).
+
+    Warns:
+        UserWarning: the run will produce nothing useful (an RTT longer than the run, no
+            load, ...), or the time series is sampled more coarsely than asked.
     """
     seed = _check_seed(seed)
     ovr = _check_overrides(overrides)
     text, fmt, base_dir = _source(scenario)
-    raw = native().run(text, fmt, base_dir, ovr, seed)
+    raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial))
+    for w in raw.get("warnings") or ():
+        warnings.warn(w, UserWarning, stacklevel=2)
     return RunResult.from_native(raw)
 
 
-def validate(scenario: ScenarioLike, overrides: Iterable[str] = ()) -> dict:
+def validate(scenario: ScenarioLike, overrides: Iterable[str] = (), *, force: bool = False) -> dict:
     """Validates a scenario (path, dict or Scenario) and returns it resolved, defaults filled
-    in. Raises ``ValueError`` naming the field at fault."""
+    in. Raises ``ValueError`` naming the field at fault, also when the run's cost estimate is
+    over the machine's limits (unless ``force``)."""
     text, fmt, base_dir = _source(scenario)
-    return json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides)))
+    return json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), bool(force)))
+
+
+def estimate(scenario: ScenarioLike, overrides: Iterable[str] = ()) -> dict:
+    """What running a scenario costs, estimated before it starts: ``sessions``, ``requests``
+    (whole run), ``measured_requests``, ``events``, ``samples`` (time-series rows) and
+    ``sample_interval_ns``, ``memory_bytes``, ``wall_s`` (at a typical engine speed) and
+    ``warnings`` (runs that will produce nothing useful)."""
+    text, fmt, base_dir = _source(scenario)
+    return json.loads(native().estimate(text, fmt, base_dir, _check_overrides(overrides)))
 
 
 def schema() -> dict:

@@ -38,13 +38,19 @@ class RealError(RuntimeError):
 
 
 def serve(scenario: Any, addr: str | None = None, duration_s: float | None = None, overrides: Iterable[str] = (),
-          allow_remote: bool = False, once: bool = False, ready: Callable[[str], None] | None = None) -> dict:
+          allow_remote: bool = False, once: bool = False, ready: Callable[[str], None] | None = None,
+          stats: Callable[[dict], None] | None = None, stats_every_s: float = 1.0) -> dict:
     """Runs the server of ``scenario`` on ``addr`` (default ``127.0.0.1:<runtime.port>``) until
     ``duration_s`` or, with ``once``, until every client that connected has left; calls
     ``ready(addr)`` once it listens. Returns the server report. Raises ``ValueError`` on bad
-    configuration (a non-loopback address without ``allow_remote``, an invalid scenario)."""
+    configuration (a non-loopback address without ``allow_remote``, an invalid scenario).
+    ``stats(counters)`` is called every ``stats_every_s`` seconds with the live counters."""
     text, fmt, base_dir = _source(scenario)
-    rep = native().serve(text, fmt, base_dir, _check_overrides(overrides), addr, duration_s, allow_remote, once, ready)
+    if not (stats_every_s > 0):
+        raise ValueError(f"--stats-every: {stats_every_s} is not allowed: use a number of seconds > 0")
+    cb = (lambda line: stats(json.loads(line))) if stats is not None else None
+    rep = native().serve(text, fmt, base_dir, _check_overrides(overrides), addr, duration_s, allow_remote, once, ready,
+                         cb, float(stats_every_s))
     return json.loads(rep)
 
 
@@ -143,7 +149,8 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
     path = Path(scenario)
     ovr = _check_overrides(overrides)
     seed = _check_seed(seed)
-    resolved = validate(path, ovr)  # raises ValueError naming the field at fault
+    # force: the cost estimate is the simulator's; the real runtime checks its own limits.
+    resolved = validate(path, ovr, force=True)  # raises ValueError naming the field at fault
     rt = resolved.get("runtime", {})
     run_s = (float(resolved["duration_ms"]) + float(resolved.get("warmup_ms") or 0.0)
              + float(rt.get("drain_ms", 500.0))) / 1e3

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -41,15 +42,28 @@ def _parse(text: str, fmt: str) -> dict:
     return tree
 
 
+NON_FINITE_KEY = "$nonfinite"  # the Rust loader's marker (scenario::NON_FINITE_KEY)
+
+
+def _encode_non_finite(node: Any) -> Any:
+    """JSON cannot carry NaN or infinities; they are written as ``{"$nonfinite": "NaN"}`` so
+    that the Rust loader refuses them naming the field, exactly as it does in a TOML file."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return {NON_FINITE_KEY: "NaN" if math.isnan(node) else ("inf" if node > 0 else "-inf")}
+    if isinstance(node, Mapping):
+        return {k: _encode_non_finite(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_encode_non_finite(v) for v in node]
+    return node
+
+
 def _to_json(tree: Mapping[str, Any]) -> str:
-    """Serialises a scenario tree for the native loader. Values JSON cannot carry exactly
-    (NaN, infinities) are refused here; anything else unusual (a TOML date) is passed on as a
-    string so that the Rust schema names the field that does not accept it."""
+    """Serialises a scenario tree for the native loader. Non-finite numbers are encoded for
+    Rust to refuse by field; anything else unusual (a TOML date) is passed on as a string so
+    that the Rust schema names the field that does not accept it."""
     try:
-        return json.dumps(tree, allow_nan=False, default=str)
-    except ValueError as e:
-        raise ValueError(f"scenario: {e} (NaN and infinite values are not allowed)") from None
-    except TypeError as e:
+        return json.dumps(_encode_non_finite(tree), allow_nan=False, default=str)
+    except (TypeError, ValueError) as e:
         raise ValueError(f"scenario: {e}") from None
 
 
@@ -145,10 +159,11 @@ class Scenario:
         """The scenario tree as JSON text (what is handed to the simulator)."""
         return _to_json(self._tree)
 
-    def validate(self, overrides: list[str] | tuple[str, ...] = ()) -> dict:
+    def validate(self, overrides: list[str] | tuple[str, ...] = (), force: bool = False) -> dict:
         """Validates with the Rust schema and returns the resolved scenario (defaults filled
-        in). Raises ``ValueError("field.path: message")`` naming the field at fault."""
-        text = native().validate(self.to_json(), "json", str(self.base_dir), list(overrides))
+        in). Raises ``ValueError("field.path: message")`` naming the field at fault, also when
+        the run's cost estimate is over the machine's limits (unless ``force``)."""
+        text = native().validate(self.to_json(), "json", str(self.base_dir), list(overrides), force)
         return json.loads(text)
 
     # -- dunder ---------------------------------------------------------------------------

@@ -189,3 +189,127 @@ def test_run_real_passes_its_seed_to_the_server(monkeypatch):
     assert "serve" in server
     i = server.index("seed=1234")
     assert server[i - 1] == "--set", server
+
+
+def _connect(cookie: int) -> bytes:
+    return b"MS" + bytes([1, 1]) + cookie.to_bytes(4, "little") + (0).to_bytes(4, "little")
+
+
+def _serve(*sets: str) -> tuple[subprocess.Popen, tuple[str, int]]:
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0", "--json",
+                          "--duration", "30", "--set", "clients.sessions=20", *sets],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert line.startswith("listening on 127.0.0.1:"), line
+    host, port = line.split()[2].rsplit(":", 1)
+    return p, (host, int(port))
+
+
+def _flood(addr: tuple[str, int], n: int = 1000) -> tuple[int, int]:
+    """n Connects from one socket; (ConnectAcks, Fulls) received."""
+    import socket
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.5)
+    for i in range(n):
+        s.sendto(_connect(i), addr)
+        if i % 50 == 0:
+            time.sleep(0.001)  # keep within the socket buffers
+    acks = fulls = 0
+    try:
+        while True:
+            data, _ = s.recvfrom(2048)
+            acks += data[3] == 2
+            fulls += data[3] == 8
+    except OSError:
+        pass
+    s.close()
+    return acks, fulls
+
+
+@pytest.mark.parametrize("idle_ms", [500, 60000])
+def test_connect_flood_cannot_lock_the_server_out(idle_ms):
+    """1000 Connects from one socket take every slot (the rest are answered `Full`); with the
+    idle expiry the slots come back and a real load generator connects; without it (a long
+    expiry) the load generator says the server is full instead of "no answer"."""
+    p, addr = _serve("--set", f"runtime.session_idle_ms={idle_ms}")
+    try:
+        acks, fulls = _flood(addr)
+        assert acks == 20 and fulls >= 100, (acks, fulls)  # loopback buffers may drop some answers
+        r = cli("loadgen", SCEN, "--addr", f"{addr[0]}:{addr[1]}", "--set", "clients.sessions=20",
+                "--set", "load={fraction=0.2}", *SHORT, "--json")
+        if idle_ms < 3000:
+            assert r.returncode == 0, r.stderr
+            assert json.loads(r.stdout)["requests"]["completed"] > 0
+        else:
+            one_line_error(r, "is full", "no free session slot", "session_idle_ms")
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    rep = json.loads(out)
+    counters = json.dumps(rep)
+    assert '"no_slot"' in counters and '"expired_sessions"' in counters
+
+
+def test_real_refuses_more_workers_than_cpus():
+    import os
+
+    cpus = len(os.sched_getaffinity(0))
+    one_line_error(cli("real", SCEN, "--set", f"server.max_cores={cpus + 1}", *SHORT),
+                   "server.max_cores", "spinning workers", "--oversubscribe")
+
+
+def test_live_counters_read_during_a_run():
+    """`serve --stats-every 0.2 --metrics-port 0`: JSON lines on stderr and a Prometheus scrape
+    while a load generator runs, both showing requests arriving."""
+    import urllib.request
+
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0", "--json",
+                          "--duration", "30", "--stats-every", "0.2", "--metrics-port", "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        metrics = p.stderr.readline().split()[-1]
+        assert metrics.startswith("http://127.0.0.1:"), metrics
+        addr = p.stdout.readline().split()[2]
+        r = cli("loadgen", SCEN, "--addr", addr, "--set", "load={fraction=0.3}", *SHORT, "--json")
+        assert r.returncode == 0, r.stderr
+        text = urllib.request.urlopen(metrics, timeout=5).read().decode()
+        assert "# TYPE microsched_server_requests_total counter" in text
+        served = [ln for ln in text.splitlines() if ln.startswith("microsched_server_requests_total ")]
+        assert served and float(served[0].split()[1]) > 0, text
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    lines = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
+    assert len(lines) >= 3 and max(ln["requests"] for ln in lines) > 0
+    assert {"connected_sessions", "uptime_s", "no_slot", "expired_sessions"} <= set(lines[-1])
+
+
+def test_shared_secret_keeps_unauthenticated_connects_out(monkeypatch):
+    """With MICROSCHED_SECRET set on the server, a flood of plain Connects gets nothing (every
+    slot stays free), a load generator holding the secret connects at once, and one without
+    it is told to set the secret."""
+    import os
+
+    env = dict(os.environ, MICROSCHED_SECRET="correct horse battery staple")
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0", "--json",
+                          "--duration", "30", "--set", "clients.sessions=20"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        line = p.stdout.readline()
+        host, port = line.split()[2].rsplit(":", 1)
+        acks, fulls = _flood((host, int(port)), 300)
+        assert acks == 0 and fulls == 0
+        args = [sys.executable, "-m", "microsched", "loadgen", SCEN, "--addr", f"{host}:{port}",
+                "--set", "clients.sessions=20", "--set", "load={fraction=0.2}", *SHORT, "--json"]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+        assert r.returncode == 0, r.stderr
+        bad = dict(env, MICROSCHED_SECRET="wrong")
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=REPO, env=bad)
+        assert r.returncode == 2 and "MICROSCHED_SECRET" in r.stderr, r.stderr
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    c = json.loads(out)["counters"]
+    assert c["unauthenticated"] >= 200 and c["bad_mac"] >= 1 and c["connects"] == 20, c

@@ -88,7 +88,8 @@ impl Sampler {
             Sampler::Lognormal { dist, .. } => round_ns(dist.sample(rng)),
             Sampler::Empirical(samples) => samples[rng.gen_range(0..samples.len())],
         };
-        v.max(1)
+        // A heavy tail (lognormal, large sigma) may draw past what a time can hold.
+        v.clamp(1, crate::scenario::MAX_NS)
     }
 
     /// Mean in µs (exact for the parametric distributions, the sample mean for empirical).
@@ -134,6 +135,12 @@ fn read_samples(path: &Path, column: Option<&str>, field: &str) -> Result<Vec<Na
         })?;
         if !(v.is_finite() && v > 0.0) {
             return Err(ScenarioError::new(field, format!("line {}: {v} is not a positive service time", lineno + 1)));
+        }
+        if v * 1e3 > crate::scenario::MAX_NS as f64 {
+            return Err(ScenarioError::new(
+                field,
+                format!("line {}: {cell} µs is more than the longest time allowed ({} µs)", lineno + 1, crate::scenario::MAX_NS / 1000),
+            ));
         }
         out.push(to_ns(v));
     }

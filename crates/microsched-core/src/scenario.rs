@@ -18,13 +18,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ScenarioError;
 
+mod limits;
 mod load;
 mod metrics;
 mod policy;
 mod runtime;
 mod validate;
 
-pub use load::{json_schema, Format, Loaded};
+pub use limits::{human_bytes, human_time, sample_interval_ns, Estimate, MAX_EVENTS, MAX_MEMORY_BYTES, MAX_NS, MAX_SAMPLES};
+pub use load::{json_schema, Format, Loaded, NON_FINITE_KEY};
 pub use metrics::MetricsCfg;
 pub use policy::{AllocatorCfg, AlphaMode, BreakwaterCfg, OverloadCfg, Policy, PoolTrigger, SchedCfg};
 pub use runtime::RuntimeCfg;

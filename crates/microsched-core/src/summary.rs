@@ -161,6 +161,10 @@ pub struct SimStats {
     pub events: u64,
     pub wall_s: f64,
     pub requests_per_wall_s: f64,
+    /// Simulated time (ms) at which an interrupted run stopped; its statistics cover the
+    /// measured window up to there. Absent for a complete run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_at_ms: Option<f64>,
 }
 
 /// Statistics cover the measured window (after warm-up) unless a field says otherwise.

@@ -44,12 +44,12 @@ fn defaults_fill_in() {
 fn unknown_fields_are_named_at_every_depth() {
     let e = load(&format!("bogus = 1\n{BASE}"), &[]).unwrap_err();
     assert!(e.message.contains("unknown field `bogus`"), "{e}");
-    // The path names the key itself where serde reports it, else the table that holds it
-    // (internally tagged tables); the message always names the key.
+    // The path names the key itself, also inside internally tagged tables (where serde
+    // reports only the table, the loader finds the key).
     for (set, path) in [
         (vec!["server.bogus=1"], "server.bogus"),
-        (vec!["policy.allocator.kind=\"shenango\"", "policy.allocator.bogus=1"], "policy.allocator"),
-        (vec!["workload.types=[{name=\"a\", service={dist=\"constant\", value_us=1, bogus=2}}]"], "workload.types[0].service"),
+        (vec!["policy.allocator.kind=\"shenango\"", "policy.allocator.bogus=1"], "policy.allocator.bogus"),
+        (vec!["workload.types=[{name=\"a\", service={dist=\"constant\", value_us=1, bogus=2}}]"], "workload.types[0].service.bogus"),
     ] {
         let e = load(BASE, &set).unwrap_err();
         assert_eq!(e.field, path, "{set:?}");

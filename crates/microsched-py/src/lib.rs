@@ -20,18 +20,36 @@ fn load(text: &str, fmt: &str, base_dir: &str, overrides: Vec<String>) -> PyResu
     Scenario::load(text, format, Path::new(base_dir), &overrides).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Validates a scenario and returns it, defaults filled in, as JSON text.
+/// Validates a scenario and returns it, defaults filled in, as JSON text. Unless `force`, a
+/// scenario whose cost estimate is over the machine's limits is an error too.
 #[pyfunction]
-#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new()))]
-fn validate(text: &str, fmt: &str, base_dir: &str, overrides: Vec<String>) -> PyResult<String> {
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), force=false))]
+fn validate(text: &str, fmt: &str, base_dir: &str, overrides: Vec<String>, force: bool) -> PyResult<String> {
     let loaded = load(text, fmt, base_dir, overrides)?;
+    loaded.check_resources(force).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(serde_json::to_string(&loaded.scenario).expect("scenario serialises"))
 }
 
-/// Runs one simulation. Returns a dict: summary (JSON text), timeseries (column -> list),
-/// latency_cdf (latency_us, fraction), requests (column -> list, or None), scenario (JSON text).
+/// What running a scenario costs (requests, events, memory, wall time, warnings), as JSON text.
 #[pyfunction]
-#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), seed=None))]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new()))]
+fn estimate(text: &str, fmt: &str, base_dir: &str, overrides: Vec<String>) -> PyResult<String> {
+    let loaded = load(text, fmt, base_dir, overrides)?;
+    let e = loaded.estimate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(serde_json::to_string(&e).expect("estimate serialises"))
+}
+
+/// Runs one simulation. Returns a dict: summary (JSON text), timeseries (column -> list),
+/// latency_cdf (latency_us, fraction), requests (column -> list, or None), scenario (JSON text),
+/// warnings (list of str).
+///
+/// The GIL is released during the run; every few milliseconds the engine takes it back
+/// briefly to let Python handle signals (Ctrl-C raises KeyboardInterrupt, or, with
+/// `keep_partial`, ends the run and returns what was measured so far) and, at most every 0.1 s,
+/// to call `progress(simulated_ms, total_ms)`.
+#[pyfunction]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), seed=None, force=false, progress=None, keep_partial=false))]
+#[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
     text: &str,
@@ -39,13 +57,45 @@ fn run<'py>(
     base_dir: &str,
     overrides: Vec<String>,
     seed: Option<u64>,
+    force: bool,
+    progress: Option<PyObject>,
+    keep_partial: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let loaded = load(text, fmt, base_dir, overrides)?;
+    let estimate = loaded.check_resources(force).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let mut failure: Option<PyErr> = None;
+    let mut last_report = std::time::Instant::now();
     // The simulation holds no Python object: let other Python threads run meanwhile.
     let result = py
-        .allow_threads(|| microsched_sim::run(&loaded, seed))
+        .allow_threads(|| {
+            let mut check = |now: u64, end: u64| {
+                Python::with_gil(|py| {
+                    if let Err(e) = py.check_signals() {
+                        failure = Some(e);
+                        return false;
+                    }
+                    if let Some(cb) = &progress {
+                        if last_report.elapsed().as_secs_f64() >= 0.1 {
+                            last_report = std::time::Instant::now();
+                            if let Err(e) = cb.call1(py, (now as f64 / 1e6, end as f64 / 1e6)) {
+                                failure = Some(e);
+                                return false;
+                            }
+                        }
+                    }
+                    true
+                })
+            };
+            microsched_sim::run_with(&loaded, seed, force, &mut check)
+        })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if let Some(e) = failure {
+        if !(keep_partial && e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
+            return Err(e);
+        }
+    }
     let out = PyDict::new(py);
+    out.set_item("warnings", &estimate.warnings)?;
     out.set_item("summary", serde_json::to_string(&result.summary).expect("summary serialises"))?;
     let ts = PyDict::new(py);
     for (name, col) in result.timeseries.columns() {
@@ -80,6 +130,7 @@ fn schema() -> String {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::serve, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::loadgen, m)?)?;

@@ -21,9 +21,9 @@ fn default_addr(addr: Option<&str>, port: u16) -> String {
 }
 
 /// Runs a server until `duration_s` (or, with `once`, until every client that connected has
-/// disconnected, or Ctrl-C, which stops it gracefully). Calls `ready(addr)` once it listens. Returns the report as JSON.
+/// disconnected, or Ctrl-C, which stops it gracefully). Calls `ready(addr)` once it listens. Returns the report as JSON. With `stats`, calls `stats(json_line)` every `stats_every_s` with the live counters.
 #[pyfunction]
-#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, duration_s=None, allow_remote=false, once=false, ready=None))]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, duration_s=None, allow_remote=false, once=false, ready=None, stats=None, stats_every_s=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn serve(
     py: Python<'_>,
@@ -36,7 +36,10 @@ pub fn serve(
     allow_remote: bool,
     once: bool,
     ready: Option<PyObject>,
+    stats: Option<PyObject>,
+    stats_every_s: f64,
 ) -> PyResult<String> {
+    let mut last_stats = std::time::Instant::now();
     let loaded = crate::load(text, fmt, base_dir, overrides)?;
     let addr = config::parse_addr(&default_addr(addr, loaded.scenario.runtime.port), "--addr").map_err(err)?;
     let duration = match duration_s {
@@ -66,6 +69,18 @@ pub fn serve(
             return Ok(serde_json::to_string(&rep).expect("report serialises"));
         }
         py.allow_threads(|| std::thread::sleep(Duration::from_millis(50)));
+        if let Some(cb) = &stats {
+            if last_stats.elapsed().as_secs_f64() >= stats_every_s {
+                last_stats = std::time::Instant::now();
+                if let Err(e) = cb.call1(py, (server.live().to_string(),)) {
+                    let rep = py.allow_threads(move || server.stop_because("interrupted"));
+                    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                        return Ok(serde_json::to_string(&rep).expect("report serialises"));
+                    }
+                    return Err(e);
+                }
+            }
+        }
         if py.check_signals().is_err() {
             // Ctrl-C (SIGINT) is how a server is stopped by hand: stop and report.
             let rep = py.allow_threads(move || server.stop_because("interrupted"));

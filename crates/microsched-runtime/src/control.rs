@@ -83,6 +83,7 @@ pub(crate) fn run(
     let mut last_be = 0u64;
     let mut msgs = Vec::new();
     let mut buf = [0u8; 2048];
+    let mut last_expiry = first;
     while !sh.stop.load(Ordering::Relaxed) {
         ticks += 1;
         // Nobody polls the socket: receive for the cores.
@@ -117,6 +118,12 @@ pub(crate) fn run(
             };
         }
         sh.delay_ns.store(max_delay, Ordering::Relaxed);
+        // Idle sessions expire (a scan of the slots, so a few times per idle period only).
+        if now.saturating_sub(last_expiry) >= (sh.session_idle_ns / 4).max(1_000_000) {
+            last_expiry = now;
+            let n = sh.rpc.lock().expire_idle(now, sh.session_idle_ns);
+            sh.counters.expired_sessions.fetch_add(n as u64, Ordering::Relaxed);
+        }
         // Core allocation.
         if now >= next_alloc {
             alloc_ticks += 1;

@@ -21,6 +21,7 @@
 //! * [`loadgen`], [`client`]: the load generator and Breakwater's client sessions.
 //! * [`merge`]: the load generator's summary completed with the server's report.
 
+pub mod auth;
 pub mod be;
 pub mod clock;
 pub mod config;

@@ -339,24 +339,38 @@ fn connect_all(
     let mut buf = [0u8; 2048];
     let mut left = n;
     let mut last_send: Option<Instant> = None;
+    // Sessions the server answered `Full` (and has not connected since).
+    let mut full = vec![false; n as usize];
+    let secret = crate::auth::Secret::from_env();
     while left > 0 {
         if start.elapsed() > Duration::from_secs(3) {
+            let refused = full.iter().zip(&got).filter(|(f, g)| **f && g.is_none()).count();
+            if refused > 0 {
+                return Err(ConfigError(format!(
+                    "--addr: the microsched server at {server} is full: it has no free session slot for {refused} of {n} \
+                     sessions (still full after 3 s). Its slots are held by other clients (they expire after the \
+                     server's runtime.session_idle_ms of silence), or its clients.sessions is below {n}"
+                )));
+            }
             return Err(ConfigError(format!(
                 "--addr: no answer from a microsched server at {server} ({left} of {n} sessions unanswered after 3 s): \
-                 is `microsched serve` running there, with clients.sessions >= {n}?"
+                 is `microsched serve` running there, with clients.sessions >= {n}? (A server started with a \
+                 shared secret answers only clients with the same {})", crate::auth::ENV
             )));
         }
         if last_send.is_none_or(|t| t.elapsed() > Duration::from_millis(100)) {
             for (i, g) in got.iter().enumerate() {
                 if g.is_none() {
                     c.datagrams_out += 1;
-                    let _ = sock.send_to(
-                        &encode(&Msg::Connect {
-                            cookie: i as u32,
-                            demand: 0,
-                        }),
-                        server,
-                    );
+                    let cookie = i as u32;
+                    let msg = match &secret {
+                        Some(s) => {
+                            let stamp_ms = crate::auth::unix_ms();
+                            Msg::AuthConnect { cookie, demand: 0, stamp_ms, mac: s.mac(cookie, 0, stamp_ms) }
+                        }
+                        None => Msg::Connect { cookie, demand: 0 },
+                    };
+                    let _ = sock.send_to(&encode(&msg), server);
                 }
             }
             last_send = Some(Instant::now());
@@ -375,6 +389,7 @@ fn connect_all(
                         left -= 1;
                     }
                 }
+                Ok(Msg::Full { cookie }) if from == server && cookie < n => full[cookie as usize] = true,
                 _ => c.bad_datagrams += 1,
             }
         }
@@ -697,6 +712,7 @@ pub fn run(
             } else {
                 0.0
             },
+            interrupted_at_ms: None,
         },
         ..g.rec.summary(window_s)
     };

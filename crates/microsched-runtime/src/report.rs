@@ -35,8 +35,14 @@ counters!(
         wrong_peer,
         /// A kind only the server sends (ConnectAck, Response, Credit).
         unexpected_kind,
-        /// A connect when every session slot is taken.
+        /// A connect when every session slot is taken (answered with `Full`).
         no_slot,
+        /// Sessions disconnected by the server after `runtime.session_idle_ms` of silence.
+        expired_sessions,
+        /// With a shared secret: a plain Connect (no MAC), never answered.
+        unauthenticated,
+        /// With a shared secret: an AuthConnect whose MAC is wrong, or stale, or replayed.
+        bad_mac,
         /// A request of an unknown type or with a service time above the server's cap.
         bad_request,
         /// Requests with a valid token that reached the server: admitted + aqm_dropped + rejected_no_credit.
@@ -86,6 +92,8 @@ impl Counters {
             &self.wrong_peer,
             &self.unexpected_kind,
             &self.no_slot,
+            &self.unauthenticated,
+            &self.bad_mac,
             &self.bad_request,
         ]
         .iter()

@@ -31,6 +31,8 @@ struct Slot {
     outstanding: u32,
     adv: [u32; ADV_HISTORY],
     adv_i: usize,
+    /// Last time the session was heard from (connect, request, credit request) or answered.
+    last_seen: Nanos,
 }
 
 impl Slot {
@@ -135,7 +137,7 @@ impl Rpc {
                     token = rand::random();
                 }
                 self.slots[sid as usize] =
-                    Some(Slot { token, peer, cookie, live: true, outstanding: 0, adv: [0; ADV_HISTORY], adv_i: 0 });
+                    Some(Slot { token, peer, cookie, live: true, outstanding: 0, adv: [0; ADV_HISTORY], adv_i: 0, last_seen: now });
                 self.by_token.insert(token, sid);
                 self.by_peer.insert((peer, cookie), sid);
                 self.connected += 1;
@@ -149,6 +151,7 @@ impl Rpc {
         };
         let slot = self.slots[sid as usize].as_mut().expect("connected slot");
         slot.advertise(credits);
+        slot.last_seen = now;
         Some((slot.token, credits))
     }
 
@@ -165,6 +168,7 @@ impl Rpc {
 
     /// A request of an authenticated session reaches the server.
     pub fn admit(&mut self, now: Nanos, sid: u32, demand: u32, delay: Nanos) -> Verdict {
+        self.touch(sid, now);
         let Some(ctl) = &mut self.ctl else { return Verdict::Admit };
         let slot = self.slots[sid as usize].as_mut().expect("authenticated slot");
         if slot.outstanding >= slot.allowance() {
@@ -184,6 +188,7 @@ impl Rpc {
 
     /// A request of `sid` completed; the credits to piggyback on its response.
     pub fn complete(&mut self, now: Nanos, sid: u32, delay: Nanos) -> u32 {
+        self.touch(sid, now);
         let Some(ctl) = &mut self.ctl else { return 0 };
         let credits = ctl.on_response(now, sid, false, delay);
         if let Some(slot) = self.slots[sid as usize].as_mut() {
@@ -195,11 +200,35 @@ impl Rpc {
 
     /// An explicit credit request; the credits to send back, if any.
     pub fn credit_request(&mut self, now: Nanos, sid: u32, demand: u32) -> Option<(SocketAddr, u32, u32)> {
+        self.touch(sid, now);
         let ctl = self.ctl.as_mut()?;
         let credits = ctl.on_credit_request(now, sid, demand)?;
         let slot = self.slots[sid as usize].as_mut()?;
         slot.advertise(credits);
         Some((slot.peer, slot.cookie, credits))
+    }
+
+    fn touch(&mut self, sid: u32, now: Nanos) {
+        if let Some(s) = self.slots.get_mut(sid as usize).and_then(|s| s.as_mut()) {
+            s.last_seen = s.last_seen.max(now);
+        }
+    }
+
+    /// Disconnects the live sessions that have nothing at the server and have not been heard
+    /// from for `idle` ns, so that clients that vanished (or a flood of Connects) cannot hold
+    /// the slots forever. Returns how many expired.
+    pub fn expire_idle(&mut self, now: Nanos, idle: Nanos) -> u32 {
+        let stale: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&sid| {
+                self.slots[sid as usize]
+                    .as_ref()
+                    .is_some_and(|s| s.live && s.outstanding == 0 && now.saturating_sub(s.last_seen) >= idle)
+            })
+            .collect();
+        for &sid in &stale {
+            self.disconnect(now, sid);
+        }
+        stale.len() as u32
     }
 
     pub fn disconnect(&mut self, now: Nanos, sid: u32) {

@@ -85,6 +85,11 @@ pub(crate) struct Shared {
     pub with_program: Vec<bool>,
     pub mutexes: Mutexes,
     pub stacks: StackPool,
+    /// Sessions silent for this long (and with nothing at the server) are disconnected.
+    pub session_idle_ns: microsched_core::Nanos,
+    /// The shared secret that Connects must prove ([`crate::auth`]), if any.
+    pub secret: Option<crate::auth::Secret>,
+    pub replay: Mutex<crate::auth::ReplayGuard>,
 }
 
 impl Shared {
@@ -210,6 +215,9 @@ impl Server {
                 .any(|t| programs.has_program(t))
                 .then(|| Mutex::new(programs)),
             stacks: StackPool::new(MAX_STACKS),
+            session_idle_ns: microsched_core::time::ms(sc.runtime.session_idle_ms).max(1),
+            secret: crate::auth::Secret::from_env(),
+            replay: Mutex::new(Default::default()),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();
@@ -282,6 +290,16 @@ impl Server {
                 }),
             ));
         }
+    }
+
+    /// The live counters, read while the server runs: every counter, the connected sessions
+    /// and the seconds since the start (one JSON object, for a periodic line or a scrape).
+    pub fn live(&self) -> serde_json::Value {
+        let mut m = self.sh.counters.snapshot();
+        m.insert("connected_sessions".into(), self.sh.rpc.lock().connected().into());
+        m.insert("uptime_s".into(), self.started.elapsed().as_secs_f64().into());
+        m.insert("rejected_total".into(), self.sh.counters.rejected_total().into());
+        serde_json::Value::Object(m)
     }
 
     pub fn stop(self) -> ServerReport {
@@ -519,26 +537,48 @@ pub(crate) fn wait_readable(sock: &UdpSocket, timeout: Duration) {
     }
 }
 
+/// A Connect (authenticated if the server has a secret): a slot and its token, or `Full`.
+fn connect(sh: &Shared, now: u64, peer: SocketAddr, cookie: u32, demand: u32) {
+    let c = &sh.counters;
+    let r = sh.rpc.lock().connect(now, peer, cookie, demand);
+    match r {
+        Some((token, credits)) => {
+            Counters::bump(&c.connects);
+            sh.send(
+                &encode(&Msg::ConnectAck {
+                    cookie,
+                    token,
+                    credits,
+                }),
+                peer,
+            );
+        }
+        None => {
+            // Said, not silently dropped: the client can tell a full server from none.
+            Counters::bump(&c.no_slot);
+            sh.send(&encode(&Msg::Full { cookie }), peer);
+        }
+    }
+}
+
 fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, msgs: &mut Vec<CreditMsg>) {
     let c = &sh.counters;
     match msg {
-        Msg::Connect { cookie, demand } => {
-            let r = sh.rpc.lock().connect(now, peer, cookie, demand);
-            match r {
-                Some((token, credits)) => {
-                    Counters::bump(&c.connects);
-                    sh.send(
-                        &encode(&Msg::ConnectAck {
-                            cookie,
-                            token,
-                            credits,
-                        }),
-                        peer,
-                    );
-                }
-                None => Counters::bump(&c.no_slot),
+        Msg::Connect { .. } if sh.secret.is_some() => Counters::bump(&c.unauthenticated),
+        Msg::AuthConnect { cookie, demand, stamp_ms, mac } if sh.secret.is_some() => {
+            let secret = sh.secret.as_ref().expect("checked");
+            let now_ms = crate::auth::unix_ms();
+            let ok = secret.verify(cookie, demand, stamp_ms, &mac, now_ms).is_ok()
+                && sh.replay.lock().admit(mac, peer, stamp_ms, now_ms);
+            if ok {
+                connect(sh, now, peer, cookie, demand);
+            } else {
+                Counters::bump(&c.bad_mac);
             }
         }
+        // Without a secret, an authenticated Connect is as good as a plain one.
+        Msg::AuthConnect { cookie, demand, .. } => connect(sh, now, peer, cookie, demand),
+        Msg::Connect { cookie, demand } => connect(sh, now, peer, cookie, demand),
         Msg::Request {
             token,
             req_id,
@@ -644,7 +684,7 @@ fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, 
                 Auth::WrongPeer => Counters::bump(&c.wrong_peer),
             }
         }
-        Msg::ConnectAck { .. } | Msg::Response { .. } | Msg::Credit { .. } => {
+        Msg::ConnectAck { .. } | Msg::Response { .. } | Msg::Credit { .. } | Msg::Full { .. } => {
             Counters::bump(&c.unexpected_kind)
         }
     }

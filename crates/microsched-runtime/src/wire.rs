@@ -14,6 +14,8 @@
 //! | 5    | Credit         | cookie u32, credits u32                                        |
 //! | 6    | Disconnect     | token u64                                                      |
 //! | 7    | CreditRequest  | token u64, demand u32                                          |
+//! | 8    | Full           | cookie u32                                                     |
+//! | 9    | AuthConnect    | cookie u32, demand u32, stamp_ms u64, mac [u8; 16]             |
 //!
 //! * The **cookie** is the client's own tag for a session (its index in the load generator),
 //!   echoed by the server in `ConnectAck` and `Credit` so that one client socket can carry many
@@ -25,6 +27,8 @@
 //! * A `Response` answers every request that reached the server with a valid token: `Ok` (served),
 //!   `Dropped` (AQM drop notice) or `Rejected` (the session had no credit for it). `qdelay_ns` is
 //!   the time the request waited at the server before a worker started it.
+//! * `Full` answers a `Connect` the server cannot take (every session slot is held): the client
+//!   learns why it gets no `ConnectAck` (idle sessions expire, so a later retry may succeed).
 //! * `demand` is the number of requests still queued at the client after this one (Breakwater's
 //!   piggybacked demand); in `Connect` and `CreditRequest` it asks for credits.
 
@@ -54,6 +58,9 @@ pub enum Msg {
     Credit { cookie: u32, credits: u32 },
     Disconnect { token: u64 },
     CreditRequest { token: u64, demand: u32 },
+    Full { cookie: u32 },
+    /// A Connect carrying a MAC under the shared secret (see [`crate::auth`]).
+    AuthConnect { cookie: u32, demand: u32, stamp_ms: u64, mac: [u8; 16] },
 }
 
 /// Why a datagram is not a valid message.
@@ -105,6 +112,8 @@ const K_RESPONSE: u8 = 4;
 const K_CREDIT: u8 = 5;
 const K_DISCONNECT: u8 = 6;
 const K_CREDIT_REQUEST: u8 = 7;
+const K_FULL: u8 = 8;
+const K_AUTH_CONNECT: u8 = 9;
 
 /// Body length of each kind.
 fn body_len(kind: u8) -> Option<usize> {
@@ -116,6 +125,8 @@ fn body_len(kind: u8) -> Option<usize> {
         K_CREDIT => 8,
         K_DISCONNECT => 8,
         K_CREDIT_REQUEST => 12,
+        K_FULL => 4,
+        K_AUTH_CONNECT => 32,
         _ => return None,
     })
 }
@@ -184,6 +195,15 @@ pub fn decode(buf: &[u8]) -> Result<Msg, DecodeError> {
         K_CREDIT => Msg::Credit { cookie: r.u32(), credits: r.u32() },
         K_DISCONNECT => Msg::Disconnect { token: r.u64() },
         K_CREDIT_REQUEST => Msg::CreditRequest { token: r.u64(), demand: r.u32() },
+        K_FULL => Msg::Full { cookie: r.u32() },
+        K_AUTH_CONNECT => {
+            let (cookie, demand, stamp_ms) = (r.u32(), r.u32(), r.u64());
+            let mut mac = [0u8; 16];
+            for b in &mut mac {
+                *b = r.u8();
+            }
+            Msg::AuthConnect { cookie, demand, stamp_ms, mac }
+        }
         _ => return Err(DecodeError::UnknownKind(kind)),
     })
 }
@@ -251,6 +271,13 @@ pub fn encode(m: &Msg) -> Encoded {
         Msg::CreditRequest { token, demand } => {
             Writer::new(K_CREDIT_REQUEST).put(&token.to_le_bytes()).put(&demand.to_le_bytes()).done()
         }
+        Msg::Full { cookie } => Writer::new(K_FULL).put(&cookie.to_le_bytes()).done(),
+        Msg::AuthConnect { cookie, demand, stamp_ms, mac } => Writer::new(K_AUTH_CONNECT)
+            .put(&cookie.to_le_bytes())
+            .put(&demand.to_le_bytes())
+            .put(&stamp_ms.to_le_bytes())
+            .put(&mac)
+            .done(),
     }
 }
 
@@ -270,6 +297,8 @@ mod tests {
             Msg::Credit { cookie: 1, credits: 5 },
             Msg::Disconnect { token: 5 },
             Msg::CreditRequest { token: 5, demand: 16 },
+            Msg::Full { cookie: 3 },
+            Msg::AuthConnect { cookie: 3, demand: 2, stamp_ms: 1_700_000_000_000, mac: [7; 16] },
         ]
     }
 

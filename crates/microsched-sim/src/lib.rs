@@ -26,6 +26,25 @@ pub fn run(loaded: &Loaded, seed: Option<u64>) -> Result<SimResult, ScenarioErro
     Ok(result)
 }
 
+/// How a run is carried out: `force` runs a scenario whose cost estimate is over the limits
+/// ([`microsched_core::scenario::Estimate::check`]); `check(now, end)` is called every few
+/// milliseconds of wall-clock time (every [`CHECK_EVERY`] events) and stops the run, keeping
+/// what was simulated so far, when it returns false.
+pub fn run_with(
+    loaded: &Loaded,
+    seed: Option<u64>,
+    force: bool,
+    check: &mut dyn FnMut(microsched_core::Nanos, microsched_core::Nanos) -> bool,
+) -> Result<SimResult, ScenarioError> {
+    loaded.check_resources(force)?;
+    let seed = seed.unwrap_or(loaded.scenario.seed);
+    let mut result = sim::Sim::new(loaded, seed)?.run_checked(check);
+    result.summary.seed = seed;
+    Ok(result)
+}
+
+pub use sim::CHECK_EVERY;
+
 /// Loads a scenario file (TOML) with overrides.
 pub fn load_file(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {
     let text = std::fs::read_to_string(path)

@@ -48,6 +48,10 @@ struct Interval {
     drops: u64,
 }
 
+/// Events between two calls of a run's check (progress, interruption): a few milliseconds of
+/// wall-clock time.
+pub const CHECK_EVERY: u64 = 1 << 16;
+
 pub struct Sim {
     scenario: Scenario,
     now: Nanos,
@@ -101,7 +105,7 @@ impl Sim {
             net: Network { one_way: us(sc.network.rtt_us) / 2, jitter: us(sc.network.jitter_us), rng: stream(seed, "network") },
             ops: Vec::new(),
             search_pass: (sc.server.search_pass_ns.round() as Nanos).max(1),
-            sample_every: us(sc.metrics.sample_interval_us).max(1),
+            sample_every: microsched_core::scenario::sample_interval_ns(&sc),
             interval: Interval::default(),
             last_sample_at: 0,
             client_queued_sum: 0.0,
@@ -113,7 +117,14 @@ impl Sim {
     }
 
     /// Runs to the end of the measured window and returns the results.
-    pub fn run(mut self) -> SimResult {
+    pub fn run(self) -> SimResult {
+        self.run_checked(&mut |_, _| true)
+    }
+
+    /// Runs as [`Sim::run`], calling `check(now, end)` every [`CHECK_EVERY`] events (progress,
+    /// interruption); when it returns false the run stops there and the results cover what was
+    /// simulated so far (`summary.sim.interrupted_at_ms` says when).
+    pub fn run_checked(mut self, check: &mut dyn FnMut(Nanos, Nanos) -> bool) -> SimResult {
         let wall = Instant::now();
         for i in 0..self.apps.len() {
             if let Some(t) = self.apps[i].arrivals.next() {
@@ -144,12 +155,17 @@ impl Sim {
                 c.ctl.on_cores_changed(0, active);
             }
         }
+        let mut interrupted = None;
         while let Some((t, ev)) = self.evq.pop() {
             if t >= self.end {
                 break;
             }
             self.now = t;
             self.events += 1;
+            if self.events % CHECK_EVERY == 0 && !check(t, self.end) {
+                interrupted = Some(t);
+                break;
+            }
             self.handle(ev);
             for node in 0..self.nodes.len() as u16 {
                 while let Some(core) = self.nodes[node as usize].server.aborted_parks.pop() {
@@ -160,12 +176,18 @@ impl Sim {
                 }
             }
         }
+        if let Some(t) = interrupted {
+            // The measured window ends where the run stopped (an empty window if in warm-up).
+            self.end = t.max(self.warmup);
+        }
         self.now = self.end;
         if self.last_sample_at < self.end {
             self.sample(); // the last, possibly partial, interval
         }
         let wall_s = wall.elapsed().as_secs_f64();
-        self.finish(wall_s)
+        let mut result = self.finish(wall_s);
+        result.summary.sim.interrupted_at_ms = interrupted.map(|t| t as f64 / 1e6);
+        result
     }
 
     fn handle(&mut self, ev: Event) {
@@ -769,6 +791,7 @@ impl Sim {
                 events: self.events,
                 wall_s,
                 requests_per_wall_s: if wall_s > 0.0 { generated as f64 / wall_s } else { 0.0 },
+                interrupted_at_ms: None,
             },
             ..first.recorder.summary(window_s)
         };

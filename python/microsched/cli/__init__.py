@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from typing import Sequence
 
 from . import bench, maxload, real, reproduce, run, validate
@@ -74,6 +75,11 @@ def _version() -> str:
         return "unknown"
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Warnings (a run that will produce nothing, a coarser time series) as one line each."""
+    sys.stderr.write(f"{PROG}: warning: {' '.join(str(message).split())}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``microsched`` console script; returns the exit status."""
     parser = build_parser()
@@ -83,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              "loadgen or real "
              f"(see `{PROG} --help`)")
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
+            return int(args.func(args) or 0)
     except CliError as e:
         fail(e)
     except (ValueError, OSError) as e:

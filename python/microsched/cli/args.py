@@ -45,6 +45,12 @@ def add_set(p: argparse.ArgumentParser) -> None:
                    help=SET_HELP)
 
 
+def add_force(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="run a scenario even if its cost estimate (requests, events, memory) is over this "
+                        "machine's limits, instead of refusing it")
+
+
 def seed(text: str) -> int:
     try:
         v = int(text, 0)

@@ -69,6 +69,11 @@ def add_commands(sub: Any) -> None:
     sv.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
     sv.add_argument("--report", metavar="FILE", help="also write the report (JSON) to FILE")
     sv.add_argument("--json", action="store_true", help="print the report as JSON at the end")
+    sv.add_argument("--stats-every", type=float, metavar="S",
+                    help="print the live counters as one JSON line on stderr every S seconds")
+    sv.add_argument("--metrics-port", type=int, metavar="PORT",
+                    help="serve the live counters on http://127.0.0.1:PORT/metrics (Prometheus text) and "
+                         "/metrics.json, refreshed every --stats-every seconds (default 1); 0: any free port")
     add_set(sv)
     sv.set_defaults(func=cmd_serve)
 
@@ -97,6 +102,9 @@ def add_commands(sub: Any) -> None:
                     help="also simulate the same scenario (same overrides and seed: the same arrivals, sessions "
                          "and service times) and print the two side by side; with --json the simulator's summary "
                          "is added under the key `sim`, with --out it is written to DIR/sim_summary.json")
+    rl.add_argument("--oversubscribe", action="store_true",
+                    help="run even if the server's spinning workers (server.max_cores) outnumber this machine's "
+                         "CPUs (they would starve the load generator, the controller and everything else)")
     add_set(rl)
     rl.set_defaults(func=cmd_real)
 
@@ -108,11 +116,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{real.LISTENING}{addr}\n")
         sys.stdout.flush()
 
+    endpoint = None
+    if args.metrics_port is not None:
+        from ..live import MetricsEndpoint
+
+        try:
+            endpoint = MetricsEndpoint(args.metrics_port)
+        except OSError as e:
+            raise CliError(f"--metrics-port: cannot listen on 127.0.0.1:{args.metrics_port}: {e.strerror}") from None
+        sys.stderr.write(f"metrics on http://127.0.0.1:{endpoint.port}/metrics\n")
+        sys.stderr.flush()
+
+    def stats(snap: dict) -> None:
+        if endpoint is not None:
+            endpoint.update(snap)
+        if args.stats_every:
+            sys.stderr.write(json.dumps(snap) + "\n")
+            sys.stderr.flush()
+
+    live = args.stats_every is not None or endpoint is not None
     try:
         rep = real.serve(args.scenario, addr=args.addr, duration_s=args.duration, overrides=args.overrides,
-                         allow_remote=args.allow_remote, once=args.once, ready=ready)
+                         allow_remote=args.allow_remote, once=args.once, ready=ready,
+                         stats=stats if live else None, stats_every_s=args.stats_every or 1.0)
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
+    finally:
+        if endpoint is not None:
+            endpoint.close()
     if args.report:
         Path(args.report).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
     if args.json:
@@ -144,10 +175,29 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_cpus(scenario: str, overrides: list[str], oversubscribe: bool) -> None:
+    """Refuses a real run whose workers outnumber the CPUs, unless ``oversubscribe``.
+
+    Workers spin while they search for work, so more workers than CPUs starve every other
+    thread. The controller and the load generator sleep between events and are not counted
+    (the shipped 2-worker scenarios run on 2 CPUs); a run with more workers than CPUs measures
+    the kernel's scheduler, not the policies."""
+    from ..api import validate
+    from ..sweep.runner import default_jobs
+
+    workers = int(validate(scenario, overrides=overrides, force=True)["server"]["max_cores"])
+    cpus = default_jobs()
+    if workers > cpus and not oversubscribe:
+        raise CliError(f"server.max_cores: {workers} spinning workers on {cpus} CPU(s) would starve this machine "
+                       f"(and the load generator and controller with it): use --set server.max_cores={cpus} or "
+                       f"less, or --oversubscribe to run anyway")
+
+
 def cmd_real(args: argparse.Namespace) -> int:
     from .. import real
 
     try:
+        check_cpus(args.scenario, args.overrides, args.oversubscribe)
         res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out)
         sim = _simulate(args) if args.compare_sim else None
     except ValueError as e:

@@ -30,6 +30,7 @@ examples:
   microsched reproduce --list
   microsched reproduce allocators --quick
   microsched reproduce allocators --jobs 8 --seeds 10 --out results/allocators-10seeds
+  microsched reproduce allocators --resume    # after Ctrl-C: runs only what is missing
 """
 
 
@@ -45,6 +46,9 @@ def add_commands(sub: Any) -> None:
                     help="runs in parallel in worker processes (default: the number of CPUs)")
     rp.add_argument("--seeds", type=positive, metavar="K",
                     help="run seeds 1..K of every point (default: the spec's seeds)")
+    rp.add_argument("--resume", action="store_true",
+                    help="continue an interrupted reproduction in --out: every finished run was saved in OUT/parts, "
+                         "only the others run (the same --quick/--seeds are required)")
     rp.set_defaults(func=cmd_reproduce)
 
 
@@ -78,11 +82,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         def tick(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
+        from ..sweep.engine import SweepError
+
         try:
             outcome = reproduce.run_reproduction(args.name, out=args.out, quick=args.quick, jobs=args.jobs,
-                                                 seeds=args.seeds, progress=tick)
-        except reproduce.SpecError as e:
+                                                 seeds=args.seeds, progress=tick, resume=args.resume)
+        except (reproduce.SpecError, SweepError) as e:
             raise CliError(e) from None
+        except KeyboardInterrupt:
+            err_con.print(f"interrupted: the finished runs are saved in {args.out or 'results/' + args.name}/parts; "
+                          f"continue with --resume")
+            raise
     repro = reproduce.get(args.name)
     reproduce.print_claims(outcome.claims, title=f"{args.name}: {repro.paper}, {repro.figure}"
                                                  + (" (--quick)" if args.quick else ""), console=con)

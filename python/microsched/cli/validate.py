@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .args import Formatter, add_scenario, add_set
+from .args import Formatter, add_force, add_scenario, add_set
 from .errors import CliError, with_file
 
 
@@ -19,6 +19,10 @@ def add_commands(sub: Any) -> None:
                        formatter_class=Formatter)
     add_scenario(v)
     add_set(v)
+    add_force(v)
+    v.add_argument("--estimate", action="store_true",
+                   help="print what a run would cost (requests, events, time-series rows, memory, wall time) "
+                        "instead of the resolved scenario")
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("schema", help="print the JSON Schema of the scenario format",
@@ -29,13 +33,16 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..api import validate
+    from ..api import estimate, validate
 
     try:
-        resolved = validate(args.scenario, overrides=args.overrides)
+        resolved = validate(args.scenario, overrides=args.overrides, force=args.force)
+        cost = estimate(args.scenario, overrides=args.overrides)
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
-    sys.stdout.write(json.dumps(resolved, indent=2) + "\n")
+    for w in cost["warnings"]:
+        sys.stderr.write(f"microsched: warning: {w}\n")
+    sys.stdout.write(json.dumps(cost if args.estimate else resolved, indent=2) + "\n")
     return 0
 
 

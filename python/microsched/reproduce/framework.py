@@ -17,6 +17,8 @@ loses a finished sweep.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from .claims import Claim, write_claims
+from ..sweep.runner import _tidy
 from .runner import aggregate, default_jobs, run_points
 from .spec import SweepSpec
 
@@ -133,19 +136,71 @@ class Outcome:
 
 
 def run_reproduction(name: str, out: str | Path | None = None, quick: bool = False, jobs: int | None = None,
-                     seeds: int | None = None, progress: Callable[[int, int], None] | None = None) -> Outcome:
+                     seeds: int | None = None, progress: Callable[[int, int], None] | None = None,
+                     resume: bool = False) -> Outcome:
     """Runs reproduction ``name`` and writes its results, claims and figures to ``out``
-    (default ``results/NAME``)."""
+    (default ``results/NAME``).
+
+    Each finished run is saved at once in ``out/parts/<point_id>.parquet`` (the sweep
+    engine's store); ``resume`` reuses those of an interrupted reproduction and runs only the
+    rest (refused if the profile or seed set differs), with the results an uninterrupted
+    reproduction gives."""
+    from ..sweep.engine import PARTS_DIR, SweepError, finished_ids, point_id
+
     repro = get(name)
     spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
     points = spec.points()
     _validate_points(spec, points)
     jobs = default_jobs() if jobs is None else jobs
     out_dir = Path(out) if out is not None else Path("results") / name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    parts = out_dir / PARTS_DIR
+    stamp = {"reproduction": name, "quick": quick, "spec": {k: v for k, v in spec.to_dict().items() if k != "spec"}}
+    stamp_path = parts / "profile.json"
+    if resume and stamp_path.is_file():
+        old = json.loads(stamp_path.read_text(encoding="utf-8"))
+        if json.dumps(old, sort_keys=True, default=str) != json.dumps(stamp, sort_keys=True, default=str):
+            raise SweepError(f"--resume: the runs in {parts} were made with another profile, seed set or spec "
+                             f"(quick={old.get('quick')}, seeds={old.get('spec', {}).get('seeds')}): use the same "
+                             f"options, or another --out")
+    elif parts.is_dir():
+        shutil.rmtree(parts)  # a fresh reproduction starts from nothing
+    parts.mkdir(parents=True, exist_ok=True)
+    stamp_path.write_text(json.dumps(stamp, indent=2, default=str) + "\n", encoding="utf-8")
+    ids = [point_id(p.overrides, p.seed) for p in points]
+    done = finished_ids(out_dir) if resume else set()
+    saved: dict[int, dict] = {}
+    if done:
+        import pyarrow.parquet as pq
+
+        for i, pid in enumerate(ids):
+            if pid in done:
+                row = pq.read_table(parts / f"{pid}.parquet").to_pylist()[0]
+                row.pop("point_id", None)
+                saved[i] = row
+    todo = [p for i, p in enumerate(points) if i not in saved]
+
+    def save(point: Any, row: dict) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        saved[point.index] = row
+        pid = ids[point.index]
+        path = parts / f"{pid}.parquet"
+        tmp = path.with_name(f".{pid}.{os.getpid()}.tmp")
+        pq.write_table(pa.Table.from_pylist([{"point_id": pid, **row}]), tmp)
+        os.replace(tmp, path)
+
+    def tick(n: int, total: int) -> None:
+        if progress:
+            progress(len(saved) + n, len(points))
 
     t0 = time.perf_counter()
-    df = run_points(points, jobs=jobs, progress=progress)
+    if progress:
+        progress(len(saved), len(points))
+    if todo:
+        run_points(todo, jobs=jobs, progress=tick, on_row=save)
+    # Built as run_points builds it, so that a resumed reproduction equals an uninterrupted one.
+    df = _tidy(pd.DataFrame([saved[i] for i in range(len(points))]))
     sweep_s = time.perf_counter() - t0
     df.to_parquet(out_dir / RESULTS_FILE, index=False)
     by = [c for c in (*repro.group_by, *spec.grid) if c in df.columns]

@@ -11,24 +11,24 @@ in-memory pool runner and the statistics over seeds that ``microsched reproduce`
     outcome.results[["load.fraction", "variant", "seed", "latency_us.p99"]]
 """
 
-from .engine import (
-    BACKENDS,
-    PARTS_DIR,
-    RESULTS_FILE,
-    WALL_COLUMNS,
-    PointFailed,
-    SweepError,
-    SweepOutcome,
-    Task,
-    check_keys_used,
-    point_id,
-    prepare,
-    run_sweep,
-    run_task,
-    validate_points,
-)
-from .runner import aggregate, default_jobs, flatten, mean_ci95, run_points
-from .spec import Point, SpecError, SweepSpec, Variant
+# The names are loaded on first use: `microsched` commands that do not sweep never import
+# pandas or pyarrow through this package.
+_WHERE = {
+    **dict.fromkeys(["BACKENDS", "PARTS_DIR", "RESULTS_FILE", "WALL_COLUMNS", "PointFailed", "SweepError",
+                     "SweepOutcome", "Task", "check_keys_used", "point_id", "prepare", "run_sweep", "run_task",
+                     "validate_points"], "engine"),
+    **dict.fromkeys(["aggregate", "default_jobs", "flatten", "mean_ci95", "run_points"], "runner"),
+    **dict.fromkeys(["Point", "SpecError", "SweepSpec", "Variant"], "spec"),
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BACKENDS", "PARTS_DIR", "RESULTS_FILE", "WALL_COLUMNS", "Point", "PointFailed", "SpecError", "SweepError",

@@ -107,6 +107,37 @@ def add_commands(sub: Any, formatter: Any) -> None:
     rp.set_defaults(func=cmd_report)
 
 
+def describe_size(spec: Any, jobs: int | None, con: Any, big_points: int = 1000, big_s: float = 60.0) -> None:
+    """Before a big sweep starts (it first validates every point, which takes a while): how
+    many points, and roughly how long they take, from the base scenario's cost estimate."""
+    from ..api import estimate
+    from .runner import default_jobs
+
+    n = spec.n_points()
+    try:
+        per_point = estimate(spec.base, overrides=list(spec.overrides))["wall_s"]
+    except (ValueError, OSError):
+        per_point = None
+    jobs = jobs or default_jobs()
+    total_s = per_point * n / jobs if per_point is not None else None
+    if n < big_points and (total_s is None or total_s < big_s):
+        return
+    shape = " × ".join([*(f"{len(v)} {k}" for k, v in spec.grid.items()),
+                        *([f"{len(spec.variants)} variants"] if spec.variants else []), f"{len(spec.seeds)} seeds"])
+    eta = f"; roughly {_duration(total_s)} on {jobs} job(s) at a typical engine speed" if total_s is not None else ""
+    con.print(f"sweep {spec.name}: {n:,} points ({shape}){eta}; checking every point first (Ctrl-C stops)")
+
+
+def _duration(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -125,6 +156,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / "sweeps" / spec.name
     err_con = err_console()
     con = console()
+    describe_size(spec, args.jobs, err_con)
     progress = Progress(TextColumn(f"sweep {spec.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=err_con, transient=True,
                         disable=not err_con.is_terminal)

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .runner import _tidy, aggregate, default_jobs, flatten
+from .runner import _tidy, aggregate, default_jobs, die_with_parent, flatten
 from .spec import Point, SpecError, SweepSpec, split_override
 
 PARTS_DIR = "parts"
@@ -157,12 +157,12 @@ def _where(p: Point) -> str:
 # validation
 
 
-def validate_points(spec: SweepSpec, points: Iterable[Point]) -> None:
+def validate_points(spec: SweepSpec, points: Iterable[Point], force: bool = False) -> None:
     """Validates every distinct scenario of the sweep with the native validator before
     anything runs (seeds do not change validity), and checks that every overridden key is a
     setting of the resolved scenario: a key the scenario would silently ignore (a parameter of
     another policy kind) is an unknown parameter too. Raises ``ValueError`` naming the field,
-    the spec and the point."""
+    the spec and the point. ``force`` skips the simulator's cost estimate (real-runtime points)."""
     from ..api import validate
 
     seen: set[tuple[str, ...]] = set()
@@ -171,7 +171,7 @@ def validate_points(spec: SweepSpec, points: Iterable[Point]) -> None:
             continue
         seen.add(p.overrides)
         try:
-            resolved = validate(p.scenario, overrides=list(p.overrides))
+            resolved = validate(p.scenario, overrides=list(p.overrides), force=force)
             check_keys_used(resolved, p.overrides)
         except ValueError as e:
             where = ", ".join(f"{k}={v}" for k, v in p.params.items() if k != "seed")
@@ -215,7 +215,8 @@ def run_local(tasks: Sequence[Task], jobs: int, on_row: RowCallback) -> None:
         return
     # spawn: workers start clean (no fork of a process that holds threads or native state).
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=die_with_parent,
+                               initargs=(os.getpid(),))
     ok = False
     try:
         futures = {pool.submit(run_task, t): t for t in tasks}
@@ -355,7 +356,24 @@ def finished_ids(out: Path) -> set[str]:
             tmp.unlink()
         except OSError:
             pass
-    return {p.stem for p in d.glob("*.parquet")}
+    return {p.stem for p in d.glob("*.parquet") if _part_ok(p)}
+
+
+def _part_ok(path: Path) -> bool:
+    """A part is whole if Parquet can read its footer and it holds one row; a part that is
+    empty or corrupt (a full disk, a copy cut short) is removed, so that its point runs again."""
+    import pyarrow.parquet as pq
+
+    try:
+        if path.stat().st_size > 0 and pq.read_metadata(path).num_rows == 1:
+            return True
+    except Exception:  # noqa: BLE001 - any unreadable file is as good as absent
+        pass
+    try:
+        path.unlink()
+    except OSError:
+        pass
+    return False
 
 
 def read_parts(out: Path, tasks: Sequence[Task]) -> pd.DataFrame:
@@ -424,26 +442,39 @@ class SweepOutcome:
     wall_s: float
     results: pd.DataFrame
 
+    def _repr_html_(self) -> str:
+        """A heading and the results table (Jupyter shows it for an outcome)."""
+        import html
+
+        head = (f"<p><b>sweep {html.escape(self.name)}</b>: {self.n_points} points ({self.n_run} run, "
+                f"{self.n_skipped} already done) in {self.wall_s:.1f} s; results in {html.escape(str(self.out))}</p>")
+        return head + self.results.to_html(max_rows=30, max_cols=20)
+
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def prepare(spec_path: str | Path, quick: bool = False, seeds: int | None = None,
+def prepare(spec_path: str | Path | Mapping[str, Any], quick: bool = False, seeds: int | None = None,
             driver: str = "sim") -> tuple[SweepSpec, list[Task]]:
     """Loads and checks a spec and every point's scenario; raises before anything runs."""
-    spec = SweepSpec.load(spec_path, quick=quick, seeds=seeds)
+    if isinstance(spec_path, Mapping):
+        # A spec built in Python: its `base` is relative to the current directory.
+        spec = SweepSpec.from_dict(spec_path, Path.cwd() / "<dict>", quick=quick, seeds=seeds)
+    else:
+        spec = SweepSpec.load(spec_path, quick=quick, seeds=seeds)
     points = spec.points()
     tasks = make_tasks(spec, points, driver)
-    validate_points(spec, points)
+    validate_points(spec, points, force=driver == "real")
     return spec, tasks
 
 
-def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None, backend: str = "local",
+def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, jobs: int | None = None, backend: str = "local",
               address: str | None = None, resume: bool = False, quick: bool = False, seeds: int | None = None,
               driver: str = "sim", progress: Callable[[int, int], None] | None = None,
               on_start: Callable[[int, int], None] | None = None) -> SweepOutcome:
-    """Runs a sweep spec and writes its results to ``out`` (see the module's doc).
+    """Runs a sweep spec (a file, or the same structure as a dict) and writes its results to
+    ``out`` (see the module's doc).
 
     ``progress(done, total)`` is called after each finished point (``done`` counts the points
     skipped by ``resume`` too); ``on_start(skipped, total)`` once before the first point runs.
@@ -488,17 +519,34 @@ def run_sweep(spec_path: str | Path, out: str | Path, *, jobs: int | None = None
         if old.get("driver", "sim") != driver:
             raise SweepError(f"--resume: the results in {out} were made with --driver {old.get('driver', 'sim')}, "
                              f"not {driver}: use the same driver, or another --out")
+        # Another profile (--quick), seed set (--seeds) or spec would mix two experiments in
+        # one results file.
+        if "quick" in old and bool(old["quick"]) != bool(quick):
+            was = "with --quick" if old["quick"] else "without --quick"
+            raise SweepError(f"--resume: the results in {out} were made {was}: use the same profile, or another --out")
+        if "spec" in old:
+            now = spec.to_dict()
+            for key in ("seeds", "grid", "variants", "overrides", "name"):
+                if key in old["spec"] and json.dumps(old["spec"][key], sort_keys=True, default=str) != \
+                        json.dumps(now[key], sort_keys=True, default=str):
+                    what = "seed set (--seeds)" if key == "seeds" else f"spec's {key}"
+                    raise SweepError(f"--resume: the {what} differs from the one the results in {out} were made "
+                                     f"with ({old['spec'][key]!r} there, {now[key]!r} now): use the same, or another "
+                                     f"--out")
         if old.get("base_sha256") not in (None, fingerprint):
             raise SweepError(f"--resume: the results in {out} were made from another version of the base scenario "
                              f"{spec.base} (its text changed): use another --out")
 
     out.mkdir(parents=True, exist_ok=True)
     (out / PARTS_DIR).mkdir(exist_ok=True)
-    shutil.copyfile(spec.path, out / SPEC_COPY)
+    if isinstance(spec_path, Mapping):
+        _write_json(out / "spec.json", dict(spec_path))
+    else:
+        shutil.copyfile(spec.path, out / SPEC_COPY)
     (out / BASE_COPY).write_text(base_text, encoding="utf-8")
     from ..api import validate
 
-    resolved = validate(spec.base, overrides=list(spec.overrides))
+    resolved = validate(spec.base, overrides=list(spec.overrides), force=driver == "real")
     (out / RESOLVED_FILE).write_text(json.dumps(resolved, indent=2) + "\n", encoding="utf-8")
     meta: dict[str, Any] = {
         "name": spec.name, "description": spec.description, "spec_file": str(spec.path),

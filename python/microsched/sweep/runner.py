@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -80,6 +81,32 @@ def run_point(point: Point) -> dict[str, Any]:
     return {"point": point.index, **point.params, **row}
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: the kernel kills this worker when the driver dies, even by
+    ``kill -9`` (Linux ``PR_SET_PDEATHSIG``); elsewhere a watchdog thread polls the parent."""
+    import signal
+    import threading
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0) == 0:
+            if os.getppid() != parent_pid:  # the driver died before the prctl
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="microsched-parent-watchdog").start()
+
+
 def default_jobs() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -88,23 +115,28 @@ def default_jobs() -> int:
 
 
 def run_points(points: Sequence[Point], jobs: int | None = None,
-               progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+               progress: Callable[[int, int], None] | None = None,
+               on_row: Callable[[Point, dict[str, Any]], None] | None = None) -> pd.DataFrame:
     """Runs every point, ``jobs`` at a time in worker processes (in this process when
     ``jobs == 1``), and returns one row per point in point order. The first failing point
-    stops the sweep and its error is raised, naming the point."""
+    stops the sweep and its error is raised, naming the point. ``on_row(point, row)`` is
+    called in this process as each point finishes (to save it at once)."""
     jobs = default_jobs() if jobs is None else jobs
     rows: list[dict[str, Any] | None] = [None] * len(points)
     done = 0
     if jobs <= 1 or len(points) <= 1:
         for i, p in enumerate(points):
             rows[i] = _checked(run_point, p)
+            if on_row:
+                on_row(p, rows[i])
             done += 1
             if progress:
                 progress(done, len(points))
     else:
         # spawn: workers start clean (no fork of a process that holds threads / native state).
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx, initializer=die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
             pending = set(futures)
             while pending:
@@ -117,6 +149,8 @@ def run_points(points: Sequence[Point], jobs: int | None = None,
                             other.cancel()
                         raise _point_error(points[i], exc) from None
                     rows[i] = f.result()
+                    if on_row:
+                        on_row(points[i], rows[i])
                     done += 1
                     if progress:
                         progress(done, len(points))

@@ -31,6 +31,8 @@ empty lists (and an empty ``[grid]`` table) are rejected with an error naming th
 from __future__ import annotations
 
 import itertools
+import math
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 _TOP_KEYS = {"name", "base", "seeds", "overrides", "grid", "variants", "quick", "description"}
 _PROFILE_KEYS = {"seeds", "overrides", "grid"}
 _VARIANT_KEYS = {"name", "label", "set"}
@@ -191,7 +194,12 @@ class SweepSpec:
         if "variants" in raw and not variants:
             raise err("variants", "empty: give at least one variant or leave the field out")
 
-        return cls(name=str(raw.get("name", path.stem)), path=path, base=base, seeds=seed_list,
+        name = raw.get("name", path.stem)
+        # The name becomes a directory (results/sweeps/NAME): nothing that could climb out of it.
+        if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name) or ".." in name:
+            raise err("name", f"{name!r} is not allowed: use letters, digits, '.', '_' and '-' "
+                              f"(not starting with '.' or '-', at most 100 characters)")
+        return cls(name=name, path=path, base=base, seeds=seed_list,
                    overrides=list(ovr), grid={k: list(v) for k, v in grid.items()}, variants=variants,
                    description=str(raw.get("description", "")), raw=dict(raw))
 
@@ -212,6 +220,10 @@ class SweepSpec:
 
     def label(self, variant: str) -> str:
         return next((v.label for v in self.variants if v.name == variant), variant)
+
+    def n_points(self) -> int:
+        """How many points :meth:`points` makes, without making them."""
+        return max(1, len(self.variants)) * math.prod(len(v) for v in self.grid.values()) * len(self.seeds)
 
     def points(self) -> list[Point]:
         """Every run of the sweep, in a fixed order: variant, then grid (row-major), then seed."""

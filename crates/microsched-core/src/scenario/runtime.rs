@@ -43,6 +43,10 @@ pub struct RuntimeCfg {
     /// whole scheduler slices. Workers always run under the default scheduler.
     #[serde(default = "default_true")]
     pub realtime: bool,
+    /// The server disconnects a session that has nothing at the server and has sent nothing for
+    /// this long, so that vanished clients (or a flood of Connects) cannot hold every slot.
+    #[serde(default = "default_rt_session_idle_ms")]
+    pub session_idle_ms: f64,
 }
 
 impl Default for RuntimeCfg {
@@ -55,6 +59,7 @@ impl Default for RuntimeCfg {
             request_timeout_ms: default_rt_request_timeout_ms(),
             yield_when_idle: false,
             realtime: true,
+            session_idle_ms: default_rt_session_idle_ms(),
         }
     }
 }
@@ -67,6 +72,9 @@ fn default_rt_tick_us() -> f64 {
 }
 fn default_rt_drain_ms() -> f64 {
     500.0
+}
+fn default_rt_session_idle_ms() -> f64 {
+    10_000.0
 }
 fn default_rt_request_timeout_ms() -> f64 {
     1000.0
@@ -88,6 +96,7 @@ impl RuntimeCfg {
             ));
         }
         non_negative("runtime.drain_ms", self.drain_ms)?;
+        positive("runtime.session_idle_ms", self.session_idle_ms)?;
         positive("runtime.request_timeout_ms", self.request_timeout_ms)
     }
 }
