@@ -28,6 +28,7 @@ SCENARIOS = [
     "experiments/load-shift/base.toml",
     "experiments/real/overload-2x.toml",
     "experiments/real/overload-2x-none.toml",
+    "experiments/harvest/base.toml",
 ]
 REPRODUCTIONS = ["allocators", "collapse", "coresync", "load-shift"]
 SWEEPS = ["experiments/sweeps/smoke.toml"]
