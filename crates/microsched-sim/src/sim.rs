@@ -771,6 +771,7 @@ impl Sim {
                 evictions: r.evictions,
                 demand_evictions: r.demand_evictions,
                 evict_us: self.nodes[0].allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
+                eviction_wait_ms: r.eviction_wait_ns / 1e6,
             }),
             sim: SimStats {
                 events: self.events,

@@ -93,6 +93,9 @@ pub struct HarvestReport {
     pub evictions: u64,
     /// Evictions forced by waiting Primary work (a thread woken on a lent core), a subset.
     pub demand_evictions: u64,
+    /// Request-time spent waiting while no held core was idle and an eviction was under way
+    /// (Σ waiting requests × time, sampled at the poll period), ns: the Primary's eviction wait.
+    pub eviction_wait_ns: f64,
 }
 
 /// The held cores as the monitor reads them at a tick.
@@ -142,6 +145,7 @@ pub struct Harvester {
     pub lends: u64,
     pub evictions: u64,
     pub demand_evictions: u64,
+    eviction_wait_ns: f64,
 }
 
 impl Harvester {
@@ -159,6 +163,7 @@ impl Harvester {
             lends: 0,
             evictions: 0,
             demand_evictions: 0,
+            eviction_wait_ns: 0.0,
         }
     }
 
@@ -170,6 +175,9 @@ impl Harvester {
             let dt = s.now - p.now;
             if p.idle == 0 {
                 self.all_busy_ns += dt;
+                if p.waking > 0 {
+                    self.eviction_wait_ns += dt as f64 * p.queued as f64;
+                }
             }
             self.buffer_ns += dt as f64 * self.last_buffer as f64;
         } else {
@@ -212,6 +220,7 @@ impl Harvester {
             lends: self.lends,
             evictions: self.evictions,
             demand_evictions: self.demand_evictions,
+            eviction_wait_ns: self.eviction_wait_ns,
         }
     }
 }
