@@ -31,6 +31,7 @@ SCENARIOS = [
     "experiments/synergy/high.toml",
     "experiments/synergy/extreme.toml",
     "experiments/synergy/zippydb.toml",
+    "experiments/harvest/base.toml",
 ]
 REPRODUCTIONS = ["allocators", "collapse", "coresync", "load-shift"]
 SWEEPS = ["experiments/sweeps/smoke.toml"]

@@ -249,6 +249,32 @@ pub struct Load {
     pub rps: Option<f64>,
     #[serde(default)]
     pub schedule: Vec<LoadStep>,
+    /// Bursty arrivals: the rate in force (`fraction`/`rps` and the schedule) alternates
+    /// between an ON and an OFF level with the same mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_off: Option<OnOff>,
+}
+
+/// An on/off modulation of the offered load (a Markov-modulated arrival pattern made periodic):
+/// each `period_ms`, the first `duty` of the period runs at `1 / (duty + (1 - duty) * off_ratio)`
+/// times the rate in force and the rest at `off_ratio` times that, so the mean is unchanged. It
+/// stops at `until_ms` (the plain rate holds after).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnOff {
+    pub period_ms: f64,
+    /// Fraction of each period that is ON, in (0, 1].
+    pub duty: f64,
+    /// OFF rate / ON rate, in [0, 1].
+    #[serde(default)]
+    pub off_ratio: f64,
+    /// End of the modulation (ms from the start, warm-up included).
+    #[serde(default = "default_on_off_until_ms")]
+    pub until_ms: f64,
+}
+
+fn default_on_off_until_ms() -> f64 {
+    10_000.0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

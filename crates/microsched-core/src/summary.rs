@@ -203,5 +203,28 @@ pub struct Summary {
     /// their totals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeSummary>,
+    /// Harvesting controllers only (node 0): the Secondary's share is `be_cores_mean`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harvest: Option<Harvest>,
     pub sim: SimStats,
+}
+
+/// A harvesting controller's counters over the whole run (warm-up included).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Harvest {
+    /// Time-weighted mean buffer (idle Primary cores held back); 0 for a controller without one.
+    pub buffer_mean: f64,
+    /// Fraction of time no held Primary core was idle (lent cores count as busy).
+    pub all_busy_fraction: f64,
+    /// Cores lent to the Secondary.
+    pub lends: u64,
+    /// Cores taken back from the Secondary.
+    pub evictions: u64,
+    /// Evictions forced by a Primary request waiting with no idle held core.
+    pub demand_evictions: u64,
+    /// Eviction latency of the mechanism, µs (core time spent evicting is core_time.transition_ns).
+    pub evict_us: f64,
+    /// Request-time the Primary spent waiting while an eviction was under way and no held core
+    /// was idle, ms (sampled at the controller's poll period).
+    pub eviction_wait_ms: f64,
 }

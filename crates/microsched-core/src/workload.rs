@@ -100,7 +100,42 @@ pub fn load_steps_for(load: &Load, capacity: f64) -> Vec<(f64, f64)> {
             steps.push((t, rate(s.fraction, s.rps)));
         }
     }
-    steps
+    match &load.on_off {
+        Some(o) => modulate(&steps, o),
+        None => steps,
+    }
+}
+
+/// `steps` with the on/off pattern applied: every boundary of either, each segment's rate the
+/// step's times the pattern's factor (set up once, so arrivals pay nothing for it).
+fn modulate(steps: &[(f64, f64)], o: &crate::scenario::OnOff) -> Vec<(f64, f64)> {
+    let (period, until) = (ms(o.period_ms) as f64, ms(o.until_ms) as f64);
+    let on = (o.period_ms * o.duty * 1e6).round();
+    let on_mult = 1.0 / (o.duty + (1.0 - o.duty) * o.off_ratio);
+    let mut bounds: Vec<f64> = steps.iter().map(|s| s.0).collect();
+    let mut k = 0.0;
+    while k * period < until {
+        bounds.push(k * period);
+        bounds.push((k * period + on).min(until));
+        k += 1.0;
+    }
+    bounds.push(until);
+    bounds.sort_by(f64::total_cmp);
+    bounds.dedup();
+    let base = |t: f64| steps[steps.partition_point(|s| s.0 <= t).saturating_sub(1)].1;
+    let factor = |t: f64| match t < until {
+        true if t % period < on => on_mult,
+        true => on_mult * o.off_ratio,
+        false => 1.0,
+    };
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(bounds.len());
+    for t in bounds {
+        let r = base(t) * factor(t);
+        if out.last().is_none_or(|l| l.1 != r) {
+            out.push((t, r));
+        }
+    }
+    out
 }
 
 impl Arrivals {

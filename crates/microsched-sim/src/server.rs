@@ -1037,11 +1037,16 @@ impl Server {
     /// Grants one parked core (preferring one with queued work, else the lowest index); it can
     /// run work after the allocation delay. Returns it, or None if every core is allocated.
     pub fn grant(&mut self, now: Nanos, evq: &mut EventQueue) -> Option<u16> {
+        self.grant_after(now, self.cfg.alloc_delay, evq)
+    }
+
+    /// [`Server::grant`] with the allocation delay the allocator's own mechanism sets.
+    pub fn grant_after(&mut self, now: Nanos, alloc_delay: Nanos, evq: &mut EventQueue) -> Option<u16> {
         let q = &mut self.q;
         let with_work = q.nonempty.items.iter().copied().filter(|&c| q.cores[c as usize].mode == CoreMode::Parked).min();
         let pick = with_work.or_else(|| q.ledger.lowest_parked())?;
         q.cores[pick as usize].set_mode(CoreMode::Waking, now, &mut q.ledger);
-        evq.push(now + self.cfg.alloc_delay, Event::WakeDone { node: self.node, core: pick });
+        evq.push(now + alloc_delay, Event::WakeDone { node: self.node, core: pick });
         Some(pick)
     }
 
@@ -1203,6 +1208,11 @@ impl AllocView for TickView<'_> {
     fn parked_with_work(&self) -> bool {
         let cores = &self.server.q.cores;
         self.server.queued_cores().any(|i| cores[i as usize].mode == CoreMode::Parked)
+    }
+    fn for_each_idle(&self, f: &mut dyn FnMut(CoreId)) {
+        for &i in &self.server.q.spinners.items {
+            f(i);
+        }
     }
     fn for_each_queued(&self, f: &mut dyn FnMut(CoreId, &CoreObs)) {
         for i in self.server.queued_cores() {

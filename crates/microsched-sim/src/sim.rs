@@ -633,9 +633,14 @@ impl Sim {
         n.server.mark_tick(now);
         match action {
             AllocAction::Nothing => {}
-            AllocAction::Grant => {
-                n.server.grant(now, &mut self.evq);
-            }
+            AllocAction::Grant => match n.allocator.grant_delay() {
+                Some(d) => {
+                    n.server.grant_after(now, d, &mut self.evq);
+                }
+                None => {
+                    n.server.grant(now, &mut self.evq);
+                }
+            },
             AllocAction::Yield(core) => {
                 n.server.request_yield(core, now);
                 if !n.server.core(core).is_active() {
@@ -787,6 +792,15 @@ impl Sim {
             sched: Some(total.sched),
             applications: self.apps.iter().map(|a| a.summary(window_s)).collect(),
             nodes,
+            harvest: self.nodes[0].allocator.harvest_report().map(|r| microsched_core::summary::Harvest {
+                buffer_mean: r.buffer_mean,
+                all_busy_fraction: r.all_busy_fraction,
+                lends: r.lends,
+                evictions: r.evictions,
+                demand_evictions: r.demand_evictions,
+                evict_us: self.nodes[0].allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
+                eviction_wait_ms: r.eviction_wait_ns / 1e6,
+            }),
             sim: SimStats {
                 events: self.events,
                 wall_s,

@@ -14,6 +14,11 @@ pub mod caladan;
 mod common;
 pub mod coresync;
 pub mod delay_range;
+pub mod harvest;
+pub mod harvest_acbf;
+pub mod harvest_cfs;
+pub mod harvest_smart;
+pub mod harvest_static;
 pub mod shenango;
 pub mod static_alloc;
 pub mod utilization_range;
@@ -119,6 +124,10 @@ pub trait AllocView {
     fn any_parked(&self) -> bool {
         self.parked() > 0
     }
+    /// Calls `f` for every active core that runs no request (idle, or searching for work): the
+    /// harvesting controllers' monitor. A driver that cannot tell reports none, and those
+    /// controllers then never lend a core.
+    fn for_each_idle(&self, _f: &mut dyn FnMut(CoreId)) {}
 }
 
 /// An active core's load, as [`AllocView::for_each_active_load`] reports it.
@@ -246,6 +255,18 @@ pub trait CoreAllocator: Send {
         None
     }
 
+    /// How long a core granted at this tick takes to become usable, if the policy's own
+    /// mechanism sets it (a harvesting controller's eviction latency); `None`: the driver's
+    /// allocation delay.
+    fn grant_delay(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// The harvesting controllers' counters, for the summary; `None` for other policies.
+    fn harvest_report(&self) -> Option<harvest::HarvestReport> {
+        None
+    }
+
     /// Name for results.
     fn name(&self) -> &'static str;
 }
@@ -260,6 +281,10 @@ pub fn validate(cfg: &AllocatorCfg, field: &str) -> Result<(), ScenarioError> {
         AllocatorCfg::UtilizationRange(c) => c.validate(field),
         AllocatorCfg::DelayRange(c) => c.validate(field),
         AllocatorCfg::CoreSync(c) => c.validate(field),
+        AllocatorCfg::HarvestAcbf(c) => c.validate(field),
+        AllocatorCfg::HarvestStatic(c) => c.validate(field),
+        AllocatorCfg::HarvestCfs(c) => c.validate(field),
+        AllocatorCfg::HarvestSmart(c) => c.validate(field),
     }
 }
 
@@ -272,6 +297,10 @@ pub fn build(cfg: &AllocatorCfg, max_cores: u32) -> Box<dyn CoreAllocator> {
         AllocatorCfg::UtilizationRange(c) => c.build(max_cores),
         AllocatorCfg::DelayRange(c) => c.build(max_cores),
         AllocatorCfg::CoreSync(c) => c.build(max_cores),
+        AllocatorCfg::HarvestAcbf(c) => c.build(max_cores),
+        AllocatorCfg::HarvestStatic(c) => c.build(max_cores),
+        AllocatorCfg::HarvestCfs(c) => c.build(max_cores),
+        AllocatorCfg::HarvestSmart(c) => c.build(max_cores),
     }
 }
 

@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::alloc::{caladan, coresync, delay_range, shenango, static_alloc, utilization_range};
+use crate::alloc::{caladan, coresync, delay_range, harvest_acbf, harvest_cfs, harvest_smart, harvest_static, shenango, static_alloc, utilization_range};
 use crate::overload::breakwater;
 
 pub use crate::overload::breakwater::{AlphaMode, PoolTrigger};
@@ -51,6 +51,10 @@ pub enum AllocatorCfg {
     DelayRange(delay_range::Config),
     #[serde(rename = "coresync")]
     CoreSync(coresync::Config),
+    HarvestAcbf(harvest_acbf::Config),
+    HarvestStatic(harvest_static::Config),
+    HarvestCfs(harvest_cfs::Config),
+    HarvestSmart(harvest_smart::Config),
 }
 
 impl Default for AllocatorCfg {

@@ -80,6 +80,20 @@ pub(crate) fn validate_load(load: &Load, field: &str) -> Result<(), ScenarioErro
         last = step.at_ms;
         one_rate(&f, step.fraction, step.rps)?;
     }
+    if let Some(o) = &load.on_off {
+        let f = format!("{field}.on_off");
+        positive(&format!("{f}.period_ms"), o.period_ms)?;
+        if !(o.duty > 0.0 && o.duty <= 1.0) {
+            return Err(ScenarioError::new(format!("{f}.duty"), format!("{} is not allowed: must be in (0, 1]", o.duty)));
+        }
+        if !(0.0..=1.0).contains(&o.off_ratio) {
+            return Err(ScenarioError::new(format!("{f}.off_ratio"), format!("{} is not allowed: must be in [0, 1]", o.off_ratio)));
+        }
+        non_negative(&format!("{f}.until_ms"), o.until_ms)?;
+        if o.until_ms / o.period_ms > 1e6 {
+            return Err(ScenarioError::new(format!("{f}.until_ms"), "at most a million periods"));
+        }
+    }
     Ok(())
 }
 
