@@ -22,21 +22,13 @@ import pandas as pd
 
 from .spec import Point
 
-# Two-sided 95 % quantiles of Student's t, by degrees of freedom (no SciPy dependency).
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-         18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-         26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
-
-
 def t975(df: int) -> float:
     """The 0.975 quantile of Student's t with ``df`` degrees of freedom (NaN for df < 1)."""
     if df < 1:
         return math.nan
-    if df in _T975:
-        return _T975[df]
-    below = max(k for k in _T975 if k < df) if df < 120 else 120
-    return _T975[below] if df < 120 else 1.960
+    from scipy.stats import t  # imported here: most commands never compute an interval
+
+    return float(t.ppf(0.975, df))
 
 
 def mean_ci95(values: Iterable[float]) -> tuple[float, float, int]:
