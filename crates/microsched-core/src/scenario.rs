@@ -125,6 +125,10 @@ pub struct Server {
     /// requests go straight from the network to the queueing policy.
     #[serde(default)]
     pub dispatcher: Option<crate::sched::dispatcher::DispatcherCfg>,
+    /// Drops at lock steps (Protego's ASQM, or try_lock; see [`crate::sched::asqm`]); absent:
+    /// lock steps block until the mutex is handed over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_control: Option<crate::sched::asqm::Config>,
     /// Identical server nodes (replicas), each with its own cores, queues, locks and policies.
     #[serde(default = "default_replicas")]
     pub replicas: u32,

@@ -8,7 +8,8 @@ use microsched_core::overload::client::{ClientDrop, Out};
 use microsched_core::overload::{Admission, CreditLink};
 use microsched_core::rng::{stream, Stream};
 use microsched_core::scenario::{Loaded, Scenario};
-use microsched_core::summary::{CoreTime, Cores, Requests, Sched, SimStats, Summary};
+use microsched_core::sched::asqm::LockStats;
+use microsched_core::summary::{CoreTime, Cores, LockDrops, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -18,7 +19,7 @@ use crate::events::{Event, EventQueue};
 use crate::node::Node;
 use crate::requests::{Req, Slab};
 use crate::result::{RequestLog, SimResult, TimeSeries};
-use crate::server::{Idle, SliceEnd};
+use crate::server::{Idle, LockDropState, SliceEnd};
 use microsched_core::program::Op;
 
 struct Network {
@@ -70,6 +71,15 @@ pub struct Sim {
     series: TimeSeries,
     log: Option<RequestLog>,
     events: u64,
+    /// Lock-level drops: failure replies' delays over the measured window, and the cleanup
+    /// threads alive (slab entries that are no client's request).
+    failure_reply: Option<FailureReplies>,
+}
+
+struct FailureReplies {
+    delay: hdrhistogram::Histogram<u64>,
+    sum: u128,
+    ghosts: u64,
 }
 
 impl Sim {
@@ -87,7 +97,20 @@ impl Sim {
             spin_locks.extend((0..app.programs.mutexes()).map(|m| app.programs.is_spin(m)));
             apps.push(app);
         }
-        let nodes = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
+        let mut nodes: Vec<Node> = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
+        let failure_reply = sc.server.lock_control.as_ref().map(|lc| {
+            let rule = lc.build();
+            let families: Vec<(&str, u32)> = apps.iter().flat_map(|a| a.programs.families().map(|(n, _, c)| (n, c))).collect();
+            let cleanup: Vec<bool> = families
+                .iter()
+                .flat_map(|&(n, c)| std::iter::repeat_n(lc.cleanup_lock.as_deref() == Some(n), c as usize))
+                .collect();
+            for n in &mut nodes {
+                let stats = LockStats::new(families.iter().copied());
+                n.server.locks = Some(Box::new(LockDropState::new(rule, cleanup.clone(), stats)));
+            }
+            FailureReplies { delay: hdrhistogram::Histogram::new(3).expect("valid sigfig"), sum: 0, ghosts: 0 }
+        });
         let warmup = ms(sc.warmup_ms);
         Ok(Self {
             now: 0,
@@ -108,6 +131,7 @@ impl Sim {
             series: TimeSeries::default(),
             log: sc.metrics.record_requests.then(RequestLog::default),
             events: 0,
+            failure_reply,
             scenario: sc,
         })
     }
@@ -212,6 +236,10 @@ impl Sim {
                 for n in &mut self.nodes {
                     n.window_start_times = n.server.core_times(now);
                     n.window_start_sched = n.server.counters;
+                    if let Some(l) = &mut n.server.locks {
+                        l.stats.start_window(now);
+                        l.drops = 0;
+                    }
                 }
             }
             Event::DropReply { req } => self.drop_reply(req),
@@ -272,19 +300,45 @@ impl Sim {
         let now = self.now;
         match end {
             SliceEnd::Stale | SliceEnd::Running => return,
+            SliceEnd::Finished(req) if self.slab[req].ghost => {
+                self.slab.remove(req);
+                if let Some(f) = &mut self.failure_reply {
+                    f.ghosts -= 1;
+                }
+            }
             SliceEnd::Finished(req) => {
                 self.slab[req].done = now;
+                let dropped = self.slab[req].dropped;
                 let credited = self.nodes[node as usize].credit.is_some();
-                let credits = if credited { self.credit_response(req, false) } else { 0 };
+                let credits = if credited { self.credit_response(req, dropped) } else { 0 };
                 self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
                 if credited {
                     self.send_wakeups(node);
+                }
+                if dropped && self.cleanup(node, core, req) {
+                    return;
                 }
             }
             SliceEnd::Freed => {}
         }
         let idle = self.nodes[node as usize].server.find_work(core, now, &mut self.slab, &mut self.evq);
         self.after_idle(node, core, idle);
+    }
+
+    /// After the failure reply of a request dropped at a lock step: its thread re-takes the
+    /// cleanup lock it had taken (a dropped SET frees its item under the slab lock), never
+    /// dropped, as a cleanup thread of its own on the same core. True if the core stays busy.
+    fn cleanup(&mut self, node: u16, core: u16, req: u32) -> bool {
+        let server = &mut self.nodes[node as usize].server;
+        let Some(m) = server.take_cleanup(req) else { return false };
+        let hold = server.locks.as_ref().map_or(0, |l| l.rule.cleanup_ns);
+        let r = self.slab[req];
+        let ghost = self.slab.insert(Req { id: r.id, created: self.now, session: r.session, flow: r.flow, app: r.app, node, has_program: true, ghost: true, ..Req::default() });
+        if let Some(f) = &mut self.failure_reply {
+            f.ghosts += 1;
+        }
+        server.set_program(ghost, &[Op::Acquire(m), Op::Compute(hold), Op::Release(m)]);
+        server.run_cleanup(core, ghost, m, self.now, &mut self.slab, &mut self.evq)
     }
 
     /// The congestion signal a node's overload controller reads now: the cached sample, or
@@ -462,6 +516,12 @@ impl Sim {
         let app = r.app as usize;
         let credited = self.nodes[r.node as usize].credit.is_some();
         let replicas = self.nodes.len() as u16;
+        if r.dropped && self.measuring {
+            if let Some(f) = &mut self.failure_reply {
+                f.delay.record(now - r.created).expect("auto-resizing histogram");
+                f.sum += u128::from(now - r.created);
+            }
+        }
         if r.dropped && r.tries < self.apps[app].retries && replicas > 1 {
             if credited {
                 self.client_credits(app, r.node, r.session, credits);
@@ -734,13 +794,26 @@ impl Sim {
                 generated: first.generated,
                 completed: first.completed,
                 dropped: first.dropped,
-                in_flight: if self.apps.len() == 1 { self.slab.live() as u64 } else { first.in_flight() },
+                in_flight: if self.apps.len() == 1 {
+                    self.slab.live() as u64 - self.failure_reply.as_ref().map_or(0, |f| f.ghosts)
+                } else {
+                    first.in_flight()
+                },
             },
             core_time: total.core_time,
             credits,
             sched: Some(total.sched),
             applications: self.apps.iter().map(|a| a.summary(window_s)).collect(),
             nodes,
+            lock_control: self.failure_reply.as_ref().map(|f| {
+                let stats: Vec<&LockStats> = self.nodes.iter().filter_map(|n| n.server.locks.as_ref().map(|l| &l.stats)).collect();
+                let n = f.delay.len();
+                LockDrops {
+                    drops: self.nodes.iter().filter_map(|n| n.server.locks.as_ref()).map(|l| l.drops).sum(),
+                    failure_reply_us: microsched_core::metrics::us_percentiles(&f.delay, f.sum, n),
+                    locks: LockStats::summaries(&stats, self.end, window_ns),
+                }
+            }),
             sim: SimStats {
                 events: self.events,
                 wall_s,

@@ -7,10 +7,12 @@
 //! * [`dfcfs`]: a queue per core fed by RSS, idle cores steal half of a random victim's queue
 //!   (d-FCFS with work stealing, as Shenango/Caladan).
 //!
-//! Also here, as mechanism shared by the drivers: [`mutex`] (FIFO mutexes with waiter enqueue
+//! Also here, as mechanism shared by the drivers: [`asqm`] (lock-level drops: ASQM, try_lock),
+//! [`mutex`] (FIFO mutexes with waiter enqueue
 //! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
 //! stage on a core of its own).
 
+pub mod asqm;
 pub mod cfcfs;
 pub mod dfcfs;
 pub mod dispatcher;
