@@ -156,6 +156,10 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the runtime has no dispatcher core: workers take requests from the socket themselves",
     },
     Unsupported {
+        check: |s| set("policy.overload.kind", "seda", matches!(s.policy.overload, microsched_core::scenario::OverloadCfg::Seda(_))),
+        supported: "SEDA's client rate limits are simulator-only so far (none, breakwater, protego run in the runtime)",
+    },
+    Unsupported {
         check: |s| set("server.lock_control", s.server.lock_control.as_ref().map(|l| l.mode), s.server.lock_control.is_some()),
         supported: "the runtime's mutexes block; ASQM and try_lock drops are simulator-only so far",
     },

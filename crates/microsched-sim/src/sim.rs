@@ -7,7 +7,8 @@ use microsched_core::alloc::{AllocAction, ParkMode, ParkVerdict};
 use microsched_core::overload::client::{ClientDrop, Out};
 use microsched_core::overload::{Admission, CreditLink};
 use microsched_core::rng::{stream, Stream};
-use microsched_core::scenario::{Loaded, Scenario};
+use microsched_core::overload::seda::Seda;
+use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
 use microsched_core::summary::{CoreTime, Cores, LockDrops, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
@@ -74,6 +75,8 @@ pub struct Sim {
     /// Lock-level drops: failure replies' delays over the measured window, and the cleanup
     /// threads alive (slab entries that are no client's request).
     failure_reply: Option<FailureReplies>,
+    /// SEDA's client-side rate limiters, sessions numbered across applications.
+    seda: Option<Seda>,
 }
 
 struct FailureReplies {
@@ -86,7 +89,7 @@ impl Sim {
     pub fn new(loaded: &Loaded, seed: u64) -> Result<Self, ScenarioError> {
         let sc = loaded.scenario.clone();
         let base = &loaded.base_dir;
-        let credit_based = !matches!(sc.policy.overload, microsched_core::scenario::OverloadCfg::None);
+        let credit_based = !matches!(sc.policy.overload, OverloadCfg::None | OverloadCfg::Seda(_));
         let mut apps = Vec::new();
         let (mut sessions, mut mutexes) = (0u32, 0u32);
         let mut spin_locks = Vec::new();
@@ -132,6 +135,10 @@ impl Sim {
             log: sc.metrics.record_requests.then(RequestLog::default),
             events: 0,
             failure_reply,
+            seda: match &sc.policy.overload {
+                OverloadCfg::Seda(c) => Some(Seda::new(c, sessions)),
+                _ => None,
+            },
             scenario: sc,
         })
     }
@@ -499,12 +506,33 @@ impl Sim {
     fn send(&mut self, slot: u32) {
         let r = &self.slab[slot];
         let (app, node, session) = (r.app as usize, r.node, r.session);
+        if let Some(s) = &mut self.seda {
+            if !s.admit(r.flow, self.now) {
+                self.reject(slot);
+                return;
+            }
+        }
         if self.nodes[node as usize].credit.is_none() {
             self.net.send(self.now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq);
         } else {
             let a = &mut self.apps[app];
             a.clients[node as usize].submit(session, slot, self.now, &mut a.out);
             self.client_outs(app, node);
+        }
+    }
+
+    /// A request its client's rate limit refused: dropped at the client (SEDA).
+    fn reject(&mut self, slot: u32) {
+        let mut r = self.slab.remove(slot);
+        r.dropped = true;
+        let a = &mut self.apps[r.app as usize];
+        a.dropped += 1;
+        self.interval.drops += 1;
+        if self.measuring {
+            a.recorder.dropped(r.rtype as usize);
+        }
+        if let Some(log) = &mut self.log {
+            log.push(&r, self.now);
         }
     }
 
@@ -533,6 +561,11 @@ impl Sim {
             self.slab[slot] = Req { node: (r.node + 1) % replicas, tries: r.tries + 1, ..again };
             self.send(slot);
             return;
+        }
+        if let Some(s) = &mut self.seda {
+            if !r.dropped {
+                s.observe(r.flow, now - r.created, now);
+            }
         }
         let r = self.slab.remove(slot);
         let a = &mut self.apps[app];
