@@ -29,6 +29,7 @@ from . import allocators  # noqa: E402,F401
 from . import loadshift  # noqa: E402,F401
 from . import collapse  # noqa: E402,F401
 from . import coresync  # noqa: E402,F401
+from . import protego  # noqa: E402,F401
 
 __all__ = [
     "REGISTRY", "Claim", "Context", "Outcome", "Point", "Reproduction", "SpecError", "SweepSpec",
