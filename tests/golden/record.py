@@ -28,8 +28,15 @@ SCENARIOS = [
     "experiments/load-shift/base.toml",
     "experiments/real/overload-2x.toml",
     "experiments/real/overload-2x-none.toml",
+    "experiments/protego/synthetic.toml",
+    "experiments/protego/synthetic-p50.toml",
+    "experiments/protego/synthetic-100us.toml",
+    "experiments/protego/synthetic-p50-1us.toml",
+    "experiments/protego/memcached-var.toml",
+    "experiments/protego/memcached-usr.toml",
+    "experiments/protego/lucene.toml",
 ]
-REPRODUCTIONS = ["allocators", "collapse", "coresync", "load-shift"]
+REPRODUCTIONS = ["allocators", "collapse", "coresync", "load-shift", "protego"]
 SWEEPS = ["experiments/sweeps/smoke.toml"]
 
 # Measurements of the machine, not of the model.

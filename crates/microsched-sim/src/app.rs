@@ -38,6 +38,8 @@ pub struct App {
     pub retries: u8,
     pub recorder: LatencyRecorder,
     pub slo_us: f64,
+    /// Its offered load at the start (requests/s).
+    pub initial_rps: f64,
     /// Client state per node (credit-based overload control only).
     pub clients: Vec<Clients<u32>>,
     pub out: Vec<Out<u32>>,
@@ -92,6 +94,7 @@ impl App {
             retries: c.retries as u8,
             recorder: LatencyRecorder::new(&names, us(slo_us)),
             slo_us,
+            initial_rps: steps.first().map_or(0.0, |s| s.1),
             clients,
             out: Vec::with_capacity(64),
             generated: 0,

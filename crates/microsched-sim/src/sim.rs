@@ -100,6 +100,13 @@ impl Sim {
             spin_locks.extend((0..app.programs.mutexes()).map(|m| app.programs.is_spin(m)));
             apps.push(app);
         }
+        let seda = match &sc.policy.overload {
+            OverloadCfg::Seda(c) => {
+                let share = apps.iter().flat_map(|a| std::iter::repeat_n(a.initial_rps / a.sessions.max(1) as f64, a.sessions as usize));
+                Some(Seda::new(c, share.collect()))
+            }
+            _ => None,
+        };
         let mut nodes: Vec<Node> = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
         let failure_reply = sc.server.lock_control.as_ref().map(|lc| {
             let rule = lc.build();
@@ -135,10 +142,7 @@ impl Sim {
             log: sc.metrics.record_requests.then(RequestLog::default),
             events: 0,
             failure_reply,
-            seda: match &sc.policy.overload {
-                OverloadCfg::Seda(c) => Some(Seda::new(c, sessions)),
-                _ => None,
-            },
+            seda,
             scenario: sc,
         })
     }

@@ -253,7 +253,13 @@ def claims_fig6(df: pd.DataFrame) -> list[Claim]:
               "collapses once the mutexes are congested (Fig. 6)", paper=None,
               measured=_r(bw_top / bw_peak if bw_peak > 0 else math.nan), holds=bool(bw_top < 0.5 * bw_peak),
               extra={"unit": "of its peak goodput", "at_load_rps": top,
-                     "measure": "Breakwater goodput at the highest demand / its peak; holds if < 0.5"}),
+                     "by_load": {f"{x:g}": _r(s.mean("breakwater", x, "goodput_rps"), 0) for x in loads},
+                     "p99_us_at_top": _r(s.mean("breakwater", top, P99), 0),
+                     "measure": "Breakwater goodput at the highest demand / its peak; holds if < 0.5",
+                     **_cause(bw_top < 0.5 * bw_peak, "the half of the queries on cold terms never wait on the hot "
+                              "TermDocs lock, so their goodput keeps growing with demand while the hot path's queue "
+                              "grows without bound (p99 in seconds): goodput dips past the hot lock's capacity and "
+                              "then rises again instead of collapsing")}),
     ]
 
 
@@ -293,15 +299,26 @@ def claims_fig7(df: pd.DataFrame) -> list[Claim]:
         slo = 2 * TARGET_US["fig7"]
         out.append(Claim(
             id="fig8-replicas-p99-below-slo", claim="With two replicas and one retry, the end-to-end p99 stays 1.7× "
-            "below the SLO of twice the target (Fig. 8); failure replies arrive within the target delay",
-            paper=1.7, measured=_r(slo / m3 if m3 > 0 else math.nan), holds=bool(m3 < slo and m4 <= TARGET_US["fig7"]),
+            "below the SLO of twice the target (Fig. 8)",
+            paper=1.7, measured=_r(slo / m3 if m3 > 0 else math.nan), holds=bool(m3 < slo),
             extra={"unit": "SLO / p99", "p99_us": _r(m3), "ci95_p99_us": _r(ci3), "at_load_rps": at3,
-                   "failure_reply_p99_us_max": _r(m4), "failure_reply_at_load_rps": at4, "by_load_p99": _byload(p99),
-                   "measure": "SLO (220 µs) / the largest p99 over demands; failure reply p99 from the first server; "
-                              "holds if p99 < SLO and failure replies within 110 µs",
+                   "by_load_p99": _byload(p99),
+                   "measure": "SLO (220 µs) / the largest p99 over demands, means over seeds; holds if p99 < SLO",
                    "note": "a client whose request waits more than clients.timeout_us for a credit drops it locally; "
                            "the paper's clients resend those to the second replica too, ours do not (only failure "
                            "replies are retried)"}))
+        ok = m4 <= TARGET_US["fig7"]
+        out.append(Claim(
+            id="fig8-failure-replies-within-target", claim="Failure messages reach the clients within the target "
+            "delay (110 µs): ASQM drops a request before it spends its budget (Fig. 8, §3.2)",
+            paper=110.0, measured=_r(m4), holds=bool(ok),
+            extra={"unit": "µs", "at_load_rps": at4, "by_load": _byload(fr),
+                   "measure": "largest p99 over demands of the delay from a request's creation to its failure reply "
+                              "at the client, means over seeds; holds if within the target",
+                   **_cause(ok, "a SET joins the slab lock's queue when its delay so far plus the oldest waiter's age "
+                                "fits the 70 µs budget, but its own wait there can be longer (the age is a lower "
+                                "bound); it is then dropped at its item lock with more than the budget spent, and "
+                                "the reply also carries the client's credit wait and the network")}))
     return out
 
 
@@ -347,18 +364,22 @@ def claims_fig12(ctx: Context, df: pd.DataFrame) -> list[Claim]:
 def claims_fig13(df: pd.DataFrame) -> list[Claim]:
     s = Seeds(df, key=None)
     p = s.mean("protego", None, "goodput_rps")
-    b = s.mean("breakwater", None, "goodput_rps")
-    sd = s.mean("seda", None, "goodput_rps")
-    ok = p < b and p < sd
-    return [Claim(id="fig13-usr-limitation", claim="Memcached USR (CPU-bound, GET-heavy): Protego's goodput is below "
-                  "Breakwater's and SEDA's (its stated limitation; paper: 23 % and 37 % less) (Fig. 13)", paper=0.77,
-                  measured=_r(p / b if b > 0 else math.nan), holds=bool(ok),
-                  extra={"unit": "× Breakwater's goodput", "vs_seda": _r(p / sd if sd > 0 else math.nan),
-                         "paper_vs_seda": 0.63, "goodput_rps": {"protego": _r(p, 0), "breakwater": _r(b, 0), "seda": _r(sd, 0)},
-                         "measure": "goodput at 3.6 M req/s demand, means over seeds; holds if Protego's is below both",
-                         **_cause(ok, "the paper attributes the gap to Protego's slow pool updates (every 4 e2e RTTs) "
-                                      "and to the server-side credit work; the simulator charges no CPU for credit "
-                                      "management, so only the first effect is modelled")})]
+    out = []
+    for other, paper in (("breakwater", 0.77), ("seda", 0.63)):
+        o = s.mean(other, None, "goodput_rps")
+        r, ci = s.ratio(None, "goodput_rps", "protego", other)
+        ok = r < 1
+        out.append(Claim(
+            id=f"fig13-usr-below-{other}", claim=f"Memcached USR (CPU-bound, GET-heavy): Protego's goodput is below "
+            f"{other}'s, its stated limitation (paper: {100 * (1 - paper):.0f} % less) (Fig. 13)", paper=paper,
+            measured=_r(r), holds=bool(ok),
+            extra={"unit": f"× {other}'s goodput", "ci95": _r(ci), "goodput_rps": {"protego": _r(p, 0), other: _r(o, 0)},
+                   "measure": "goodput at 3.6 M req/s demand, paired by seed; holds if Protego's is lower",
+                   **_cause(ok, "the paper attributes the gap to Protego's slow pool updates (every 4 e2e RTTs) and to "
+                                "the server-side credit work that SEDA does not do; the simulator charges no CPU for "
+                                "credit management, and SEDA's per-client limits with 1000 clients reject more "
+                                "requests here than Protego's credits do")}))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 //! nothing). No state at the server: the driver skips credits entirely, as for "none".
 //!
 //! Decisions the sources leave open: the rate starts at `initial_rps` per session (default: the
-//! session's fair share of the offered load is unknown to it, so a generous 10 000 req/s), the
+//! session's share of its application's offered load at the start, what a client sending
+//! open-loop knows of itself), the
 //! bucket holds at most `bucket` tokens (1: no bursts above the rate), an interval without a
 //! response leaves the rate unchanged, and the rate never falls below `min_rps`.
 
@@ -25,8 +26,8 @@ pub struct Config {
     pub adj_i: f64,
     /// Multiplicative decrease factor (> 1).
     pub adj_d: f64,
-    /// A session's rate at the start (requests/s).
-    pub initial_rps: f64,
+    /// A session's rate at the start (requests/s); default: its share of the offered load.
+    pub initial_rps: Option<f64>,
     /// Lowest rate (requests/s).
     pub min_rps: f64,
     /// Bucket depth (tokens).
@@ -35,7 +36,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { target_us: 200.0, timeout_us: 1000.0, adj_i: 10.0, adj_d: 1.04, initial_rps: 10_000.0, min_rps: 1.0, bucket: 1.0 }
+        Self { target_us: 200.0, timeout_us: 1000.0, adj_i: 10.0, adj_d: 1.04, initial_rps: None, min_rps: 1.0, bucket: 1.0 }
     }
 }
 
@@ -51,7 +52,9 @@ impl Config {
         pos("target_us", self.target_us)?;
         pos("timeout_us", self.timeout_us)?;
         pos("adj_i", self.adj_i)?;
-        pos("initial_rps", self.initial_rps)?;
+        if let Some(r) = self.initial_rps {
+            pos("initial_rps", r)?;
+        }
         pos("min_rps", self.min_rps)?;
         if !(self.adj_d.is_finite() && self.adj_d > 1.0) {
             return Err(ScenarioError::new(format!("{field}.adj_d"), format!("{} is not allowed: the decrease factor must be > 1", self.adj_d)));
@@ -86,8 +89,10 @@ pub struct Seda {
 }
 
 impl Seda {
-    pub fn new(cfg: &Config, sessions: u32) -> Self {
-        let s = Session { rate: cfg.initial_rps, tokens: cfg.bucket, refilled: 0, window_start: 0, samples: Vec::new() };
+    /// Limiters for sessions whose offered loads (requests/s) are `offered`; `initial_rps`, when
+    /// set, replaces them.
+    pub fn new(cfg: &Config, offered: Vec<f64>) -> Self {
+        let session = |r: f64| Session { rate: cfg.initial_rps.unwrap_or(r).max(cfg.min_rps), tokens: cfg.bucket, refilled: 0, window_start: 0, samples: Vec::new() };
         Self {
             target_ns: us(cfg.target_us),
             timeout_ns: us(cfg.timeout_us).max(1),
@@ -95,7 +100,7 @@ impl Seda {
             adj_d: cfg.adj_d,
             min_rps: cfg.min_rps,
             bucket: cfg.bucket,
-            sessions: vec![s; sessions as usize],
+            sessions: offered.into_iter().map(session).collect(),
         }
     }
 
@@ -145,7 +150,7 @@ mod tests {
 
     #[test]
     fn bucket_limits_the_rate_and_p99_drives_it() {
-        let mut s = Seda::new(&Config { initial_rps: 1000.0, ..Config::default() }, 1);
+        let mut s = Seda::new(&Config::default(), vec![1000.0]);
         assert!(s.admit(0, 0), "a full bucket");
         assert!(!s.admit(0, 500_000), "half a token after 0.5 ms at 1000/s");
         assert!(s.admit(0, 1_000_000));
