@@ -123,6 +123,9 @@ pub struct LockSummary {
     pub drops: u64,
     /// Cleanup re-acquisitions of a dropped request (never dropped themselves).
     pub cleanups: u64,
+    /// Waits (of requests that passed the drop test) that ended with the request's accumulated
+    /// queueing delay past the budget: the lock queue's age is a lower bound of a joiner's wait.
+    pub waits_over_budget: u64,
     /// Mean waiters over the window (time-weighted).
     pub queue_len_mean: f64,
 }

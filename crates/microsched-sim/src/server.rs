@@ -818,7 +818,9 @@ impl Server {
         r.queued_ns += now - since;
         r.waiting_lock = false;
         if let Some(l) = &mut self.locks {
-            l.stats.handed(m, now - since, now);
+            l.slot(w);
+            let acc = (r.queued_ns as i64 + l.seed[w as usize]).max(0) as Nanos;
+            l.stats.handed(m, now - since, now, !r.ghost && acc > l.rule.budget_ns);
         }
         self.counters.lock_waits += 1;
         self.counters.lock_wait_ns += now - since;

@@ -207,6 +207,8 @@ pub struct FamilyStats {
     wait_sum: u128,
     pub drops: u64,
     pub cleanups: u64,
+    /// Waits that ended with the request's accumulated delay past the budget.
+    pub over_budget: u64,
     /// ∫ waiters dt (ns · waiters), for the time-weighted mean queue length.
     waiters_ns: u128,
 }
@@ -235,6 +237,7 @@ impl LockStats {
                 wait_sum: 0,
                 drops: 0,
                 cleanups: 0,
+                over_budget: 0,
                 waiters_ns: 0,
             });
             s.family.extend(std::iter::repeat_n(i as u16, count as usize));
@@ -266,13 +269,15 @@ impl LockStats {
         }
     }
 
-    /// A waiter of `mutex` was handed it after `wait_ns`.
-    pub fn handed(&mut self, mutex: u32, wait_ns: Nanos, now: Nanos) {
+    /// A waiter of `mutex` was handed it after `wait_ns`; `over_budget`: its accumulated delay
+    /// now exceeds the budget (it joined within it: the lock queue's age underestimated its wait).
+    pub fn handed(&mut self, mutex: u32, wait_ns: Nanos, now: Nanos, over_budget: bool) {
         let f = self.family_of(mutex);
         self.move_queue(f, now, -1);
         if self.measuring {
             let s = &mut self.families[f];
             s.waits += 1;
+            s.over_budget += u64::from(over_budget);
             s.wait.record(wait_ns).expect("auto-resizing histogram");
             s.wait_sum += u128::from(wait_ns);
         }
@@ -306,7 +311,7 @@ impl LockStats {
         (0..first.families.len())
             .map(|f| {
                 let mut wait = hdrhistogram::Histogram::<u64>::new(3).expect("valid sigfig");
-                let (mut acq, mut waits, mut sum, mut drops, mut cleanups, mut wn) = (0, 0, 0u128, 0, 0, 0u128);
+                let (mut acq, mut waits, mut sum, mut drops, mut cleanups, mut over, mut wn) = (0, 0, 0u128, 0, 0, 0, 0u128);
                 for n in nodes {
                     let s = &n.families[f];
                     wait.add(&s.wait).expect("auto-resizing histogram");
@@ -315,6 +320,7 @@ impl LockStats {
                     sum += s.wait_sum;
                     drops += s.drops;
                     cleanups += s.cleanups;
+                    over += s.over_budget;
                     let (q, since) = n.queue[f];
                     wn += s.waiters_ns + u128::from(q) * u128::from(now.saturating_sub(since));
                 }
@@ -325,6 +331,7 @@ impl LockStats {
                     wait_us: crate::metrics::us_percentiles(&wait, sum, waits),
                     drops,
                     cleanups,
+                    waits_over_budget: over,
                     queue_len_mean: wn as f64 / window_ns.max(1) as f64,
                 }
             })
