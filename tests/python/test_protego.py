@@ -101,14 +101,17 @@ def test_dropped_set_cleanup_takes_the_slab_lock():
 
 def test_conservation_with_lock_drops_replicas_and_retries():
     """Cleanup threads are no client's requests: they never count as in flight, and every request
-    is completed, dropped (after its retry) or in flight, across two replicas."""
+    is completed, dropped (after its retry) or in flight, across two replicas, with failure replies
+    and credit timeouts both resent (Fig. 8's clients)."""
     s = _run(EXP / "memcached-var.toml", "load.rps=1000000", "duration_ms=100", "warmup_ms=50", *PROTEGO[:1],
              "policy.overload.budget_us=70", "policy.overload.initial_pool=1000", *ASQM[:1],
              "server.lock_control.budget_us=70", 'server.lock_control.cleanup_lock="slab"',
              "server.lock_control.cleanup_ns=500", "server.replicas=2", "clients.retries=1",
-             'clients.replica_choice="primary"')
+             'clients.replica_choice="primary"', "clients.retry_timeouts=true")
     _conserved(s)
     assert s["lock_control"]["drops"] > 0
+    assert s["applications"][0]["retries"] > 0
+    assert s["nodes"][1]["cores"]["busy_mean"] > 0, "the second replica serves the resent requests"
 
 
 def test_seda_limits_rates_on_observed_p99():

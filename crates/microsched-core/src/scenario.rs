@@ -212,6 +212,10 @@ pub struct Clients {
     /// to this many times; the failure counts only when it is the last.
     #[serde(default)]
     pub retries: u32,
+    /// A request that timed out waiting for a credit (clients.timeout_us) is retried too, with
+    /// its locally generated failure (Protego's Fig. 8 clients); default: it is dropped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retry_timeouts: bool,
 }
 
 impl Default for Clients {
@@ -222,6 +226,7 @@ impl Default for Clients {
             timeout_us: default_client_timeout_us(),
             replica_choice: Default::default(),
             retries: 0,
+            retry_timeouts: false,
         }
     }
 }

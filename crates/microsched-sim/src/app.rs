@@ -36,6 +36,7 @@ pub struct App {
     pub mutex_base: u32,
     pub replica_choice: ReplicaChoice,
     pub retries: u8,
+    pub retry_timeouts: bool,
     pub recorder: LatencyRecorder,
     pub slo_us: f64,
     /// Its offered load at the start (requests/s).
@@ -92,6 +93,7 @@ impl App {
             mutex_base,
             replica_choice: c.replica_choice,
             retries: c.retries as u8,
+            retry_timeouts: c.retry_timeouts,
             recorder: LatencyRecorder::new(&names, us(slo_us)),
             slo_us,
             initial_rps: steps.first().map_or(0.0, |s| s.1),

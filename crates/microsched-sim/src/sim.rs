@@ -438,6 +438,22 @@ impl Sim {
                     self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq)
                 }
                 Out::Drop { req, why } => {
+                    let r = self.slab[req];
+                    let replicas = self.nodes.len() as u16;
+                    if why == ClientDrop::Timeout && self.apps[app].retry_timeouts && r.tries < self.apps[app].retries && replicas > 1 {
+                        // No credit in time: to the next replica, with the local failure.
+                        if self.measuring {
+                            self.apps[app].retried += 1;
+                            if let Some(f) = &mut self.failure_reply {
+                                f.delay.record(now - r.created).expect("auto-resizing histogram");
+                                f.sum += u128::from(now - r.created);
+                            }
+                        }
+                        let again = Req { id: r.id, created: r.created, service: r.service, session: r.session, flow: r.flow, rtype: r.rtype, app: r.app, has_program: r.has_program, ..Req::default() };
+                        self.slab[req] = Req { node: (r.node + 1) % replicas, tries: r.tries + 1, ..again };
+                        self.send(req);
+                        continue;
+                    }
                     let mut r = self.slab.remove(req);
                     r.dropped = true;
                     let a = &mut self.apps[app];
