@@ -153,5 +153,6 @@ def test_reproduce_protego_quick(quick):
     for must in ("fig9-breakwater-collapse", "fig11-no-control-collapses", "fig11-ac-alone-misses-target",
                  "fig7-dropped-set-cleanup"):
         assert by[must]["holds"], by[must]
-    for f in ("results.parquet", "fig7.parquet", "protego_fig9_fig11.png", "protego_fig7.png", "protego_fig12.png"):
+    for f in ("results.parquet", "fig7.parquet", "protego_fig9_fig11.png", "protego_fig7.png", "protego_fig12.png",
+              "protego_fig13.png"):
         assert (quick / f).is_file(), f

@@ -9,7 +9,8 @@ directory (``fig3``, ``fig5``, ``fig6``, ``fig7`` (with Fig. 8's replicas), ``fi
 a mean over seeds with its 95 % confidence half-width.
 
 Figures: ``protego_figN.png`` (goodput, p99, drop rate and CPU use against the clients' demand,
-one line per system), ``protego_fig12.png`` (goodput and drop rate against t_e).
+one line per system), ``protego_fig12.png`` (goodput and drop rate against t_e),
+``protego_fig13.png`` (bars: goodput, p99, drop rate per system).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def analyze(ctx: Context) -> list[Claim]:
     claims += claims_fig10(subs["fig10"])
     claims += claims_fig12(ctx, subs["fig12"])
     claims += claims_fig13(subs["fig13"])
+    plot_bars(ctx, subs["fig13"], "Fig. 13: Memcached-like, USR, 3.6 M req/s demand", "protego_fig13.png")
     return claims
 
 
@@ -415,6 +417,19 @@ def plot_vs_load(ctx: Context, df: pd.DataFrame, name: str, title: str, filename
         ax.set_xlabel("clients' demand (kRPS)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
+    fig.suptitle(f"{title}; mean over seeds, bars: 95 % CI", fontsize=10)
+    ctx.save_figure(fig, filename)
+
+
+def plot_bars(ctx: Context, df: pd.DataFrame, title: str, filename: str) -> None:
+    plt = setup_plt()
+    agg = aggregate(df, ["variant"])
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), constrained_layout=True)
+    for ax, (m, lab) in zip(axes, (("goodput_rps", "goodput (req/s)"), (P99, "p99 latency (µs)"), ("drop_rate", "drop rate"))):
+        err = np.nan_to_num(agg[f"{m}.ci95"].to_numpy(float)) if f"{m}.ci95" in agg.columns else None
+        ax.bar(agg["variant"], agg[m], yerr=err, color=[COLORS.get(v, "gray") for v in agg["variant"]], capsize=3)
+        ax.set_ylabel(lab)
+        ax.grid(alpha=0.3, axis="y")
     fig.suptitle(f"{title}; mean over seeds, bars: 95 % CI", fontsize=10)
     ctx.save_figure(fig, filename)
 
