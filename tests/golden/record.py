@@ -32,8 +32,15 @@ SCENARIOS = [
     "experiments/synergy/extreme.toml",
     "experiments/synergy/zippydb.toml",
     "experiments/harvest/base.toml",
+    "experiments/protego/synthetic.toml",
+    "experiments/protego/synthetic-p50.toml",
+    "experiments/protego/synthetic-100us.toml",
+    "experiments/protego/synthetic-p50-1us.toml",
+    "experiments/protego/memcached-var.toml",
+    "experiments/protego/memcached-usr.toml",
+    "experiments/protego/lucene.toml",
 ]
-REPRODUCTIONS = ["allocators", "collapse", "coresync", "load-shift"]
+REPRODUCTIONS = ["allocators", "collapse", "coresync", "load-shift", "protego"]
 SWEEPS = ["experiments/sweeps/smoke.toml"]
 
 # Measurements of the machine, not of the model.

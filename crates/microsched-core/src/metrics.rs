@@ -140,7 +140,8 @@ impl LatencyRecorder {
     }
 }
 
-fn us_percentiles(h: &Histogram<u64>, sum: u128, n: u64) -> Percentiles {
+/// Mean and quantiles in µs of a histogram of nanoseconds with exact sum `sum` over `n` values.
+pub fn us_percentiles(h: &Histogram<u64>, sum: u128, n: u64) -> Percentiles {
     if n == 0 {
         return Percentiles::default();
     }

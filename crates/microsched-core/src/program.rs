@@ -125,6 +125,7 @@ enum Step {
 
 #[derive(Debug, Clone)]
 struct Lock {
+    name: String,
     first_id: u32,
     count: u32,
     keys: u64,
@@ -189,7 +190,7 @@ impl Programs {
                     Some((((keys as f64 * h.hot_keys).round() as u64).clamp(1, keys), h.hot_share))
                 }
             };
-            locks.push(Lock { first_id: mutexes, count: l.count, keys, hot });
+            locks.push(Lock { name: l.name.clone(), first_id: mutexes, count: l.count, keys, hot });
             spin.extend(std::iter::repeat_n(l.spin, l.count as usize));
             mutexes += l.count;
         }
@@ -250,6 +251,11 @@ impl Programs {
     /// Mutexes in all (families counted lock by lock).
     pub fn mutexes(&self) -> u32 {
         self.mutexes
+    }
+
+    /// The lock families, in declaration order: name, first mutex id, members.
+    pub fn families(&self) -> impl Iterator<Item = (&str, u32, u32)> + '_ {
+        self.locks.iter().map(|l| (l.name.as_str(), l.first_id, l.count))
     }
 
     /// Whether mutex `id` is a spin lock.

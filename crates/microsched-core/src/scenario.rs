@@ -127,6 +127,10 @@ pub struct Server {
     /// requests go straight from the network to the queueing policy.
     #[serde(default)]
     pub dispatcher: Option<crate::sched::dispatcher::DispatcherCfg>,
+    /// Drops at lock steps (Protego's ASQM, or try_lock; see [`crate::sched::asqm`]); absent:
+    /// lock steps block until the mutex is handed over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_control: Option<crate::sched::asqm::Config>,
     /// Identical server nodes (replicas), each with its own cores, queues, locks and policies.
     #[serde(default = "default_replicas")]
     pub replicas: u32,
@@ -210,6 +214,10 @@ pub struct Clients {
     /// to this many times; the failure counts only when it is the last.
     #[serde(default)]
     pub retries: u32,
+    /// A request that timed out waiting for a credit (clients.timeout_us) is retried too, with
+    /// its locally generated failure (Protego's Fig. 8 clients); default: it is dropped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retry_timeouts: bool,
 }
 
 impl Default for Clients {
@@ -220,6 +228,7 @@ impl Default for Clients {
             timeout_us: default_client_timeout_us(),
             replica_choice: Default::default(),
             retries: 0,
+            retry_timeouts: false,
         }
     }
 }

@@ -124,6 +124,38 @@ pub struct Spread {
     pub max: f64,
 }
 
+/// One lock family's traffic over the measured window (all nodes).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LockSummary {
+    pub name: String,
+    pub acquisitions: u64,
+    /// Acquisitions that found the mutex held and were handed it after waiting.
+    pub waits: u64,
+    /// Wait of those (µs).
+    pub wait_us: Percentiles,
+    /// Requests dropped at this lock by `server.lock_control` (ASQM or try_lock).
+    pub drops: u64,
+    /// Cleanup re-acquisitions of a dropped request (never dropped themselves).
+    pub cleanups: u64,
+    /// Waits (of requests that passed the drop test) that ended with the request's accumulated
+    /// queueing delay past the budget: the lock queue's age is a lower bound of a joiner's wait.
+    pub waits_over_budget: u64,
+    /// Mean waiters over the window (time-weighted).
+    pub queue_len_mean: f64,
+}
+
+/// Drops at lock steps and what they cost the clients (only with `server.lock_control`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LockDrops {
+    /// Requests dropped at a lock step, over the measured window (all nodes).
+    pub drops: u64,
+    /// From a request's creation to its failure reply reaching the client (µs), every failure
+    /// reply of the window (retried ones included).
+    pub failure_reply_us: Percentiles,
+    /// Per lock family.
+    pub locks: Vec<LockSummary>,
+}
+
 /// One application's results (its requests, latencies and goodput over the measured window).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct AppSummary {
@@ -206,6 +238,9 @@ pub struct Summary {
     /// Harvesting controllers only (node 0): the Secondary's share is `be_cores_mean`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harvest: Option<Harvest>,
+    /// Lock-level drops and per-lock statistics, with `server.lock_control` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_control: Option<LockDrops>,
     pub sim: SimStats,
 }
 

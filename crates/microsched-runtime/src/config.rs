@@ -160,6 +160,14 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the runtime has no dispatcher core: workers take requests from the socket themselves",
     },
     Unsupported {
+        check: |s| set("policy.overload.kind", "seda", matches!(s.policy.overload, microsched_core::scenario::OverloadCfg::Seda(_))),
+        supported: "SEDA's client rate limits are simulator-only so far (none, breakwater, protego run in the runtime)",
+    },
+    Unsupported {
+        check: |s| set("server.lock_control", s.server.lock_control.as_ref().map(|l| l.mode), s.server.lock_control.is_some()),
+        supported: "the runtime's mutexes block; ASQM and try_lock drops are simulator-only so far",
+    },
+    Unsupported {
         check: |s| set("server.replicas", s.server.replicas, s.server.replicas != 1),
         supported: "one `microsched serve` is one node; run several servers for replicas",
     },

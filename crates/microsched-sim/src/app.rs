@@ -38,8 +38,11 @@ pub struct App {
     pub mutex_base: u32,
     pub replica_choice: ReplicaChoice,
     pub retries: u8,
+    pub retry_timeouts: bool,
     pub recorder: LatencyRecorder,
     pub slo_us: f64,
+    /// Its offered load at the start (requests/s).
+    pub initial_rps: f64,
     /// Client state per node (credit-based overload control only).
     pub clients: Vec<Clients<u32>>,
     pub out: Vec<Out<u32>>,
@@ -94,8 +97,10 @@ impl App {
             mutex_base,
             replica_choice: c.replica_choice,
             retries: c.retries as u8,
+            retry_timeouts: c.retry_timeouts,
             recorder: LatencyRecorder::new(&names, us(slo_us)),
             slo_us,
+            initial_rps: steps.first().map_or(0.0, |s| s.1),
             clients,
             out: Vec::with_capacity(64),
             generated: 0,

@@ -44,6 +44,8 @@ pub struct Req {
     /// Preempted since it last ran: resuming costs the mechanism's return cost.
     pub preempted: bool,
     pub waiting_lock: bool,
+    /// A dropped request's cleanup thread: it answers no client and is never dropped.
+    pub ghost: bool,
 }
 
 /// A request's id and timeline, kept only when requests are logged.

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use microsched_core::alloc::{AllocView, CoreId, CoreLoad, CoreObs, CoreState};
 use microsched_core::program::Op;
+use microsched_core::sched::asqm::{LockControl, LockStats, Seed};
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::sched::preemption::Preemption;
 use microsched_core::sched::{Next, Place, QueuePolicy, Requeue, ServerView};
@@ -409,6 +410,38 @@ pub struct Server {
     pub idled: Vec<(u16, Idle)>,
     /// Cores asked to yield since the last withdrawal (some may have parked since).
     yields_asked: Vec<u16>,
+    /// Drops at lock steps (`server.lock_control`), with the state they need; `None`: lock
+    /// steps block, and nothing below is kept.
+    pub locks: Option<Box<LockDropState>>,
+}
+
+/// What lock-level drops need beyond the mutexes: the rule, per-request accumulated-delay
+/// seeds and pending cleanups, per-lock statistics.
+pub struct LockDropState {
+    pub rule: LockControl,
+    /// Per mutex: a dropped request that had taken it re-takes it to clean up.
+    cleanup_lock: Vec<bool>,
+    /// Per request slot: ASQM's accumulated delay is `queued_ns + seed` (signal seeding).
+    seed: Vec<i64>,
+    /// Per request slot: the mutex its cleanup re-takes once its failure reply has left.
+    cleanup: Vec<u32>,
+    pub stats: LockStats,
+    /// Lock-step drops over the measured window.
+    pub drops: u64,
+}
+
+impl LockDropState {
+    pub fn new(rule: LockControl, cleanup_lock: Vec<bool>, stats: LockStats) -> Self {
+        Self { rule, cleanup_lock, seed: Vec::new(), cleanup: Vec::new(), stats, drops: 0 }
+    }
+
+    fn slot(&mut self, slot: u32) {
+        let i = slot as usize;
+        if self.seed.len() <= i {
+            self.seed.resize(i + 1, 0);
+            self.cleanup.resize(i + 1, NONE);
+        }
+    }
 }
 
 /// What happened to a core that ran out of work, for the driver's parking logic.
@@ -490,6 +523,7 @@ impl Server {
             aborted_parks: Vec::new(),
             idled: Vec::new(),
             yields_asked: Vec::new(),
+            locks: None,
         }
     }
 
@@ -598,6 +632,9 @@ impl Server {
     /// request left the core at once (blocked on a mutex, or yielded): the core is free again.
     #[inline]
     fn start(&mut self, core: u16, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> bool {
+        if self.locks.is_some() && !slab[req].started && slab[req].has_program {
+            self.seed_delay(req, now, slab);
+        }
         let c = &mut self.q.cores[core as usize];
         if c.park_attempting {
             c.park_attempting = false;
@@ -723,6 +760,16 @@ impl Server {
                 Op::Acquire(m) => {
                     r.pc += 1;
                     self.counters.lock_acquisitions += 1;
+                    if let Some(l) = &mut self.locks {
+                        let held = self.mutexes.is_held(m);
+                        l.slot(req);
+                        let acc = (r.queued_ns as i64 + l.seed[req as usize]).max(0) as Nanos;
+                        if !r.ghost && l.rule.drops(acc, held, self.mutexes.oldest_wait(m, now)) {
+                            self.lock_drop(req, m, slab);
+                            continue;
+                        }
+                        l.stats.acquire(m, held, now);
+                    }
                     if self.mutexes.acquire(m, req, now) {
                         continue;
                     }
@@ -753,6 +800,78 @@ impl Server {
         }
     }
 
+    /// The artifact's `set_acc_qdel(runtime_queue_us())` when a request first runs: what it
+    /// waited so far counts as the server's congestion signal now.
+    fn seed_delay(&mut self, req: u32, now: Nanos, slab: &Slab) {
+        let signal = self.max_delay(now, slab);
+        let l = self.locks.as_mut().expect("lock drops on");
+        l.slot(req);
+        let r = &slab[req];
+        l.seed[req as usize] = match l.rule.seed {
+            Seed::Signal => signal as i64 - (r.queued_ns + (now - r.enqueued_at)) as i64,
+            Seed::Measured => 0,
+        };
+        l.cleanup[req as usize] = NONE;
+    }
+
+    /// Request `req`, running, is dropped at a lock step on mutex `m` (its pc is past the
+    /// acquire): it releases what it holds, spends the drop cost producing its failure reply and
+    /// ends as dropped. If it had taken a cleanup lock, the cleanup is left for the driver to run
+    /// once the reply has gone ([`Server::take_cleanup`]).
+    fn lock_drop(&mut self, req: u32, m: u32, slab: &mut Slab) {
+        let l = self.locks.as_mut().expect("lock drops on");
+        l.stats.dropped(m);
+        if l.stats.measuring {
+            l.drops += 1;
+        }
+        let r = &mut slab[req];
+        r.dropped = true;
+        let pc = r.pc as usize;
+        let prog = &mut self.programs[req as usize];
+        let mut held: Vec<u32> = Vec::new();
+        let mut cleanup = NONE;
+        for op in &prog[..pc - 1] {
+            match *op {
+                Op::Acquire(h) => {
+                    held.push(h);
+                    if l.cleanup_lock[h as usize] {
+                        cleanup = h;
+                    }
+                }
+                Op::Release(h) => held.retain(|&x| x != h),
+                _ => {}
+            }
+        }
+        l.cleanup[req as usize] = cleanup;
+        prog.truncate(pc);
+        prog.extend(held.iter().rev().map(|&h| Op::Release(h)));
+        prog.push(Op::Compute(l.rule.drop_cost_ns));
+    }
+
+    /// The mutex a just-finished dropped request must re-take to clean up, if any.
+    pub fn take_cleanup(&mut self, req: u32) -> Option<u32> {
+        let l = self.locks.as_mut()?;
+        let c = std::mem::replace(l.cleanup.get_mut(req as usize)?, NONE);
+        (c != NONE).then_some(c)
+    }
+
+    /// Runs cleanup thread `ghost` (its program set) on `core`, which just finished the
+    /// dropped request. False if it blocked at once (the core is free).
+    pub fn run_cleanup(&mut self, core: u16, ghost: u32, mutex: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> bool {
+        if let Some(l) = &mut self.locks {
+            l.stats.cleanup(mutex);
+        }
+        slab.stamp(ghost, |s| {
+            s.arrive = now;
+            s.start = now;
+        });
+        let r = &mut slab[ghost];
+        r.enqueued_at = now;
+        r.received = true;
+        r.started = true;
+        self.start(core, ghost, now, slab, evq)
+    }
+
     #[inline]
     fn mutexes_spin(&self, m: u32) -> bool {
         self.spin_locks[m as usize]
@@ -764,6 +883,11 @@ impl Server {
         let r = &mut slab[w];
         r.queued_ns += now - since;
         r.waiting_lock = false;
+        if let Some(l) = &mut self.locks {
+            l.slot(w);
+            let acc = (r.queued_ns as i64 + l.seed[w as usize]).max(0) as Nanos;
+            l.stats.handed(m, now - since, now, !r.ghost && acc > l.rule.budget_ns);
+        }
         self.counters.lock_waits += 1;
         self.counters.lock_wait_ns += now - since;
         if self.mutexes_spin(m) {

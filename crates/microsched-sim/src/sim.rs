@@ -7,8 +7,10 @@ use microsched_core::alloc::{AllocAction, ParkMode, ParkVerdict};
 use microsched_core::overload::client::{ClientDrop, Out};
 use microsched_core::overload::{Admission, CreditLink};
 use microsched_core::rng::{stream, Stream};
-use microsched_core::scenario::{Loaded, Scenario};
-use microsched_core::summary::{CoreTime, Cores, Requests, Sched, SimStats, Summary};
+use microsched_core::overload::seda::Seda;
+use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
+use microsched_core::sched::asqm::LockStats;
+use microsched_core::summary::{CoreTime, Cores, LockDrops, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -18,7 +20,7 @@ use crate::events::{Event, EventQueue, ARRIVAL_LANE, NETWORK_LANE};
 use crate::node::Node;
 use crate::requests::{Req, Slab, Stamps};
 use crate::result::{RequestLog, SimResult, TimeSeries};
-use crate::server::{Idle, SliceEnd};
+use crate::server::{Idle, LockDropState, SliceEnd};
 use microsched_core::program::Op;
 
 struct Network {
@@ -74,13 +76,24 @@ pub struct Sim {
     series: TimeSeries,
     log: Option<RequestLog>,
     events: u64,
+    /// Lock-level drops: failure replies' delays over the measured window, and the cleanup
+    /// threads alive (slab entries that are no client's request).
+    failure_reply: Option<FailureReplies>,
+    /// SEDA's client-side rate limiters, sessions numbered across applications.
+    seda: Option<Seda>,
+}
+
+struct FailureReplies {
+    delay: hdrhistogram::Histogram<u64>,
+    sum: u128,
+    ghosts: u64,
 }
 
 impl Sim {
     pub fn new(loaded: &Loaded, seed: u64) -> Result<Self, ScenarioError> {
         let sc = loaded.scenario.clone();
         let base = &loaded.base_dir;
-        let credit_based = !matches!(sc.policy.overload, microsched_core::scenario::OverloadCfg::None);
+        let credit_based = !matches!(sc.policy.overload, OverloadCfg::None | OverloadCfg::Seda(_));
         let mut apps = Vec::new();
         let (mut sessions, mut mutexes) = (0u32, 0u32);
         let mut spin_locks = Vec::new();
@@ -91,7 +104,27 @@ impl Sim {
             spin_locks.extend((0..app.programs.mutexes()).map(|m| app.programs.is_spin(m)));
             apps.push(app);
         }
-        let nodes = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
+        let seda = match &sc.policy.overload {
+            OverloadCfg::Seda(c) => {
+                let share = apps.iter().flat_map(|a| std::iter::repeat_n(a.initial_rps / a.sessions.max(1) as f64, a.sessions as usize));
+                Some(Seda::new(c, share.collect()))
+            }
+            _ => None,
+        };
+        let mut nodes: Vec<Node> = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
+        let failure_reply = sc.server.lock_control.as_ref().map(|lc| {
+            let rule = lc.build();
+            let families: Vec<(&str, u32)> = apps.iter().flat_map(|a| a.programs.families().map(|(n, _, c)| (n, c))).collect();
+            let cleanup: Vec<bool> = families
+                .iter()
+                .flat_map(|&(n, c)| std::iter::repeat_n(lc.cleanup_lock.as_deref() == Some(n), c as usize))
+                .collect();
+            for n in &mut nodes {
+                let stats = LockStats::new(families.iter().copied());
+                n.server.locks = Some(Box::new(LockDropState::new(rule, cleanup.clone(), stats)));
+            }
+            FailureReplies { delay: hdrhistogram::Histogram::new(3).expect("valid sigfig"), sum: 0, ghosts: 0 }
+        });
         let warmup = ms(sc.warmup_ms);
         Ok(Self {
             now: 0,
@@ -112,6 +145,8 @@ impl Sim {
             series: TimeSeries::default(),
             log: sc.metrics.record_requests.then(RequestLog::default),
             events: 0,
+            failure_reply,
+            seda,
             scenario: sc,
         })
     }
@@ -235,6 +270,10 @@ impl Sim {
                     n.window_start_times = n.server.core_times(now);
                     n.window_start_sched = n.server.counters;
                     n.window_start_core_busy = n.core_busy(now);
+                    if let Some(l) = &mut n.server.locks {
+                        l.stats.start_window(now);
+                        l.drops = 0;
+                    }
                 }
             }
             Event::DropReply { req } => self.drop_reply(req),
@@ -295,19 +334,46 @@ impl Sim {
         let now = self.now;
         match end {
             SliceEnd::Stale | SliceEnd::Running => return,
+            SliceEnd::Finished(req) if self.slab[req].ghost => {
+                self.slab.remove(req);
+                if let Some(f) = &mut self.failure_reply {
+                    f.ghosts -= 1;
+                }
+            }
             SliceEnd::Finished(req) => {
                 self.slab.stamp(req, |s| s.done = now);
+                let dropped = self.slab[req].dropped;
                 let credited = self.nodes[node as usize].credit.is_some();
-                let credits = if credited { self.credit_response(req, false) } else { 0 };
+                let credits = if credited { self.credit_response(req, dropped) } else { 0 };
                 self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
                 if credited {
                     self.send_wakeups(node);
+                }
+                if dropped && self.cleanup(node, core, req) {
+                    return;
                 }
             }
             SliceEnd::Freed => {}
         }
         let idle = self.nodes[node as usize].server.find_work(core, now, &mut self.slab, &mut self.evq);
         self.after_idle(node, core, idle);
+    }
+
+    /// After the failure reply of a request dropped at a lock step: its thread re-takes the
+    /// cleanup lock it had taken (a dropped SET frees its item under the slab lock), never
+    /// dropped, as a cleanup thread of its own on the same core. True if the core stays busy.
+    fn cleanup(&mut self, node: u16, core: u16, req: u32) -> bool {
+        let server = &mut self.nodes[node as usize].server;
+        let Some(m) = server.take_cleanup(req) else { return false };
+        let hold = server.locks.as_ref().map_or(0, |l| l.rule.cleanup_ns);
+        let r = self.slab[req];
+        let id = self.slab.stamps(req).id;
+        let ghost = self.slab.insert(Req { created: self.now, session: r.session, flow: r.flow, app: r.app, node, has_program: true, ghost: true, ..Req::default() }, id);
+        if let Some(f) = &mut self.failure_reply {
+            f.ghosts += 1;
+        }
+        server.set_program(ghost, &[Op::Acquire(m), Op::Compute(hold), Op::Release(m)]);
+        server.run_cleanup(core, ghost, m, self.now, &mut self.slab, &mut self.evq)
     }
 
     /// The congestion signal a node's overload controller reads now: the cached sample, or
@@ -397,6 +463,20 @@ impl Sim {
                     self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq)
                 }
                 Out::Drop { req, why } => {
+                    let r = self.slab[req];
+                    let replicas = self.nodes.len() as u16;
+                    if why == ClientDrop::Timeout && self.apps[app].retry_timeouts && r.tries < self.apps[app].retries && replicas > 1 {
+                        // No credit in time: to the next replica, with the local failure.
+                        if self.measuring {
+                            self.apps[app].retried += 1;
+                            if let Some(f) = &mut self.failure_reply {
+                                f.delay.record(now - r.created).expect("auto-resizing histogram");
+                                f.sum += u128::from(now - r.created);
+                            }
+                        }
+                        self.resend(req);
+                        continue;
+                    }
                     let st = self.slab.stamps(req);
                     let mut r = self.slab.remove(req);
                     r.dropped = true;
@@ -479,6 +559,12 @@ impl Sim {
     /// A request leaves its client for its node: straight onto the network, or through the
     /// session's credit state.
     fn send(&mut self, slot: u32, app: usize, node: u16, session: u32) {
+        if let Some(s) = &mut self.seda {
+            if !s.admit(self.slab[slot].flow, self.now) {
+                self.reject(slot);
+                return;
+            }
+        }
         if self.nodes[node as usize].credit.is_none() {
             self.net.send(self.now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq);
         } else {
@@ -486,6 +572,33 @@ impl Sim {
             a.clients[node as usize].submit(session, slot, self.now, &mut a.out);
             self.client_outs(app, node);
         }
+    }
+
+    /// A request its client's rate limit refused: dropped at the client (SEDA).
+    fn reject(&mut self, slot: u32) {
+        let st = self.slab.stamps(slot);
+        let mut r = self.slab.remove(slot);
+        r.dropped = true;
+        let a = &mut self.apps[r.app as usize];
+        a.dropped += 1;
+        self.interval.drops += 1;
+        if self.measuring {
+            a.recorder.dropped(r.rtype as usize);
+        }
+        if let Some(log) = &mut self.log {
+            log.push(&r, &st, self.now);
+        }
+    }
+
+    /// Sends a failed request again, to the next replica: a fresh attempt of the same request.
+    fn resend(&mut self, slot: u32) {
+        let r = self.slab[slot];
+        let replicas = self.nodes.len() as u16;
+        self.slab.stamp(slot, |s| *s = Stamps { id: s.id, ..Stamps::default() });
+        let again = Req { created: r.created, service: r.service, session: r.session, flow: r.flow, rtype: r.rtype, app: r.app, has_program: r.has_program, ..Req::default() };
+        let node = (r.node + 1) % replicas;
+        self.slab[slot] = Req { node, tries: r.tries + 1, ..again };
+        self.send(slot, r.app as usize, node, r.session);
     }
 
     /// A response (or a failure reply) reaches its client. A failure with retries left is sent
@@ -498,6 +611,13 @@ impl Sim {
         };
         let credited = self.nodes[node as usize].credit.is_some();
         let replicas = self.nodes.len() as u16;
+        if dropped && self.measuring {
+            if let Some(f) = &mut self.failure_reply {
+                let created = self.slab[slot].created;
+                f.delay.record(now - created).expect("auto-resizing histogram");
+                f.sum += u128::from(now - created);
+            }
+        }
         if dropped && tries < self.apps[app].retries && replicas > 1 {
             let r = self.slab[slot];
             if credited {
@@ -506,15 +626,16 @@ impl Sim {
             if self.measuring {
                 self.apps[app].retried += 1;
             }
-            self.slab.stamp(slot, |s| *s = Stamps { id: s.id, ..Stamps::default() });
-            let again = Req { created: r.created, service: r.service, session: r.session, flow: r.flow, rtype: r.rtype, app: r.app, has_program: r.has_program, ..Req::default() };
-            let node = (r.node + 1) % replicas;
-            self.slab[slot] = Req { node, tries: r.tries + 1, ..again };
-            self.send(slot, app, node, r.session);
+            self.resend(slot);
             return;
         }
         let r = &self.slab[slot];
         let session = r.session;
+        if let Some(s) = &mut self.seda {
+            if !r.dropped {
+                s.observe(r.flow, now - r.created, now);
+            }
+        }
         let a = &mut self.apps[app];
         if r.dropped {
             a.dropped += 1;
@@ -785,7 +906,11 @@ impl Sim {
                 generated: first.generated,
                 completed: first.completed,
                 dropped: first.dropped,
-                in_flight: if self.apps.len() == 1 { self.slab.live() as u64 } else { first.in_flight() },
+                in_flight: if self.apps.len() == 1 {
+                    self.slab.live() as u64 - self.failure_reply.as_ref().map_or(0, |f| f.ghosts)
+                } else {
+                    first.in_flight()
+                },
             },
             core_time: total.core_time,
             credits,
@@ -800,6 +925,15 @@ impl Sim {
                 demand_evictions: r.demand_evictions,
                 evict_us: self.nodes[0].allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
                 eviction_wait_ms: r.eviction_wait_ns / 1e6,
+            }),
+            lock_control: self.failure_reply.as_ref().map(|f| {
+                let stats: Vec<&LockStats> = self.nodes.iter().filter_map(|n| n.server.locks.as_ref().map(|l| &l.stats)).collect();
+                let n = f.delay.len();
+                LockDrops {
+                    drops: self.nodes.iter().filter_map(|n| n.server.locks.as_ref()).map(|l| l.drops).sum(),
+                    failure_reply_us: microsched_core::metrics::us_percentiles(&f.delay, f.sum, n),
+                    locks: LockStats::summaries(&stats, self.end, window_ns),
+                }
             }),
             sim: SimStats {
                 events: self.events,

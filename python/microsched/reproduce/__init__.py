@@ -31,6 +31,7 @@ from . import collapse  # noqa: E402,F401
 from . import coresync  # noqa: E402,F401
 from . import synergy  # noqa: E402,F401
 from . import harvest  # noqa: E402,F401
+from . import protego  # noqa: E402,F401
 
 __all__ = [
     "REGISTRY", "Claim", "Context", "Outcome", "Point", "Reproduction", "SpecError", "SweepSpec",

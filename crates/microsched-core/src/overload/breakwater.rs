@@ -208,7 +208,8 @@ impl Breakwater {
         self.sessions.len() as i64
     }
 
-    fn clamp_pool(&self, pool: i64) -> i64 {
+    /// `pool` clamped to `[floor, ceiling]` (the ceiling winning if they cross).
+    pub fn clamp_pool(&self, pool: i64) -> i64 {
         pool.max(self.min_pool).min(self.max_pool)
     }
 
@@ -256,6 +257,13 @@ impl Breakwater {
         } else {
             self.increased_pool()
         };
+        self.apply_pool(new_pool);
+    }
+
+    /// Sets C_total to `new_pool` and wakes up to `C_total − C_issued` drained sessions: the
+    /// second half of a pool update, shared with controllers that decide the pool by another
+    /// rule (Protego).
+    pub fn apply_pool(&mut self, new_pool: i64) {
         // Wake up to C_total − C_issued drained sessions, each with one credit...
         let mut open = new_pool - self.issued;
         let mut woken = Vec::new();

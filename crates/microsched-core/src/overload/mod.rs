@@ -21,6 +21,8 @@
 
 pub mod breakwater;
 pub mod client;
+pub mod protego;
+pub mod seda;
 
 pub use breakwater::Breakwater;
 
@@ -121,6 +123,8 @@ pub fn validate(cfg: &OverloadCfg, field: &str) -> Result<(), ScenarioError> {
     match cfg {
         OverloadCfg::None => Ok(()),
         OverloadCfg::Breakwater(c) => c.validate(field),
+        OverloadCfg::Protego(c) => c.validate(field),
+        OverloadCfg::Seda(c) => c.validate(field),
     }
 }
 
@@ -131,6 +135,9 @@ pub fn build(cfg: &OverloadCfg, sessions: u32, max_cores: u32, rtt_ns: Nanos) ->
     match cfg {
         OverloadCfg::None => None,
         OverloadCfg::Breakwater(c) => Some(c.build(sessions, max_cores, rtt_ns)),
+        OverloadCfg::Protego(c) => Some(c.build(sessions, max_cores, rtt_ns)),
+        // Client-side rate limits only (the driver's `seda::Seda`): no credits.
+        OverloadCfg::Seda(_) => None,
     }
 }
 

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{caladan, coresync, delay_range, harvest_acbf, harvest_cfs, harvest_smart, harvest_static, shenango, static_alloc, utilization_range};
-use crate::overload::breakwater;
+use crate::overload::{breakwater, protego, seda};
 
 pub use crate::overload::breakwater::{AlphaMode, PoolTrigger};
 /// Breakwater's parameters ([`breakwater::Config`]), under the name they had here.
@@ -72,4 +72,6 @@ pub enum OverloadCfg {
     #[default]
     None,
     Breakwater(breakwater::Config),
+    Protego(protego::Config),
+    Seda(seda::Config),
 }

@@ -31,6 +31,13 @@ impl Scenario {
         validate_load(&self.load, "load")?;
         validate_workload(&self.workload, "", base_dir)?;
         crate::sched::validate(self)?;
+        if let Some(lc) = &self.server.lock_control {
+            let mut names: Vec<&str> = self.workload.locks.iter().map(|l| l.name.as_str()).collect();
+            for a in &self.applications {
+                names.extend(a.workload.locks.iter().map(|l| l.name.as_str()));
+            }
+            lc.validate("server.lock_control", &names)?;
+        }
         crate::topology::validate(self, base_dir)?;
         positive(
             "metrics.sample_interval_us",

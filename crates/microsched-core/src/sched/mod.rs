@@ -10,10 +10,12 @@
 //!   feedback, conditional preemption, dynamic quantum), with its ablation ladder.
 //! * [`tiny_quanta`]: Tiny Quanta (a dispatcher steers by JSQ, per-worker round robin).
 //!
-//! Also here, as mechanism shared by the drivers: [`mutex`] (FIFO mutexes with waiter enqueue
+//! Also here, as mechanism shared by the drivers: [`asqm`] (lock-level drops: ASQM, try_lock),
+//! [`mutex`] (FIFO mutexes with waiter enqueue
 //! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
 //! stage on a core of its own).
 
+pub mod asqm;
 pub mod cfcfs;
 pub mod dfcfs;
 pub mod dispatcher;
