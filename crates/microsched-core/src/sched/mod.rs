@@ -9,12 +9,14 @@
 //! * [`synergy`]: Synergy (RSS, own ring → wait queue of preempted requests → steal, application
 //!   feedback, conditional preemption, dynamic quantum), with its ablation ladder.
 //! * [`tiny_quanta`]: Tiny Quanta (a dispatcher steers by JSQ, per-worker round robin).
+//! * [`darc`]: Perséphone's DARC (per-type central queues, cores reserved by type).
 //!
 //! Also here, as mechanism shared by the drivers: [`mutex`] (FIFO mutexes with waiter enqueue
 //! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
 //! stage on a core of its own).
 
 pub mod cfcfs;
+pub mod darc;
 pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
@@ -33,6 +35,9 @@ pub enum Place {
     Core(u16),
     /// The queue every core may serve.
     Shared,
+    /// One of several central queues (a request class: Perséphone's per-type queues); which
+    /// cores serve it is the policy's choice.
+    Class(u8),
 }
 
 /// What an idle core does next.
@@ -83,8 +88,14 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     /// The queue an arriving request of `flow` (its client session) joins. If that queue's
     /// core (or, for the shared queue, any core) is spinning, the driver runs it there at once.
     fn steer(&mut self, flow: u32, view: &V) -> Place;
+    /// `steer` for a request of type `rtype` (its index in the application's workload): policies
+    /// that queue by type override it.
+    fn steer_typed(&mut self, flow: u32, _rtype: u16, view: &V) -> Place {
+        self.steer(flow, view)
+    }
     /// After a request was queued at a core's own queue `place`: a spinning core to send
-    /// stealing from it, if any.
+    /// stealing from it, if any. For a class queue, before it is queued: the spinning core
+    /// that runs it at once, if any.
     fn notify(&mut self, place: Place, view: &V) -> Option<u16>;
     /// Where idle `core` finds work.
     fn next(&mut self, core: u16, view: &V) -> Next;
@@ -137,6 +148,7 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => return Box::new(c.build()),
         SchedCfg::TinyQuanta(c) => return Box::new(c.build()),
+        SchedCfg::Darc(c) => return Box::new(c.build(sc)),
     }
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
@@ -151,6 +163,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => c.validate("policy.sched")?,
         SchedCfg::TinyQuanta(c) => c.validate("policy.sched")?,
+        SchedCfg::Darc(c) => c.validate("policy.sched", sc)?,
     }
     if let Some(d) = &sc.server.dispatcher {
         d.validate("server.dispatcher", sc.server.max_cores)?;
