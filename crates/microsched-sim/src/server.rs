@@ -541,6 +541,9 @@ impl Server {
             }
             return;
         }
+        if self.per_request {
+            self.policy.clock(now);
+        }
         let place = self.policy.steer_typed(r.flow, r.rtype, &self.q);
         self.make_runnable(req, place, now, slab, evq);
     }
@@ -555,6 +558,9 @@ impl Server {
         }
         let r = &mut slab[req];
         r.enqueued_at = now;
+        if self.per_request {
+            self.policy.clock(now);
+        }
         let place = self.policy.steer_typed(r.flow, r.rtype, &self.q);
         self.make_runnable(req, place, now, slab, evq);
     }
@@ -619,7 +625,7 @@ impl Server {
         c.current = req;
         let quantum = if self.per_request {
             self.policy.clock(now);
-            self.policy.quantum(core, slab[req].service, self.cfg.preemption.quantum)
+            self.policy.quantum(core, slab[req].rtype, slab[req].service, self.cfg.preemption.quantum)
         } else {
             self.cfg.preemption.quantum
         };
@@ -882,6 +888,9 @@ impl Server {
         let req = c.current;
         c.current = NONE;
         slab[req].enqueued_at = now;
+        if self.per_request {
+            self.policy.clock(now);
+        }
         let place = self.policy.requeue(core, Requeue::Preempted, &self.q);
         // Onto a queue, not straight to a spinner: the freed core itself looks for work next.
         self.q.push(place, req);

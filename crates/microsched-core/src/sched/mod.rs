@@ -10,6 +10,7 @@
 //!   feedback, conditional preemption, dynamic quantum), with its ablation ladder.
 //! * [`tiny_quanta`]: Tiny Quanta (a dispatcher steers by JSQ, per-worker round robin).
 //! * [`darc`]: Perséphone's DARC (per-type central queues, cores reserved by type).
+//! * [`shinjuku`]: Shinjuku (per-type central queues, the head with the largest wait / SLO).
 //!
 //! Also here, as mechanism shared by the drivers: [`mutex`] (FIFO mutexes with waiter enqueue
 //! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
@@ -21,6 +22,7 @@ pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
 pub mod preemption;
+pub mod shinjuku;
 pub mod synergy;
 pub mod tiny_quanta;
 
@@ -132,10 +134,10 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     /// (`next`) or which quantum a request gets: policies with timers of their own (Synergy's
     /// wait-queue congestion check) advance them here.
     fn clock(&mut self, _now: Nanos) {}
-    /// The quantum of the request `core` starts or resumes, whose nominal service time is
-    /// `service`; `default` is the server's (`server.preemption.quantum_us`). `Nanos::MAX`: it
-    /// is not preemptible.
-    fn quantum(&mut self, _core: u16, _service: Nanos, default: Nanos) -> Nanos {
+    /// The quantum of the request `core` starts or resumes, of type `rtype`, whose nominal
+    /// service time is `service`; `default` is the server's (`server.preemption.quantum_us`).
+    /// `Nanos::MAX`: it is not preemptible.
+    fn quantum(&mut self, _core: u16, _rtype: u16, _service: Nanos, default: Nanos) -> Nanos {
         default
     }
     /// A request of nominal service time `service` finished on `core`.
@@ -149,6 +151,7 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
         SchedCfg::Synergy(c) => return Box::new(c.build()),
         SchedCfg::TinyQuanta(c) => return Box::new(c.build()),
         SchedCfg::Darc(c) => return Box::new(c.build(sc)),
+        SchedCfg::Shinjuku(c) => return Box::new(c.build(sc)),
     }
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
@@ -164,6 +167,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         SchedCfg::Synergy(c) => c.validate("policy.sched")?,
         SchedCfg::TinyQuanta(c) => c.validate("policy.sched")?,
         SchedCfg::Darc(c) => c.validate("policy.sched", sc)?,
+        SchedCfg::Shinjuku(c) => c.validate("policy.sched", sc)?,
     }
     if let Some(d) = &sc.server.dispatcher {
         d.validate("server.dispatcher", sc.server.max_cores)?;
