@@ -70,3 +70,27 @@ def test_maxload_cli(tmp_path):
     assert 0.05 <= r["load"] <= 1.0 and r["metric"] == "slowdown.p999"
     bad = subprocess.run(cmd[:-1] + ["--metric", "nope.p99"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("microsched: error: metric 'nope.p99'")
+
+
+def test_shinjuku_picks_the_head_with_the_largest_wait_over_slo(systems):
+    # Equal SLOs: the oldest head (c-FCFS order); SLOs proportional to service: shorts first.
+    high = [*systems["high/shinjuku"], "workload.types.0.name=short"]
+    base = microsched.run(EXTREME, seed=1, overrides=[*SHORT, *high, "load.fraction=0.9"]).summary
+    slo = microsched.run(EXTREME, seed=1, overrides=[*SHORT, *high, "load.fraction=0.9",
+                                                    "policy.sched.slo_us=[50, 5000]"]).summary
+    assert base["sched"]["queue_policy"] == "shinjuku"
+    assert slo["by_type"][0]["slowdown"]["p999"] * 2 < base["by_type"][0]["slowdown"]["p999"]
+    from microsched.api import validate
+
+    with pytest.raises(ValueError, match=r"policy.sched.slo_us: 3 values for 2 request types"):
+        validate(EXTREME, overrides=[*high, "policy.sched.slo_us=[1, 2, 3]"])
+
+
+def test_darc_reserves_cores_and_is_not_work_conserving(systems):
+    # Extreme: 2 cores for the shorts, 12 for the longs, which never use the shorts' cores.
+    s = microsched.run(EXTREME, seed=1, overrides=[*SHORT, *systems["extreme/darc"], "load.fraction=0.4"]).summary
+    assert s["sched"]["queue_policy"] == "darc"
+    r = s["requests"]
+    assert r["generated"] == r["completed"] + r["dropped"] + r["in_flight"]
+    u = s["sched"]["worker_utilization"]
+    assert u["max"] - u["min"] > 0.3, u  # the reserved short cores idle while long cores work

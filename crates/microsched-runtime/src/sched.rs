@@ -123,6 +123,8 @@ impl ServerView for RtView {
         match place {
             Place::Core(c) => self.sh.cores[c as usize].queued() as usize,
             Place::Shared => self.sh.shared.stamps.len() as usize,
+            // The runtime refuses policies with class queues (config.rs: policy.sched).
+            Place::Class(_) => 0,
         }
     }
     fn queued(&self) -> u64 {

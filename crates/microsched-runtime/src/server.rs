@@ -105,6 +105,7 @@ impl Shared {
         match place {
             Place::Core(c) => self.cores[c as usize].deliver(job, at),
             Place::Shared => self.shared.push(job, at),
+            Place::Class(_) => unreachable!("the runtime refuses policies with class queues (policy.sched)"),
         }
     }
 

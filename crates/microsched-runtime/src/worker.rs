@@ -155,6 +155,7 @@ fn run_from(sh: &Shared, local: &LocalQueue, me: usize, next: Next) -> Option<Jo
         // No policy runs another core's queue in place; taking its head is a steal of one.
         Next::Run(Place::Core(c)) => local.steal_from(&sh.cores, me, c as usize, |_| 1),
         Next::Run(Place::Shared) => sh.shared.take(),
+        Next::Run(Place::Class(_)) => None,
         Next::Steal(_) | Next::Idle => None,
     }
 }

@@ -286,6 +286,8 @@ pub struct Queues {
     max_cores: usize,
     pub cores: Vec<Core>,
     shared: VecDeque<u32>,
+    /// Class queues (`Place::Class`), created as policies first use them.
+    classes: Vec<VecDeque<u32>>,
     /// Active cores with nothing to do, polling: the first to hear of new work.
     spinners: CoreSet,
     /// Active cores (busy or searching), for steering packets away from parked cores.
@@ -325,6 +327,7 @@ impl ServerView for Queues {
         match place {
             Place::Core(c) => self.cores[c as usize].queue.len(),
             Place::Shared => self.shared.len(),
+            Place::Class(k) => self.classes.get(k as usize).map_or(0, |q| q.len()),
         }
     }
     #[inline]
@@ -349,6 +352,12 @@ impl Queues {
                 self.nonempty.insert(c);
             }
             Place::Shared => self.shared.push_back(req),
+            Place::Class(k) => {
+                if self.classes.len() <= k as usize {
+                    self.classes.resize_with(k as usize + 1, VecDeque::new);
+                }
+                self.classes[k as usize].push_back(req)
+            }
         }
         self.queued += 1;
     }
@@ -367,6 +376,7 @@ impl Queues {
                 r
             }
             Place::Shared => self.shared.pop_front()?,
+            Place::Class(k) => self.classes.get_mut(k as usize)?.pop_front()?,
         };
         self.queued -= 1;
         Some(r)
@@ -499,6 +509,7 @@ impl Server {
             max_cores: n,
             cores,
             shared: VecDeque::new(),
+            classes: Vec::new(),
             spinners,
             active,
             victims: CoreSet::new(n),
@@ -564,7 +575,10 @@ impl Server {
             }
             return;
         }
-        let place = self.policy.steer(r.flow, &self.q);
+        if self.per_request {
+            self.policy.clock(now);
+        }
+        let place = self.policy.steer_typed(r.flow, r.rtype, &self.q);
         self.make_runnable(req, place, now, slab, evq);
     }
 
@@ -578,7 +592,10 @@ impl Server {
         }
         let r = &mut slab[req];
         r.enqueued_at = now;
-        let place = self.policy.steer(r.flow, &self.q);
+        if self.per_request {
+            self.policy.clock(now);
+        }
+        let place = self.policy.steer_typed(r.flow, r.rtype, &self.q);
         self.make_runnable(req, place, now, slab, evq);
     }
 
@@ -588,6 +605,7 @@ impl Server {
         let idle = match place {
             Place::Core(c) => self.q.spinners.remove(c).then_some(c),
             Place::Shared => self.q.spinners.pop(),
+            Place::Class(_) => self.policy.notify(place, &self.q).filter(|&c| self.q.spinners.remove(c)),
         };
         if let Some(c) = idle {
             if !self.start(c, req, now, slab, evq) {
@@ -644,7 +662,7 @@ impl Server {
         c.current = req;
         let quantum = if self.per_request {
             self.policy.clock(now);
-            self.policy.quantum(core, slab[req].service, self.cfg.preemption.quantum)
+            self.policy.quantum(core, slab[req].rtype, slab[req].service, self.cfg.preemption.quantum)
         } else {
             self.cfg.preemption.quantum
         };
@@ -995,6 +1013,9 @@ impl Server {
         let req = c.current;
         c.current = NONE;
         slab[req].enqueued_at = now;
+        if self.per_request {
+            self.policy.clock(now);
+        }
         let place = self.policy.requeue(core, Requeue::Preempted, &self.q);
         // Onto a queue, not straight to a spinner: the freed core itself looks for work next.
         self.q.push(place, req);

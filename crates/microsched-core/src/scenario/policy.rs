@@ -37,6 +37,8 @@ pub enum SchedCfg {
     Queue,
     Synergy(crate::sched::synergy::Config),
     TinyQuanta(crate::sched::tiny_quanta::Config),
+    Darc(crate::sched::darc::Config),
+    Shinjuku(crate::sched::shinjuku::Config),
 }
 
 /// Core allocation policy. Defaults follow the CoreSync evaluation (§IV-A).

@@ -9,6 +9,8 @@
 //! * [`synergy`]: Synergy (RSS, own ring → wait queue of preempted requests → steal, application
 //!   feedback, conditional preemption, dynamic quantum), with its ablation ladder.
 //! * [`tiny_quanta`]: Tiny Quanta (a dispatcher steers by JSQ, per-worker round robin).
+//! * [`darc`]: Perséphone's DARC (per-type central queues, cores reserved by type).
+//! * [`shinjuku`]: Shinjuku (per-type central queues, the head with the largest wait / SLO).
 //!
 //! Also here, as mechanism shared by the drivers: [`asqm`] (lock-level drops: ASQM, try_lock),
 //! [`mutex`] (FIFO mutexes with waiter enqueue
@@ -17,10 +19,12 @@
 
 pub mod asqm;
 pub mod cfcfs;
+pub mod darc;
 pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
 pub mod preemption;
+pub mod shinjuku;
 pub mod synergy;
 pub mod tiny_quanta;
 
@@ -35,6 +39,9 @@ pub enum Place {
     Core(u16),
     /// The queue every core may serve.
     Shared,
+    /// One of several central queues (a request class: Perséphone's per-type queues); which
+    /// cores serve it is the policy's choice.
+    Class(u8),
 }
 
 /// What an idle core does next.
@@ -85,8 +92,14 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     /// The queue an arriving request of `flow` (its client session) joins. If that queue's
     /// core (or, for the shared queue, any core) is spinning, the driver runs it there at once.
     fn steer(&mut self, flow: u32, view: &V) -> Place;
+    /// `steer` for a request of type `rtype` (its index in the application's workload): policies
+    /// that queue by type override it.
+    fn steer_typed(&mut self, flow: u32, _rtype: u16, view: &V) -> Place {
+        self.steer(flow, view)
+    }
     /// After a request was queued at a core's own queue `place`: a spinning core to send
-    /// stealing from it, if any.
+    /// stealing from it, if any. For a class queue, before it is queued: the spinning core
+    /// that runs it at once, if any.
     fn notify(&mut self, place: Place, view: &V) -> Option<u16>;
     /// Where idle `core` finds work.
     fn next(&mut self, core: u16, view: &V) -> Next;
@@ -123,10 +136,10 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     /// (`next`) or which quantum a request gets: policies with timers of their own (Synergy's
     /// wait-queue congestion check) advance them here.
     fn clock(&mut self, _now: Nanos) {}
-    /// The quantum of the request `core` starts or resumes, whose nominal service time is
-    /// `service`; `default` is the server's (`server.preemption.quantum_us`). `Nanos::MAX`: it
-    /// is not preemptible.
-    fn quantum(&mut self, _core: u16, _service: Nanos, default: Nanos) -> Nanos {
+    /// The quantum of the request `core` starts or resumes, of type `rtype`, whose nominal
+    /// service time is `service`; `default` is the server's (`server.preemption.quantum_us`).
+    /// `Nanos::MAX`: it is not preemptible.
+    fn quantum(&mut self, _core: u16, _rtype: u16, _service: Nanos, default: Nanos) -> Nanos {
         default
     }
     /// A request of nominal service time `service` finished on `core`.
@@ -139,6 +152,8 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => return Box::new(c.build()),
         SchedCfg::TinyQuanta(c) => return Box::new(c.build()),
+        SchedCfg::Darc(c) => return Box::new(c.build(sc)),
+        SchedCfg::Shinjuku(c) => return Box::new(c.build(sc)),
     }
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
@@ -153,6 +168,8 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => c.validate("policy.sched")?,
         SchedCfg::TinyQuanta(c) => c.validate("policy.sched")?,
+        SchedCfg::Darc(c) => c.validate("policy.sched", sc)?,
+        SchedCfg::Shinjuku(c) => c.validate("policy.sched", sc)?,
     }
     if let Some(d) = &sc.server.dispatcher {
         d.validate("server.dispatcher", sc.server.max_cores)?;

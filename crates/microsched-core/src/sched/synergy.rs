@@ -366,7 +366,7 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
         self.cfg.conditional && self.cfg.lazy_expiries
     }
 
-    fn quantum(&mut self, core: u16, service: Nanos, _default: Nanos) -> Nanos {
+    fn quantum(&mut self, core: u16, _rtype: u16, service: Nanos, _default: Nanos) -> Nanos {
         self.ensure(core as usize + 1);
         let factor = if self.wq.congested { self.cfg.congested_quantum_factor } else { self.cfg.quantum_factor };
         let q = if !self.cfg.preemption {

@@ -1,0 +1,136 @@
+//! Shinjuku (Kaffes et al., NSDI'19), as its code (`stanford-mast/shinjuku`
+//! `dp/core/dispatcher.c`; Synergy's fork) schedules: a dispatcher core (`server.dispatcher`)
+//! queues each request in its type's FIFO (`Place::Class`); a free worker (one request at a
+//! time, JBSQ(1)) gets the head of the queue whose head has the largest wait / SLO of its type
+//! (`smart_tskq_dequeue`); a request preempted at its quantum (`server.preemption.quantum_us`,
+//! 5 µs) goes back to the tail of its type's queue (the original code; the fork's head option is
+//! not modelled).
+//!
+//! The types' SLOs are not given by the Synergy paper or its scripts: `slo_us` lists one per
+//! type; empty (the default), every type gets the same SLO, so the pick is the oldest head.
+//!
+//! Simplified: the dispatcher does not handle preempted requests or completions (only arrivals
+//! cost it time).
+
+use std::collections::VecDeque;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Next, Place, QueuePolicy, Requeue, ServerView};
+use crate::scenario::{positive, Scenario};
+use crate::{Nanos, ScenarioError};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// SLO of each request type, in the workload's order; empty: the same for all.
+    #[serde(default)]
+    pub slo_us: Vec<f64>,
+}
+
+impl Config {
+    pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
+        let n = sc.workload.types.len();
+        if !self.slo_us.is_empty() && self.slo_us.len() != n {
+            return Err(ScenarioError::new(
+                format!("{field}.slo_us"),
+                format!("{} values for {n} request types: give one per type, or none", self.slo_us.len()),
+            ));
+        }
+        for (i, v) in self.slo_us.iter().enumerate() {
+            positive(&format!("{field}.slo_us[{i}]"), *v)?;
+        }
+        if n > 255 {
+            return Err(ScenarioError::new(format!("{field}.kind"), "shinjuku queues each type apart: use at most 255 types"));
+        }
+        Ok(())
+    }
+
+    pub fn build(&self, sc: &Scenario) -> Shinjuku {
+        let n = sc.workload.types.len();
+        let slo = if self.slo_us.is_empty() { vec![1.0; n] } else { self.slo_us.clone() };
+        Shinjuku { slo, times: vec![VecDeque::new(); n], now: 0, current: Vec::new(), pending: 0 }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Shinjuku {
+    slo: Vec<f64>,
+    /// Per type: enqueue times of its queue's entries (the policy's copy of the dispatcher's
+    /// timestamps).
+    times: Vec<VecDeque<Nanos>>,
+    now: Nanos,
+    /// Per core: the type of the request it runs.
+    current: Vec<u8>,
+    /// The type of the request being steered.
+    pending: u8,
+}
+
+impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
+    fn name(&self) -> &'static str {
+        "shinjuku"
+    }
+
+    fn steer(&mut self, _flow: u32, _view: &V) -> Place {
+        Place::Class(0)
+    }
+
+    fn steer_typed(&mut self, _flow: u32, rtype: u16, _view: &V) -> Place {
+        self.pending = rtype as u8;
+        Place::Class(rtype as u8)
+    }
+
+    fn notify(&mut self, place: Place, view: &V) -> Option<u16> {
+        let Place::Class(k) = place else { return None };
+        let idle = view.spinners().last().copied();
+        if idle.is_none() {
+            // It will be queued: remember when.
+            self.times[k as usize].push_back(self.now);
+        }
+        idle
+    }
+
+    fn clock(&mut self, now: Nanos) {
+        self.now = now;
+    }
+
+    fn next(&mut self, _core: u16, view: &V) -> Next {
+        let mut best: Option<(f64, u8)> = None;
+        for k in 0..self.times.len() {
+            if view.queue_len(Place::Class(k as u8)) == 0 {
+                continue;
+            }
+            let since = self.times[k].front().copied().unwrap_or(self.now);
+            let score = self.now.saturating_sub(since) as f64 / self.slo[k];
+            if best.is_none_or(|(s, _)| score > s) {
+                best = Some((score, k as u8));
+            }
+        }
+        match best {
+            Some((_, k)) => {
+                self.times[k as usize].pop_front();
+                Next::Run(Place::Class(k))
+            }
+            None => Next::Idle,
+        }
+    }
+
+    fn requeue(&mut self, core: u16, _why: Requeue, _view: &V) -> Place {
+        let k = self.current.get(core as usize).copied().unwrap_or(0);
+        self.times[k as usize].push_back(self.now);
+        Place::Class(k)
+    }
+
+    fn per_request(&self) -> bool {
+        true
+    }
+
+    fn quantum(&mut self, core: u16, rtype: u16, _service: Nanos, default: Nanos) -> Nanos {
+        if self.current.len() <= core as usize {
+            self.current.resize(core as usize + 1, 0);
+        }
+        self.current[core as usize] = rtype as u8;
+        default
+    }
+}
