@@ -19,6 +19,10 @@ use microsched_core::{Nanos, ScenarioError};
 /// is often too short a lead (Poisson gaps) for the prefetch of its client state to complete.
 const SESSION_LOOKAHEAD: usize = 4;
 
+/// Sessions from which per-session state is prefetched: below this, every session's client and
+/// server state stays in the cache, and drawing ahead only costs time.
+pub const PREFETCH_MIN_SESSIONS: u32 = 1 << 14;
+
 pub struct App {
     pub name: String,
     pub mix: RequestMix,
@@ -116,7 +120,7 @@ impl App {
     /// The next request's session, type, total work and program (appended to `ops`, mutex ids
     /// numbered across applications; `None` if the type has no program).
     pub fn draw(&mut self, ops: &mut Vec<Op>) -> (u32, u16, Nanos, bool) {
-        let session = if self.clients.is_empty() {
+        let session = if self.clients.is_empty() || self.sessions < PREFETCH_MIN_SESSIONS {
             // No client state to prefetch: the same stream, drawn when needed.
             pick(&mut self.session_rng, self.sessions)
         } else {

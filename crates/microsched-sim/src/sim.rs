@@ -15,7 +15,7 @@ use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
 
-use crate::app::App;
+use crate::app::{App, PREFETCH_MIN_SESSIONS};
 use crate::events::{Event, EventQueue, ARRIVAL_LANE, NETWORK_LANE};
 use crate::node::Node;
 use crate::requests::{Req, Slab, Stamps};
@@ -458,7 +458,9 @@ impl Sim {
                 Out::Send { req, demand } => {
                     // The server-side session state is needed one network trip from now.
                     if let Some(c) = &self.nodes[node as usize].credit {
-                        c.ctl.prefetch(self.slab[req].flow);
+                        if self.apps[app].sessions >= PREFETCH_MIN_SESSIONS {
+                            c.ctl.prefetch(self.slab[req].flow);
+                        }
                     }
                     self.net.send(now, Event::ServerArrive { req, demand }, &mut self.evq)
                 }
