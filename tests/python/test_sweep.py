@@ -434,3 +434,16 @@ def test_resume_refuses_results_of_a_changed_base_scenario(tmp_path: Path) -> No
     base.write_text(base.read_text(encoding="utf-8").replace("max_cores = 16", "max_cores = 8"), encoding="utf-8")
     r = run_cli("sweep", spec, "--out", out, "--resume")
     assert r.code == 2 and "base scenario" in r.err, r.err
+
+
+def test_aggregate_groups_list_valued_parameters():
+    # A variant that sets a list (`workload.types=[...]`) used to crash the aggregation.
+    from microsched.sweep.runner import aggregate
+
+    types = [{"name": "a", "service": {"dist": "constant", "value_us": 1}}]
+    df = pd.DataFrame({"variant": ["v", "v", "w"], "workload.types": [types, types, None], "seed": [1, 2, 1],
+                       "x": [1.0, 3.0, 5.0]})
+    agg = aggregate(df, ["variant", "workload.types"])
+    assert list(agg["variant"]) == ["v", "w"]
+    assert agg["workload.types"].iloc[0] == types and agg["x"].tolist() == [2.0, 5.0]
+    assert agg["n"].tolist() == [2, 1]

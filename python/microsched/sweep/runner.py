@@ -10,6 +10,7 @@ differ between two runs of the same point.
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import os
@@ -175,6 +176,10 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _hashable(v: Any) -> Any:
+    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+
+
 def aggregate(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Means over seeds: one row per ``by`` group with, for every numeric metric M, the columns
     M (mean), ``M.ci95`` (half-width of its 95 % confidence interval; NaN with one seed) and
@@ -184,9 +189,11 @@ def aggregate(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None
         metrics = [c for c in df.columns if c not in skip and pd.api.types.is_numeric_dtype(df[c])
                    and not pd.api.types.is_bool_dtype(df[c])]
     out = []
-    for key, g in df.groupby(list(by), sort=False, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        row: dict[str, Any] = dict(zip(by, key))
+    # A parameter can be a list or a table (`workload.types=[...]`): group on its JSON text.
+    keys = df[list(by)].apply(lambda col: col.map(_hashable))
+    for _, group_keys in keys.groupby(list(by), sort=False, dropna=False):
+        g = df.loc[group_keys.index]
+        row: dict[str, Any] = {b: g[b].iloc[0] for b in by}
         n = 0
         for m in metrics:
             mean, ci, n_m = mean_ci95(g[m].astype(float))
