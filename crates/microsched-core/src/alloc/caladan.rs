@@ -15,14 +15,32 @@ pub struct CaladanAllocator {
     /// A core was granted at the previous tick: Caladan's `waking` flag. The new core has not had
     /// an interval to drain the queues yet, so the delay it is meant to fix is still visible.
     granted_last: bool,
+    waking_skip: WakingSkip,
     /// Max queueing delay at the last tick; see [`CoreAllocator::signal`].
     max_delay: Option<Nanos>,
 }
 
 impl CaladanAllocator {
     pub fn new(interval: Nanos, threshold: Nanos, poll: Nanos) -> Self {
-        Self { interval, threshold, poll, granted_last: false, max_delay: None }
+        Self { interval, threshold, poll, granted_last: false, waking_skip: WakingSkip::Simple, max_delay: None }
     }
+
+    pub fn with_waking_skip(mut self, waking_skip: WakingSkip) -> Self {
+        self.waking_skip = waking_skip;
+        self
+    }
+}
+
+/// Where the IOKernel's "a core was woken last interval" skip sits relative to the congestion
+/// test (iokernel/simple.c vs ias.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WakingSkip {
+    /// `simple`: the skip comes first and is spent on the next interval, congested or not.
+    Simple,
+    /// `ias`: the congestion test comes first; the skip is kept until a congested interval
+    /// spends it.
+    Ias,
 }
 
 impl CoreAllocator for CaladanAllocator {
@@ -33,12 +51,13 @@ impl CoreAllocator for CaladanAllocator {
     fn tick(&mut self, obs: &dyn AllocView) -> AllocAction {
         let delay = obs.max_delay();
         self.max_delay = Some(delay);
-        // `simple` policy ordering: the skip comes before the congestion test and is spent even
-        // when there is no congestion (`ias` tests first and keeps the flag until congested).
+        let congested = delay >= self.threshold || obs.parked_with_work();
+        if self.waking_skip == WakingSkip::Ias && !congested {
+            return AllocAction::Nothing;
+        }
         if std::mem::take(&mut self.granted_last) {
             return AllocAction::Nothing;
         }
-        let congested = delay >= self.threshold || obs.parked_with_work();
         // Caladan would mark the process congested when no core is free, to get the next idle
         // one; here every free core is parked, so there is nothing to wait for.
         if congested && obs.any_parked() {
@@ -79,11 +98,14 @@ pub struct Config {
     pub delay_threshold_us: f64,
     /// Time an idle core polls and steals without finding work before it parks.
     pub poll_us: f64,
+    /// The IOKernel policy's order of the post-wake skip and the congestion test: `simple`
+    /// (simple.c) or `ias` (ias.c, which the CoreSync artifact's Caladan baselines ran).
+    pub waking_skip: WakingSkip,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { interval_us: 5.0, delay_threshold_us: 5.0, poll_us: 2.0 }
+        Self { interval_us: 5.0, delay_threshold_us: 5.0, poll_us: 2.0, waking_skip: WakingSkip::Simple }
     }
 }
 
@@ -104,7 +126,7 @@ impl Config {
     /// The allocator; the configuration must have passed [`Config::validate`].
     pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
         use crate::time::us;
-        Box::new(CaladanAllocator::new(us(self.interval_us), us(self.delay_threshold_us), us(self.poll_us)))
+        Box::new(CaladanAllocator::new(us(self.interval_us), us(self.delay_threshold_us), us(self.poll_us)).with_waking_skip(self.waking_skip))
     }
 }
 
@@ -148,6 +170,18 @@ mod tests {
         assert_eq!(tick(&mut a, 20_000, &congested(20_000)), AllocAction::Grant);
         assert_eq!(tick(&mut a, 25_000, &[active(), active(), parked()]), AllocAction::Nothing);
         assert_eq!(tick(&mut a, 30_000, &congested(30_000)), AllocAction::Grant);
+    }
+
+    #[test]
+    fn ias_keeps_the_skip_until_a_congested_interval() {
+        let congested = |now: Nanos| [queued(active(), 9, now - 20_000), parked(), parked()];
+        let mut a = Driven::new(CaladanAllocator::new(5_000, 5_000, 2_000).with_waking_skip(WakingSkip::Ias));
+        assert_eq!(tick(&mut a, 20_000, &congested(20_000)), AllocAction::Grant);
+        // Uncongested: nothing, and the skip is kept (simple would spend it here).
+        assert_eq!(tick(&mut a, 25_000, &[active(), active(), parked()]), AllocAction::Nothing);
+        // The first congested interval spends it; the next one grants.
+        assert_eq!(tick(&mut a, 30_000, &congested(30_000)), AllocAction::Nothing);
+        assert_eq!(tick(&mut a, 35_000, &congested(35_000)), AllocAction::Grant);
     }
 
     #[test]

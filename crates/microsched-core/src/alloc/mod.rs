@@ -328,7 +328,7 @@ mod tests {
                 assert_eq!(a.interval(), Some(5_000), "{}", a.name());
             }
         }
-        let a = build(&AllocatorCfg::Caladan(caladan::Config { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 2.0 }), 16);
+        let a = build(&AllocatorCfg::Caladan(caladan::Config { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 2.0, ..Default::default() }), 16);
         assert_eq!(a.park_rule().min_poll_ns, 2_000);
     }
 
@@ -336,7 +336,7 @@ mod tests {
     fn bad_parameters_name_their_field() {
         use AllocatorCfg::*;
         let shen = |interval_us, poll_us, min_passes| Shenango(shenango::Config { interval_us, poll_us, min_passes });
-        let cal = |interval_us, delay_threshold_us, poll_us| Caladan(caladan::Config { interval_us, delay_threshold_us, poll_us });
+        let cal = |interval_us, delay_threshold_us, poll_us| Caladan(caladan::Config { interval_us, delay_threshold_us, poll_us, ..Default::default() });
         let util = |interval_us, lower, upper| UtilizationRange(utilization_range::Config { interval_us, lower, upper });
         let delay = |interval_us, lower_us, upper_us| DelayRange(delay_range::Config { interval_us, lower_us, upper_us });
         let cases = [
