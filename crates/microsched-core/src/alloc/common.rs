@@ -35,6 +35,14 @@ pub(crate) fn check_non_negative_us(field: String, v: f64) -> Result<(), Scenari
     Ok(())
 }
 
+/// A harvesting controller's window, in ms: finite, > 0 and at most a minute.
+pub(crate) fn check_window_ms(field: String, v: f64) -> Result<(), ScenarioError> {
+    if !(v.is_finite() && v > 0.0 && v <= 60_000.0) {
+        return Err(ScenarioError::new(field, format!("{v} is not allowed: must be a number of ms > 0 and <= 60000")));
+    }
+    Ok(())
+}
+
 /// `lower < upper`. Equal bounds are rejected too: with no band between "add" and "revoke" the
 /// policy would change the allocation at every interval.
 pub(crate) fn check_range(

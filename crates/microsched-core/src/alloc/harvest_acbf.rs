@@ -26,7 +26,7 @@
 //! only the number of windows matters once a window holds many bursts).
 
 use super::harvest::{HarvestReport, Harvester, Mechanism};
-use super::{AllocAction, AllocView, CoreAllocator, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
 use crate::error::ScenarioError;
 use crate::time::{ms, us, Nanos};
 
@@ -179,7 +179,7 @@ impl CoreAllocator for AcbfAllocator {
         self.h.act(&s, self.buffer, self.max_cores)
     }
     fn park_rule(&self) -> ParkRule {
-        ParkRule { mode: ParkMode::Never, min_poll_ns: 0, min_passes: 0 }
+        ParkRule::NEVER
     }
     fn grant_delay(&self) -> Option<Nanos> {
         Some(self.h.evict_delay)
@@ -262,12 +262,7 @@ impl Default for Config {
 impl Config {
     pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
         use super::common::check_positive_us;
-        if !(self.window_ms.is_finite() && self.window_ms > 0.0 && self.window_ms <= 60_000.0) {
-            return Err(ScenarioError::new(
-                format!("{field}.window_ms"),
-                format!("{} is not allowed: must be a number of ms > 0 and <= 60000", self.window_ms),
-            ));
-        }
+        super::common::check_window_ms(format!("{field}.window_ms"), self.window_ms)?;
         check_positive_us(format!("{field}.poll_us"), self.poll_us)?;
         if self.min_buffer > self.max_buffer {
             return Err(ScenarioError::new(

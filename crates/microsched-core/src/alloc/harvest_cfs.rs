@@ -8,7 +8,7 @@
 //! no vruntime, no per-core runqueues.
 
 use super::harvest::{HarvestReport, Harvester, Mechanism, MechanismKind};
-use super::{AllocAction, AllocView, CoreAllocator, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
 use crate::error::ScenarioError;
 use crate::time::{ms, us, Nanos};
 
@@ -50,7 +50,7 @@ impl CoreAllocator for CfsAllocator {
         self.h.act(&s, 0, max_lent)
     }
     fn park_rule(&self) -> ParkRule {
-        ParkRule { mode: ParkMode::Never, min_poll_ns: 0, min_passes: 0 }
+        ParkRule::NEVER
     }
     fn grant_delay(&self) -> Option<Nanos> {
         // A throttled Secondary leaves its cores at once; otherwise the Primary waits for CFS.

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use super::harvest::{HarvestReport, Harvester, Mechanism};
-use super::{AllocAction, AllocView, CoreAllocator, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
 use crate::error::ScenarioError;
 use crate::time::{ms, us, Nanos};
 
@@ -49,7 +49,7 @@ impl CoreAllocator for SmartAllocator {
         self.h.act(&s, 0, self.max_cores - self.predicted)
     }
     fn park_rule(&self) -> ParkRule {
-        ParkRule { mode: ParkMode::Never, min_poll_ns: 0, min_passes: 0 }
+        ParkRule::NEVER
     }
     fn grant_delay(&self) -> Option<Nanos> {
         Some(self.h.evict_delay)
@@ -94,12 +94,7 @@ impl Default for Config {
 
 impl Config {
     pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
-        if !(self.window_ms.is_finite() && self.window_ms > 0.0 && self.window_ms <= 60_000.0) {
-            return Err(ScenarioError::new(
-                format!("{field}.window_ms"),
-                format!("{} is not allowed: must be a number of ms > 0 and <= 60000", self.window_ms),
-            ));
-        }
+        super::common::check_window_ms(format!("{field}.window_ms"), self.window_ms)?;
         if self.history_windows == 0 {
             return Err(ScenarioError::new(format!("{field}.history_windows"), "0 is not allowed: must be at least 1"));
         }

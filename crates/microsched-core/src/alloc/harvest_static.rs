@@ -4,7 +4,7 @@
 //! Primary runs as if alone.
 
 use super::harvest::{HarvestReport, Harvester, Mechanism};
-use super::{AllocAction, AllocView, CoreAllocator, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
 use crate::time::{us, Nanos};
 
 #[derive(Debug, Clone)]
@@ -25,7 +25,7 @@ impl CoreAllocator for StaticBufferAllocator {
     }
     fn park_rule(&self) -> ParkRule {
         // Cores are lent by the controller only; the Primary starts holding all of them.
-        ParkRule { mode: ParkMode::Never, min_poll_ns: 0, min_passes: 0 }
+        ParkRule::NEVER
     }
     fn grant_delay(&self) -> Option<Nanos> {
         Some(self.h.evict_delay)

@@ -215,6 +215,12 @@ pub struct ParkRule {
     pub min_passes: u32,
 }
 
+impl ParkRule {
+    /// Cores never park on their own (static allocation; harvesting controllers lend cores
+    /// themselves).
+    pub const NEVER: ParkRule = ParkRule { mode: ParkMode::Never, min_poll_ns: 0, min_passes: 0 };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParkVerdict {
     Park,

@@ -1,4 +1,4 @@
-use super::{AllocAction, AllocView, CoreAllocator, ParkMode, ParkRule};
+use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
 use crate::time::Nanos;
 
 /// Every core allocated and spinning for the whole run: the baseline of every paper.
@@ -24,7 +24,7 @@ impl CoreAllocator for StaticAllocator {
         AllocAction::Nothing
     }
     fn park_rule(&self) -> ParkRule {
-        ParkRule { mode: ParkMode::Never, min_poll_ns: 0, min_passes: 0 }
+        ParkRule::NEVER
     }
     fn name(&self) -> &'static str {
         "static"
