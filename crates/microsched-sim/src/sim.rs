@@ -31,7 +31,7 @@ struct Network {
 
 impl Network {
     /// Schedules `ev` one network trip from `now`.
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, now: Nanos, ev: Event, evq: &mut EventQueue) {
         if self.jitter == 0 {
             // Constant delay: trips arrive in the order they were sent.
@@ -437,7 +437,15 @@ impl Sim {
     }
 
     /// Sends the explicit credit messages of the sessions a node's controller woke.
+    #[inline(always)]
     fn send_wakeups(&mut self, node: u16) {
+        match &self.nodes[node as usize].credit {
+            Some(c) if c.ctl.has_wakeups() => self.send_woken(node),
+            _ => {}
+        }
+    }
+
+    fn send_woken(&mut self, node: u16) {
         let Some(c) = &mut self.nodes[node as usize].credit else { return };
         c.ctl.take_wakeups(&mut c.wakeups);
         if self.measuring {
@@ -453,7 +461,7 @@ impl Sim {
         let now = self.now;
         let mut out = std::mem::take(&mut self.apps[app].out);
         let base = self.apps[app].session_base;
-        for o in out.drain(..) {
+        for &o in &out {
             match o {
                 Out::Send { req, demand } => {
                     // The server-side session state is needed one network trip from now.
@@ -505,6 +513,7 @@ impl Sim {
                 Out::Timer { session, at } => self.evq.push(at, Event::ClientTimeout { node, session: base + session }),
             }
         }
+        out.clear();
         self.apps[app].out = out;
     }
 
@@ -560,6 +569,7 @@ impl Sim {
 
     /// A request leaves its client for its node: straight onto the network, or through the
     /// session's credit state.
+    #[inline]
     fn send(&mut self, slot: u32, app: usize, node: u16, session: u32) {
         if let Some(s) = &mut self.seda {
             if !s.admit(self.slab[slot].flow, self.now) {

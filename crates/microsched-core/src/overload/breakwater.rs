@@ -512,6 +512,10 @@ impl CreditController for Breakwater {
         out.append(&mut self.wakeups);
     }
 
+    fn has_wakeups(&self) -> bool {
+        !self.wakeups.is_empty()
+    }
+
     /// The simulation study's fix (only with `core_fix`) is applied at the next pool update:
     /// `C_total += N_a · C_total / N_t`, with `N_a` the net gain in allocated cores since the
     /// previous update and `N_t` the cores allocated now, when the delay is below target (the

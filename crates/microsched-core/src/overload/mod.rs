@@ -102,6 +102,12 @@ pub trait CreditController: CreditLink + Send {
     /// Drained sessions woken since the last call, with the credits to send them explicitly.
     fn take_wakeups(&mut self, out: &mut Vec<(SessionId, u32)>);
 
+    /// Whether [`CreditController::take_wakeups`] has anything to give: the simulator asks after
+    /// every request and response, and most of the time no session was woken.
+    fn has_wakeups(&self) -> bool {
+        true
+    }
+
     /// The core allocator changed the number of active cores to `active` (the simulation study's
     /// fix grows the pool in proportion to the cores added). Called on every change; controllers
     /// assume `max_cores` active until told otherwise, so a driver whose allocator does not start

@@ -352,6 +352,10 @@ impl CreditController for Protego {
         self.bw.take_wakeups(out);
     }
 
+    fn has_wakeups(&self) -> bool {
+        self.bw.has_wakeups()
+    }
+
     fn prefetch(&self, session: SessionId) {
         self.bw.prefetch(session);
     }
