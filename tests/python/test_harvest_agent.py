@@ -163,3 +163,101 @@ def test_end_to_end_lends_when_idle_reclaims_under_load(tmp_path: Path) -> None:
         compared += 1
         assert r["harvest"][phase]["p99_us"] <= 3 * alone["p99_us"] + 2000, (phase, alone, r["harvest"][phase])
     assert compared > 0, r["standalone"]
+
+
+# --- Kubernetes ----------------------------------------------------------------------------
+
+MANIFESTS = REPO / "deploy" / "kubernetes"
+
+
+def pod(uid: str, role: str | None, phase: str = "Running", **ann: str) -> dict:
+    labels = {"microsched.io/harvest": role} if role else {"app": "x"}
+    return {"metadata": {"uid": uid, "name": f"p-{uid[:4]}", "labels": labels, "annotations": ann},
+            "status": {"phase": phase}}
+
+
+def test_pod_messages_follow_the_artifact() -> None:
+    from microsched.harvest_k8s import message_for_pod
+
+    p = pod("u1", "primary", **{"microsched.io/cpus": "2-9", "microsched.io/acbf-threshold": "0.002",
+                                "microsched.io/min-buffer": "2"})
+    assert message_for_pod(p) == {"ctr_type": "Primary", "cpuList": "2-9", "pod_id": "podu1",
+                                  "LOWIDLEFREQ_THRESHOLD": "0.002", "LOW_TIC": "2"}
+    assert message_for_pod(pod("u2", "secondary")) == {"ctr_type": "Secondary", "pod_id": "podu2"}
+    assert message_for_pod(pod("u3", None)) is None
+    assert message_for_pod(pod("u4", "secondary", phase="Pending")) is None
+    assert message_for_pod(pod("u5", "primary")) is None  # no cores annotated
+
+
+def test_pods_registered_by_label_from_a_fake_cgroup_tree(tmp_path: Path) -> None:
+    """The whole Kubernetes path but the API server: labelled pod objects -> the artifact's
+    messages by pod UID -> the agent finds the processes in a cgroup tree laid out as the
+    kubelet does (v1 cgroupfs for the Secondary, v2 systemd for the Primary) -> lends a core to
+    the Secondary pod's process -> restores it on SIGTERM."""
+    from microsched import harvest_k8s
+
+    primary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sec = subprocess.Popen([sys.executable, "-c", SLEEPER])
+    agent = None
+    try:
+        assert wait_for(lambda: len(os.listdir(f"/proc/{sec.pid}/task")) >= 3)
+        before = allowed(sec.pid)
+        su, pu = "8f0e5a4c-0000-4000-8000-00000000000a", "8f0e5a4c-0000-4000-8000-00000000000b"
+        root = tmp_path / "cgroup"
+        d = root / "cpuset" / "kubepods" / "besteffort" / f"pod{su}" / "c0ffee"
+        d.mkdir(parents=True)
+        (d / "cgroup.procs").write_text(f"{sec.pid}\n")
+        d = root / "unified" / "kubepods.slice" / f"kubepods-pod{pu.replace('-', '_')}.slice" / "cri-containerd-1.scope"
+        d.mkdir(parents=True)
+        (d / "cgroup.procs").write_text(f"{primary.pid}\n")
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "microsched", "harvest", "--listen", "127.0.0.1:0", "--cgroup-root", str(root),
+             "--controller", '{"kind": "harvest_static", "buffer": 1}', "--log", str(tmp_path / "log.jsonl"), "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+        addr = listening(agent)
+        pods = [pod(pu, "primary", **{"microsched.io/cpus": "0-1"}), pod(su, "secondary"),
+                pod("00000000-0000-0000-0000-000000000000", "secondary"),  # no cgroup: refused, retried
+                pod("11111111-0000-0000-0000-000000000000", None)]
+        done: set[str] = set()
+        assert harvest_k8s.register_once(pods, addr, done, log=lambda m: None) == 2
+        assert done == {pu, su}
+        assert harvest_k8s.register_once(pods, addr, done, log=lambda m: None) == 0  # registered once
+        assert wait_for(lambda: set(allowed(sec.pid).values()) == {"1"}), allowed(sec.pid)
+        agent.send_signal(signal.SIGTERM)
+        out, err = agent.communicate(timeout=20)
+        assert agent.returncode == 0, err.decode()
+        rep = json.loads(out)
+        assert rep["primaries"][0]["pids"] == [primary.pid]
+        assert rep["secondary"]["pids"] == [sec.pid]
+        assert allowed(sec.pid) == before
+    finally:
+        for p in (agent, sec, primary):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_daemonset_manifest_is_valid_kubernetes() -> None:
+    """Against the Kubernetes OpenAPI schema (kubernetes-validate, strict: unknown fields
+    rejected), and its agent arguments and controller against the CLI."""
+    import yaml
+
+    docs = [d for f in ("harvest-agent.yaml", "example-pods.yaml")
+            for d in yaml.safe_load_all((MANIFESTS / f).read_text()) if d]
+    ds = next(d for d in docs if d["kind"] == "DaemonSet")
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    # The agent accepts the DaemonSet's arguments and the ConfigMap's controller.
+    from microsched.cli import build_parser
+
+    agent = ds["spec"]["template"]["spec"]["containers"][0]
+    args = build_parser().parse_args(agent["command"][1:] + agent["args"])
+    assert args.listen == "127.0.0.1:10101"
+    ctl = json.loads(cm["data"]["controller.json"])
+    r = subprocess.run([sys.executable, "-m", "microsched", "harvest", "--controller", json.dumps(ctl), "--duration", "0.1",
+                        "--json"], capture_output=True, text=True, env=ENV, timeout=60)
+    assert r.returncode == 0, r.stderr
+    reg = ds["spec"]["template"]["spec"]["containers"][1]
+    build_parser().parse_args(reg["command"][1:] + reg["args"])
+    kv = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate (PyPI) is not installed")
+    for d in docs:
+        kv.validate(d, kv.latest_version(), strict=True)

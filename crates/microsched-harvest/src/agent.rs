@@ -488,7 +488,7 @@ impl Agent {
     fn registrations(&mut self) {
         let Some(l) = &self.listener else { return };
         let msgs: Vec<_> = l.rx.try_iter().collect();
-        for m in msgs {
+        for (m, verdict) in msgs {
             let r = match m {
                 Err(e) => Err(e),
                 Ok(reg @ Registration::Primary { .. }) => self.register_primary(&reg),
@@ -498,14 +498,21 @@ impl Agent {
                         (None, Some(pod)) => pods::pod_pids(&self.opts.cgroup_root, pod),
                         _ => vec![],
                     };
-                    if pids.is_empty() {
-                        Err(format!("Secondary {pod_id:?}: no processes found under {}", self.opts.cgroup_root.display()))
+                    let alive = |p: &i32| self.opts.proc_root.join(p.to_string()).exists();
+                    if pids.is_empty() || !pids.iter().all(alive) {
+                        Err(match (pid, &pod_id) {
+                            (Some(p), _) => format!("Secondary pid {p}: no such process"),
+                            _ => format!("Secondary {}: no processes found under {}", pod_id.as_deref().unwrap_or(""), self.opts.cgroup_root.display()),
+                        })
                     } else {
                         self.add_secondary(pids);
                         Ok(())
                     }
                 }
             };
+            if let Some(v) = verdict {
+                let _ = v.send(r.clone());
+            }
             if let Err(e) = r {
                 self.emit(json!({"event": "refused", "reason": e}));
                 self.refused.push(e);

@@ -1,8 +1,10 @@
 //! The registration listener: the artifact's protocol (`Listener/listener.cpp`) on a loopback
 //! TCP port (10101 there). One connection carries one JSON object; the agent answers the 4
-//! bytes `ACK\0` (`NAK\0` if the message is refused: the reason goes to the decision log) and
-//! closes. The artifact reads until its 1 s receive timeout; here the object is parsed as soon
-//! as it is complete, so a registration costs a round trip, not a second.
+//! bytes `ACK\0` once the agent has registered it (`NAK\0` if the message or the registration
+//! is refused — no such process, no cgroup for the pod: the reason goes to the decision log) and
+//! closes. The artifact acknowledges what it parsed and reads until its 1 s receive timeout;
+//! here the object is parsed as soon as it is complete, so a registration costs a round trip
+//! and one agent tick, not a second.
 //!
 //! Messages (values are strings in the artifact's clients; numbers are accepted too):
 //! * `{"ctr_type":"Primary","cpuList":"2,4","LOWIDLEFREQ_THRESHOLD":"0.001","LOW_TIC":"2",
@@ -67,15 +69,16 @@ pub fn parse(v: &Value) -> Result<Registration, String> {
     }
 }
 
-/// What the listener hands the agent: a registration, or a refused message and why.
-pub type Received = Result<Registration, String>;
+/// What the listener hands the agent: a registration with where to send the verdict (the
+/// connection waits for it: ACK means registered), or a refused message and why.
+pub type Received = (Result<Registration, String>, Option<mpsc::Sender<Result<(), String>>>);
 
 fn handle(mut s: TcpStream, tx: &mpsc::Sender<Received>) {
     let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
     let deadline = Instant::now() + Duration::from_secs(1);
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
-    let msg: Received = loop {
+    let msg: Result<Registration, String> = loop {
         if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
             break parse(&v);
         }
@@ -91,8 +94,18 @@ fn handle(mut s: TcpStream, tx: &mpsc::Sender<Received>) {
             Err(e) => break Err(format!("read: {e}")),
         }
     };
-    let _ = s.write_all(if msg.is_ok() { b"ACK\0" } else { b"NAK\0" });
-    let _ = tx.send(msg);
+    let ok = match msg {
+        Ok(reg) => {
+            let (vtx, vrx) = mpsc::channel();
+            let _ = tx.send((Ok(reg), Some(vtx)));
+            matches!(vrx.recv_timeout(Duration::from_secs(5)), Ok(Ok(())))
+        }
+        Err(e) => {
+            let _ = tx.send((Err(e), None));
+            false
+        }
+    };
+    let _ = s.write_all(if ok { b"ACK\0" } else { b"NAK\0" });
 }
 
 /// A listener thread; dropped, it stops.
@@ -175,20 +188,31 @@ mod tests {
     #[test]
     fn listener_acks_a_registration_without_waiting_for_a_timeout() {
         let l = Listener::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = l.addr;
         let t = Instant::now();
         // As the artifact's client: send, keep the write side open, wait for 4 bytes.
-        let mut c = TcpStream::connect(l.addr).unwrap();
-        c.write_all(br#"{"ctr_type":"Secondary","pid":"42"}"#).unwrap();
-        let mut ack = [0u8; 4];
-        c.read_exact(&mut ack).unwrap();
-        assert_eq!(&ack, b"ACK\0");
+        // The agent's side: registers pid 42, refuses pid 43.
+        let rx = std::thread::spawn(move || {
+            for _ in 0..3 {
+                let (m, verdict) = l.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+                if let (Ok(Registration::Secondary { pid, .. }), Some(v)) = (m, verdict) {
+                    let _ = v.send(if pid == Some(42) { Ok(()) } else { Err("no such process".into()) });
+                }
+            }
+            l
+        });
+        let send = |msg: &[u8]| {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(msg).unwrap();
+            let mut ack = [0u8; 4];
+            c.read_exact(&mut ack).unwrap();
+            ack
+        };
+        assert_eq!(&send(br#"{"ctr_type":"Secondary","pid":"42"}"#), b"ACK\0");
         assert!(t.elapsed() < Duration::from_millis(900), "{:?}", t.elapsed());
-        assert_eq!(l.rx.recv_timeout(Duration::from_secs(1)).unwrap().unwrap(), Registration::Secondary { pid: Some(42), pod_id: None });
-        let mut c = TcpStream::connect(l.addr).unwrap();
-        c.write_all(b"{\"ctr_type\":\"Secondary\"}").unwrap();
-        c.read_exact(&mut ack).unwrap();
-        assert_eq!(&ack, b"NAK\0");
-        assert!(l.rx.recv_timeout(Duration::from_secs(1)).unwrap().is_err());
+        assert_eq!(&send(br#"{"ctr_type":"Secondary","pid":43}"#), b"NAK\0");
+        assert_eq!(&send(b"{\"ctr_type\":\"Secondary\"}"), b"NAK\0");
+        rx.join().unwrap();
         assert!(Listener::start("0.0.0.0:0".parse().unwrap()).is_err());
     }
 }

@@ -78,6 +78,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--report", metavar="FILE", help="also write the final report (JSON) to FILE")
     p.add_argument("--json", action="store_true", help="print the final report as JSON on stdout")
     p.set_defaults(func=cmd_harvest)
+    add_pods_command(sub)
 
 
 def _controller(text: str | None) -> Any:
@@ -163,3 +164,48 @@ def cmd_harvest(args: argparse.Namespace) -> int:
               f"affinities restored {rep['restore']['affinities']}; stopped by {rep['stopped_by']}")
     bad = rep["restore"]["errors"] or rep["actuation"]["stray_threads"]
     return 1 if bad else 0
+
+
+PODS_DESCRIPTION = """\
+Register this node's labelled pods with `microsched harvest` (its --listen address): pods
+labelled microsched.io/harvest=primary (with their cores in the annotation microsched.io/cpus)
+or =secondary, listed from the API server with the service account's credentials, sent in the
+artifact's messages by pod UID; the agent finds their processes from their cgroup. The
+DaemonSet in deploy/kubernetes/ runs it beside the agent.
+
+examples:
+  microsched harvest-pods --agent 127.0.0.1:10101 --node "$NODE_NAME"
+  microsched harvest-pods --agent 127.0.0.1:10101 --pods pods.json --once   # a saved `kubectl get pods -o json`
+"""
+
+
+def add_pods_command(sub: Any) -> None:
+    p = sub.add_parser("harvest-pods", help="register labelled Kubernetes pods with the harvesting agent",
+                       description=PODS_DESCRIPTION, formatter_class=Formatter)
+    p.add_argument("--agent", default="127.0.0.1:10101", metavar="HOST:PORT", help="the agent's --listen address")
+    p.add_argument("--node", default=None, metavar="NAME", help="this node's name (default $NODE_NAME)")
+    p.add_argument("--every", type=duration, default=5.0, metavar="S", help="listing period (default 5)")
+    p.add_argument("--pods", metavar="FILE", help="read the pod list from FILE (`kubectl get pods -o json`) "
+                                                  "instead of the API server")
+    p.add_argument("--once", action="store_true", help="one pass, then exit")
+    p.set_defaults(func=cmd_pods)
+
+
+def cmd_pods(args: argparse.Namespace) -> int:
+    from .. import harvest_k8s
+
+    node = args.node or __import__("os").environ.get("NODE_NAME")
+    if args.pods:
+        def list_pods(_node: str) -> list[dict]:
+            return json.loads(Path(args.pods).read_text()).get("items", [])
+    else:
+        if not node:
+            raise CliError("--node: give this node's name (or set NODE_NAME, as the DaemonSet does)")
+        list_pods = harvest_k8s.list_pods_in_cluster
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        harvest_k8s.watch(args.agent, node or "", args.every, list_pods, 1 if args.once else None,
+                          log=lambda m: print(m, flush=True))
+    except KeyboardInterrupt:
+        pass
+    return 0
