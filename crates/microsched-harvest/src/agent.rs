@@ -377,6 +377,8 @@ impl Agent {
         };
         a.emit(json!({
             "event": "start",
+            // The agent's clock (t_s) in wall-clock time, to line the log up with other records.
+            "unix_s": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()) - a.now_s(),
             "monitor": a.monitor.source,
             "poll_ms": a.opts.poll.as_secs_f64() * 1e3,
             "controller": serde_json::to_value(&a.opts.controller).unwrap_or(Value::Null),
