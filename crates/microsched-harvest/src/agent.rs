@@ -284,6 +284,9 @@ pub struct Report {
     pub stopped_by: String,
     pub monitor: Value,
     pub ticks: u64,
+    /// CPU time of the agent's own thread (monitor, controllers, actuation), s.
+    pub cpu_s: f64,
+    /// Wall-clock time per tick (descheduling included), µs.
     pub tick_cost_us_mean: f64,
     pub primaries: Vec<Value>,
     pub secondary: Value,
@@ -312,6 +315,14 @@ pub struct Agent {
     act_errors: Vec<String>,
     refused: Vec<String>,
     sec_cpu0: HashMap<i32, u64>,
+}
+
+fn thread_cpu_s() -> f64 {
+    // SAFETY: an all-zero timespec is valid, and clock_gettime writes into it.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 /// The cgroup v2 mount with the cpuset controller available, or why not.
@@ -549,13 +560,22 @@ impl Agent {
                 let busy = running || d as f64 >= bf * dt as f64;
                 if p.lent[i] {
                     p.lent_ns[i] += dt;
-                    if tasks && (running || d > 0) {
+                    if tasks && busy {
                         view.queued += 1;
                     }
                 } else if busy {
                     p.busy_ns[i] += dt;
                 }
                 view.cores.push((p.lent[i], !busy));
+            }
+            if view.queued > 0 {
+                // The kernel put a Primary thread on a lent core: no held core was free for it
+                // (another tenant's work, which the tasks monitor does not see, or the Primary's
+                // own). It is the simulator's thread woken on a lent core: the held cores count
+                // as busy, so the controller evicts at once.
+                for c in view.cores.iter_mut().filter(|c| !c.0) {
+                    c.1 = false;
+                }
             }
             let idle = view.cores.iter().filter(|c| !c.0 && c.1).count();
             let demand = view.queued;
@@ -689,6 +709,7 @@ impl Agent {
                 "busy_fraction": self.opts.busy_fraction,
             }),
             ticks: self.ticks,
+            cpu_s: thread_cpu_s(),
             tick_cost_us_mean: if self.ticks > 0 { self.tick_cost.as_secs_f64() * 1e6 / self.ticks as f64 } else { 0.0 },
             primaries,
             secondary: json!({"pids": self.sec.pids, "cpu_s": sec_cpu as f64 / 1e9}),
