@@ -70,10 +70,10 @@ impl Secondary {
 
     /// Sets `mask` on one thread, recording its original affinity first.
     fn set(&mut self, pid: i32, tid: i32, mask: &Cpus, errors: &mut Vec<String>) -> bool {
-        if !self.ledger.contains_key(&(pid, tid)) {
+        if let std::collections::btree_map::Entry::Vacant(v) = self.ledger.entry((pid, tid)) {
             match get_affinity(tid) {
                 Ok(orig) => {
-                    self.ledger.insert((pid, tid), orig);
+                    v.insert(orig);
                 }
                 Err(e) => {
                     errors.extend(tid_error(e, "sched_getaffinity", tid));
@@ -244,10 +244,10 @@ impl Secondary {
         let list = format_list(mask);
         for &irq in irqs {
             let f = proc_root.join("irq").join(irq.to_string()).join("smp_affinity_list");
-            if !self.irqs.contains_key(&irq) {
+            if let std::collections::btree_map::Entry::Vacant(v) = self.irqs.entry(irq) {
                 match fs::read_to_string(&f) {
                     Ok(s) => {
-                        self.irqs.insert(irq, s.trim().to_string());
+                        v.insert(s.trim().to_string());
                     }
                     Err(e) => {
                         self.irq_notes.insert(format!("IRQ {irq}: not steered: {e}"));
