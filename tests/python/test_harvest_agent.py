@@ -106,7 +106,7 @@ def test_registration_and_restore_on_signal(tmp_path: Path, sig: int) -> None:
         assert state(sec.pid) != "T"
         events = [json.loads(line) for line in log.read_text().splitlines()]
         assert events[-1]["event"] == "end"
-        assert any(e["event"] == "lend" and e["cpu"] == 1 for e in events)
+        assert any(e["event"] == "lend" and e["cpu"] == 1 for e in events), events
         assert any(e["event"] == "refused" for e in events)
     finally:
         for p in (agent, sec, primary):
@@ -263,3 +263,38 @@ def test_daemonset_manifest_is_valid_kubernetes() -> None:
     kv = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate (PyPI) is not installed")
     for d in docs:
         kv.validate(d, kv.latest_version(), strict=True)
+
+
+def test_exited_primary_stops_lending_and_overlaps_are_refused(tmp_path: Path) -> None:
+    primary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sec = subprocess.Popen([sys.executable, "-c", SLEEPER])
+    agent = None
+    try:
+        assert wait_for(lambda: len(os.listdir(f"/proc/{sec.pid}/task")) >= 3)
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "microsched", "harvest", "--listen", "127.0.0.1:0",
+             "--controller", '{"kind": "harvest_static", "buffer": 1}', "--log", str(tmp_path / "log.jsonl"), "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+        addr = listening(agent)
+        assert register(addr, {"ctr_type": "Primary", "cpuList": "0-1", "pid": primary.pid}) == b"ACK\0"
+        # A second Primary on the same cores, and one whose process does not exist.
+        assert register(addr, {"ctr_type": "Primary", "cpuList": "1", "pid": primary.pid}) == b"NAK\0"
+        assert register(addr, {"ctr_type": "Secondary", "pid": 999999999}) == b"NAK\0"
+        assert register(addr, {"ctr_type": "Secondary", "pid": sec.pid}) == b"ACK\0"
+        assert wait_for(lambda: state(sec.pid) != "T" and set(allowed(sec.pid).values()) == {"1"})
+        # The Primary exits: its core is no longer lent, the Secondary (no core of its own) stops.
+        primary.kill()
+        primary.wait()
+        assert wait_for(lambda: "primary_exited" in (tmp_path / "log.jsonl").read_text())
+        assert wait_for(lambda: state(sec.pid) == "T"), state(sec.pid)
+        agent.send_signal(signal.SIGTERM)
+        out, err = agent.communicate(timeout=20)
+        assert agent.returncode == 0, err.decode()
+        assert state(sec.pid) != "T"
+        events = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+        assert sum(e["event"] == "refused" for e in events) == 2
+    finally:
+        for p in (agent, sec, primary):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()

@@ -620,6 +620,23 @@ impl Agent {
         }
     }
 
+    /// Forgets exited processes: a Primary whose processes are all gone stops lending (its
+    /// cores leave the Secondary's mask), an exited Secondary stops being moved.
+    fn reap(&mut self) {
+        let alive = |root: &Path, p: i32| root.join(p.to_string()).exists();
+        let root = self.opts.proc_root.clone();
+        let gone: Vec<usize> = (0..self.primaries.len()).filter(|&i| !self.primaries[i].pids.iter().any(|&p| alive(&root, p))).collect();
+        for &i in gone.iter().rev() {
+            let p = self.primaries.remove(i);
+            self.emit(json!({"event": "primary_exited", "primary": p.name, "cpus": p.cpus}));
+        }
+        let before = self.sec.pids.len();
+        self.sec.pids.retain(|&p| alive(&root, p));
+        if !gone.is_empty() || self.sec.pids.len() != before {
+            self.actuate(&Cpus::new(), "exit");
+        }
+    }
+
     fn status(&mut self, interval: Duration) {
         let ns = interval.as_nanos().max(1) as f64;
         let sec_cpu: u64 = self.sec.pids.iter().map(|&p| procfs::process_cpu_ns(&self.opts.proc_root, p).unwrap_or(0).saturating_sub(self.sec_cpu0[&p])).sum();
@@ -655,6 +672,9 @@ impl Agent {
             let dt = t0.duration_since(last).as_nanos() as Nanos;
             last = t0;
             self.tick(dt);
+            if self.ticks % 20 == 19 {
+                self.reap();
+            }
             // Threads the Secondary created since: they inherit a mask; re-check it now and then.
             if self.ticks % 20 == 19 && !self.sec.pids.is_empty() {
                 let a = self.sec.assign(&self.mask(), &Cpus::new(), None);
@@ -681,6 +701,16 @@ impl Agent {
     }
 
     fn finish(mut self, stopped_by: String) -> Report {
+        // Messages that arrived meanwhile: refused ones are logged, registrations turned down.
+        let pending: Vec<_> = self.listener.take().map(|l| l.rx.try_iter().collect()).unwrap_or_default();
+        for (m, verdict) in pending {
+            if let Some(v) = verdict {
+                let _ = v.send(Err("the agent is stopping".into()));
+            }
+            let e = m.err().unwrap_or_else(|| "the agent is stopping".into());
+            self.emit(json!({"event": "refused", "reason": e}));
+            self.refused.push(e);
+        }
         let dur = self.start.elapsed().as_secs_f64();
         let sec_cpu: u64 = self.sec.pids.iter().map(|&p| procfs::process_cpu_ns(&self.opts.proc_root, p).unwrap_or(0).saturating_sub(self.sec_cpu0[&p])).sum();
         let (restored, restore_errors) = self.sec.restore();
