@@ -758,3 +758,71 @@ impl Agent {
         rep
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake /proc with one Primary process whose threads are (state, cpu, run ns).
+    fn write_tasks(root: &Path, pid: i32, tasks: &[(i32, char, usize, u64)]) {
+        let _ = std::fs::remove_dir_all(root.join(pid.to_string()));
+        for &(tid, st, cpu, run) in tasks {
+            let d = root.join(pid.to_string()).join("task").join(tid.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            // Fields 3..: state, then 35 fields, then the processor (field 39).
+            let mut f = vec![st.to_string()];
+            f.extend((0..35).map(|_| "0".to_string()));
+            f.push(cpu.to_string());
+            std::fs::write(d.join("stat"), format!("{tid} (wor ker) {}", f.join(" "))).unwrap();
+            std::fs::write(d.join("schedstat"), format!("{run} 0 0\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn lends_an_idle_core_and_evicts_when_a_primary_thread_lands_on_it() {
+        let root = std::env::temp_dir().join(format!("msh-proc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let online = crate::cpus::online();
+        if online.len() < 2 {
+            return;
+        }
+        let cpus: Cpus = online.iter().take(2).copied().collect();
+        let (c0, c1) = (*cpus.iter().next().unwrap(), *cpus.iter().nth(1).unwrap());
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("mounts"), "").unwrap();
+        write_tasks(&root, 7, &[(7, 'S', c0, 1000), (8, 'S', c1, 1000)]);
+        let opts = Opts {
+            primaries: vec![PrimaryOpt { pids: vec![7], cpus: cpus.clone(), name: "p".into() }],
+            controller: serde_json::from_value(json!({"kind": "harvest_static", "buffer": 1})).unwrap(),
+            proc_root: root.clone(),
+            ..Opts::default()
+        };
+        let mut a = Agent::new(opts, Box::new(std::io::sink())).unwrap();
+        let ms = 5_000_000;
+        // Both held cores idle: a surplus of one over the buffer, lent at the next tick (the
+        // lend latency, 30 µs, has passed), the highest core first.
+        a.tick(ms);
+        a.tick(ms);
+        assert_eq!(a.primaries[0].lent, [false, true]);
+        // The Primary busy on its held core only: the buffer is gone (0 idle < 1) -> evict.
+        write_tasks(&root, 7, &[(7, 'R', c0, 5_000_000), (8, 'S', c0, 1000)]);
+        a.tick(ms);
+        assert_eq!(a.primaries[0].lent, [false, false]);
+        assert_eq!(a.primaries[0].demand_evictions, 0);
+        // Idle again -> lent again; then a Primary thread shows up on the lent core while the
+        // held one reads idle (someone else's work there): a demand eviction.
+        write_tasks(&root, 7, &[(7, 'S', c0, 5_000_000), (8, 'S', c0, 1000)]);
+        a.tick(ms);
+        a.tick(ms);
+        assert_eq!(a.primaries[0].lent, [false, true]);
+        write_tasks(&root, 7, &[(7, 'S', c0, 5_000_000), (8, 'R', c1, 1000)]);
+        a.tick(ms);
+        assert_eq!(a.primaries[0].lent, [false, false]);
+        assert_eq!(a.primaries[0].demand_evictions, 1);
+        // Busy time counts from the run-time counters too: 60 % of a tick on core 0.
+        write_tasks(&root, 7, &[(7, 'S', c0, 8_000_000), (8, 'S', c0, 1000)]);
+        a.tick(ms);
+        assert_eq!(a.primaries[0].lent, [false, false]);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
