@@ -300,3 +300,17 @@ def test_exited_primary_stops_lending_and_overlaps_are_refused(tmp_path: Path) -
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_irqs_found_by_name_in_proc_interrupts() -> None:
+    from microsched.cli.harvest import irqs_matching
+
+    text = """           CPU0       CPU1
+ 24:          1          0  IO-APIC   5-edge      ACPI:Ged
+ 29:        120       4003  PCI-MSIX-0000:00:02.0   0-edge      virtio1-input.0
+ 30:          7         88  PCI-MSIX-0000:00:02.0   1-edge      virtio1-output.0
+NMI:          0          0   Non-maskable interrupts
+"""
+    assert irqs_matching(["virtio1"], text) == [29, 30]
+    assert irqs_matching(["input"], text) == [29]
+    assert irqs_matching(["mlx5"], text) == []

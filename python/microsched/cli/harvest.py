@@ -72,6 +72,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--no-cpuset", action="store_true", help="never write the Secondary's cgroup v2 cpuset")
     p.add_argument("--irq", type=int, action="append", default=[], metavar="N",
                    help="steer IRQ N onto the Secondary's cores (root; stop irqbalance first)")
+    p.add_argument("--irq-match", action="append", default=[], metavar="NAME",
+                   help="also steer every IRQ whose /proc/interrupts line contains NAME (e.g. the NIC's "
+                        "driver or interface: mlx5, eth0, virtio0-input)")
     p.add_argument("--duration", type=duration, metavar="S", help="stop after S seconds (default: until Ctrl-C/SIGTERM)")
     p.add_argument("--status-every", type=duration, default=1.0, metavar="S", help="status line period (default 1)")
     p.add_argument("--log", metavar="FILE", help="write the decision log (JSON lines) to FILE instead of stderr")
@@ -115,7 +118,8 @@ def options(args: argparse.Namespace) -> dict:
         "busy_fraction": args.busy_fraction,
         "cgroup_root": args.cgroup_root,
         "cpuset": not args.no_cpuset,
-        "irqs": args.irq,
+        "irqs": sorted(set(args.irq) | set(irqs_matching(args.irq_match, Path("/proc/interrupts").read_text())
+                                           if args.irq_match else set())),
         "status_every_s": args.status_every,
     }
     ctl = _controller(args.controller)
@@ -126,6 +130,17 @@ def options(args: argparse.Namespace) -> dict:
     if args.duration:
         opts["duration_s"] = args.duration
     return opts
+
+
+def irqs_matching(names: list[str], interrupts: str) -> list[int]:
+    """IRQ numbers of the /proc/interrupts lines (text) that contain any of `names` (the NIC's
+    queues: the artifact's make_irq_aware.sh lists them by hand)."""
+    out = []
+    for line in interrupts.splitlines():
+        head, _, rest = line.partition(":")
+        if head.strip().isdigit() and any(n in rest for n in names):
+            out.append(int(head))
+    return out
 
 
 def _terminate(signum: int, frame: Any) -> None:
