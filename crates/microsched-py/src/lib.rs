@@ -2,6 +2,7 @@
 //! Python objects (JSON text for the summary, lists for columns); errors as `ValueError` whose
 //! message starts with the dotted field at fault.
 
+mod harvest;
 mod runtime;
 
 use std::path::Path;
@@ -135,5 +136,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runtime::serve, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::loadgen, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::merge_real, m)?)?;
+    m.add_function(wrap_pyfunction!(harvest::harvest, m)?)?;
     Ok(())
 }

@@ -19,7 +19,7 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import bench, maxload, real, reproduce, run, validate
+from . import bench, harvest, maxload, real, reproduce, run, validate
 from .args import Formatter, Parser
 from .errors import EXIT_INTERNAL, PROG, CliError, fail
 from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_commands(sub, Formatter)
     real.add_commands(sub)
+    harvest.add_commands(sub)
     return p
 
 

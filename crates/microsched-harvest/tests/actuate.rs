@@ -1,0 +1,84 @@
+//! Two-phase affinity on a real process: masks applied to every thread, a stopped Secondary when
+//! it has no core, and everything restored (also when the ledger is dropped, as on a panic).
+
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use microsched_harvest::actuate::Secondary;
+use microsched_harvest::cpus::{get_affinity, online, Cpus};
+use microsched_harvest::procfs;
+
+/// A Secondary with 3 threads that mostly sleep (no spinning on a shared 2-CPU machine).
+fn child() -> Child {
+    let c = Command::new("python3")
+        .args(["-c", "import threading,time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\ntime.sleep(30)"])
+        .spawn()
+        .expect("python3");
+    for _ in 0..100 {
+        if procfs::tids(Path::new("/proc"), c.id() as i32).len() >= 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c
+}
+
+fn masks(pid: i32) -> Vec<Cpus> {
+    procfs::tids(Path::new("/proc"), pid).iter().map(|&t| get_affinity(t).unwrap()).collect()
+}
+
+fn state(pid: i32) -> char {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    s[s.rfind(')').unwrap() + 2..].chars().next().unwrap()
+}
+
+#[test]
+fn assign_stop_and_restore() {
+    let all = online();
+    let first = *all.iter().next().unwrap();
+    let mut c = child();
+    let pid = c.id() as i32;
+    let before = masks(pid);
+    assert_eq!(before.len(), 3);
+    let mut s = Secondary::new(Path::new("/proc"));
+    s.pids.push(pid);
+    let one = Cpus::from([first]);
+    let a = s.assign(&one, &one, None);
+    assert!(a.errors.is_empty(), "{:?}", a.errors);
+    assert_eq!(a.stray, 0);
+    assert!(masks(pid).iter().all(|m| m == &one));
+    // No core left: stopped (every thread), affinity untouched.
+    let a = s.assign(&Cpus::new(), &Cpus::new(), None);
+    assert!(a.errors.is_empty(), "{:?}", a.errors);
+    assert!(s.stopped);
+    assert_eq!(state(pid), 'T');
+    // A core again: masks first, then resumed.
+    let a = s.assign(&all, &all, None);
+    assert!(a.errors.is_empty(), "{:?}", a.errors);
+    assert!(!s.stopped);
+    assert_ne!(state(pid), 'T');
+    s.assign(&one, &Cpus::new(), None);
+    s.assign(&Cpus::new(), &Cpus::new(), None);
+    assert_eq!(state(pid), 'T');
+    // Dropping the ledger restores the original masks and resumes the process.
+    drop(s);
+    assert_eq!(masks(pid), before);
+    assert_ne!(state(pid), 'T');
+    c.kill().unwrap();
+    c.wait().unwrap();
+}
+
+#[test]
+fn restore_tolerates_threads_that_exited() {
+    let mut c = child();
+    let pid = c.id() as i32;
+    let mut s = Secondary::new(Path::new("/proc"));
+    s.pids.push(pid);
+    let one = Cpus::from([*online().iter().next().unwrap()]);
+    s.assign(&one, &Cpus::new(), None);
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let (_, errors) = s.restore();
+    assert!(errors.is_empty(), "{errors:?}");
+}
