@@ -381,7 +381,7 @@ impl Server {
                     .map(|c| c.completed.load(Ordering::Relaxed))
                     .collect(),
                 wake_us: {
-                    let mut all = hdrhistogram::Histogram::<u64>::new(3).expect("valid sigfig");
+                    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
                     for c in sh.cores.iter() {
                         if let Some(h) = c.parker.wake_latencies() {
                             let _ = all.add(&h);
