@@ -94,7 +94,9 @@ class Reproduction:
         for n, c in self.conditions:
             if n == name:
                 return c
-        allowed = ", ".join(n for n, _ in self.conditions) or "none"
+        if not self.conditions:
+            raise KeyError(f"unknown condition {name!r}: reproduction {self.name!r} has no conditions")
+        allowed = ", ".join(n for n, _ in self.conditions)
         raise KeyError(f"unknown condition {name!r} for reproduction {self.name!r}: use one of {allowed}")
 
 
