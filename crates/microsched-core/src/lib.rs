@@ -20,6 +20,7 @@ pub mod sched;
 pub mod summary;
 pub mod time;
 pub mod topology;
+pub mod wake;
 pub mod workload;
 pub mod timeseries;
 

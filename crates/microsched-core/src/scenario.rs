@@ -106,6 +106,10 @@ pub struct Server {
     /// Time from the decision to grant a core until the core can run work.
     #[serde(default = "default_alloc_delay_us")]
     pub allocation_delay_us: f64,
+    /// The core wake-up latency as a distribution (see [`crate::wake`]); absent: every grant
+    /// takes `allocation_delay_us`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_latency: Option<crate::wake::WakeLatency>,
     /// CPU time to receive and dispatch one request packet, charged before its service time.
     #[serde(default)]
     pub packet_cost_ns: f64,
@@ -218,6 +222,11 @@ pub struct Clients {
     /// its locally generated failure (Protego's Fig. 8 clients); default: it is dropped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retry_timeouts: bool,
+    /// Only a session's very first request asks the server for credit explicitly (the CoreSync
+    /// artifact's Breakwater client); default: also the first request of each later drain
+    /// episode. A drained session then waits for the server's wake-up.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub first_request_only: bool,
 }
 
 impl Default for Clients {
@@ -229,6 +238,7 @@ impl Default for Clients {
             replica_choice: Default::default(),
             retries: 0,
             retry_timeouts: false,
+            first_request_only: false,
         }
     }
 }

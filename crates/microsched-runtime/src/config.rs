@@ -114,6 +114,24 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "waking a parked worker takes what the kernel takes; leave the simulator's cost model at its default (5)",
     },
     Unsupported {
+        check: |s| set("server.wake_latency", &s.server.wake_latency, s.server.wake_latency.is_some()),
+        supported: "waking a parked worker takes what the kernel takes (measured: the report's cores.wake_us); leave it unset",
+    },
+    Unsupported {
+        check: |s| set("clients.first_request_only", true, s.clients.first_request_only),
+        supported: "the load generator asks for credit at every drain; leave it at its default (false)",
+    },
+    Unsupported {
+        check: |s| {
+            let b = match &s.policy.overload {
+                microsched_core::scenario::OverloadCfg::Breakwater(b) => b.latency_budget_us,
+                _ => None,
+            };
+            set("policy.overload.latency_budget_us", b, b.is_some())
+        },
+        supported: "the runtime's Breakwater has no worker-start drop yet; leave it unset",
+    },
+    Unsupported {
         check: |s| set("server.packet_cost_ns", s.server.packet_cost_ns, s.server.packet_cost_ns != 0.0),
         supported: "receiving a datagram costs what the socket costs; leave the simulator's cost model at its default (0)",
     },

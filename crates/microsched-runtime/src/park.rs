@@ -60,6 +60,11 @@ pub struct Parker {
     /// Odd while the worker updates `phase`, `since` and `acc`.
     seq: AtomicU64,
     thread: OnceLock<Thread>,
+    /// Wake-up latencies (ns): from the controller's grant (`Parked` → `Waking`) until the
+    /// worker runs again (its first transition out of `Waking`): the runtime's own core wake-up
+    /// latency, which the simulator takes as `server.wake_latency`. Written by the worker only
+    /// (uncontended), read at the report.
+    wakes: parking_lot::Mutex<Option<hdrhistogram::Histogram<u64>>>,
 }
 
 impl Parker {
@@ -70,6 +75,7 @@ impl Parker {
             acc: Default::default(),
             seq: AtomicU64::new(0),
             thread: OnceLock::new(),
+            wakes: parking_lot::Mutex::new(None),
         }
     }
 
@@ -98,6 +104,22 @@ impl Parker {
         self.since.store(now, Ordering::Relaxed);
         self.phase.store(to as u8, Ordering::Release);
         self.seq.store(seq + 2, Ordering::Release);
+        if from == Phase::Waking {
+            self.record_wake(now.saturating_sub(since));
+        }
+    }
+
+    #[cold]
+    fn record_wake(&self, ns: Nanos) {
+        let mut h = self.wakes.lock();
+        // Bounded (1 ns to 60 s), so that an out-of-range value saturates instead of being lost.
+        let h = h.get_or_insert_with(|| hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"));
+        h.saturating_record(ns.max(1));
+    }
+
+    /// The wake-up latencies recorded so far (ns), if any.
+    pub fn wake_latencies(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        self.wakes.lock().clone()
     }
 
     /// The worker gives its core back and blocks until granted again (or `stopping()`).
@@ -169,6 +191,19 @@ impl Parker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wake_latency_is_grant_to_running() {
+        let p = Parker::new(Phase::Search);
+        p.set(100, Phase::Parked);
+        assert!(p.wake_latencies().is_none());
+        assert!(p.grant(1_000));
+        p.set(8_000, Phase::Search);
+        p.set(9_000, Phase::Busy);
+        let h = p.wake_latencies().expect("one wake-up");
+        assert_eq!(h.len(), 1);
+        assert_eq!(h.max(), h.highest_equivalent(7_000));
+    }
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 

@@ -146,6 +146,32 @@ pub struct CoreReport {
     pub parks_while_drained: u64,
     /// Requests run per worker.
     pub completed_per_worker: Vec<u64>,
+    /// The measured core wake-up latency: grant to the worker running again, over all workers
+    /// (`None` without any wake-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_us: Option<WakeReport>,
+}
+
+/// The runtime's core wake-up latencies (µs), as `server.wake_latency` can take them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WakeReport {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl WakeReport {
+    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<Self> {
+        (!h.is_empty()).then(|| WakeReport {
+            count: h.len(),
+            mean: h.mean() / 1e3,
+            p50: h.value_at_quantile(0.5) as f64 / 1e3,
+            p99: h.value_at_quantile(0.99) as f64 / 1e3,
+            max: h.max() as f64 / 1e3,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

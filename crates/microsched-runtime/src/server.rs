@@ -380,6 +380,15 @@ impl Server {
                     .iter()
                     .map(|c| c.completed.load(Ordering::Relaxed))
                     .collect(),
+                wake_us: {
+                    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+                    for c in sh.cores.iter() {
+                        if let Some(h) = c.parker.wake_latencies() {
+                            let _ = all.add(&h);
+                        }
+                    }
+                    crate::report::WakeReport::from_histogram(&all)
+                },
             },
             be: BeReport {
                 threads: self.be_threads,

@@ -346,6 +346,12 @@ fn low_load_dynamic_allocator_parks_workers() {
         alloc_static > 1.9 && rep_static.cores.parks == 0,
         "static keeps both cores: {alloc_static}"
     );
+    assert!(rep.cores.grants > 0);
+    // Every grant that woke a worker measured its wake-up (issue 12): grant to running again.
+    let wake = rep.cores.wake_us.as_ref().expect("grants were made, so wake-ups were measured");
+    assert!(wake.count > 0 && wake.count <= rep.cores.grants, "{wake:?} for {} grants", rep.cores.grants);
+    assert!(wake.p50 > 0.0 && wake.p50 <= wake.p99 && wake.p99 <= wake.max, "{wake:?}");
+    eprintln!("wake-up latency (µs): {wake:?}");
     assert!(
         alloc_caladan < 1.0,
         "caladan at 5 % load holds well below 2 cores: {alloc_caladan}"

@@ -82,7 +82,7 @@ impl App {
         let c = a.clients;
         let clients = if credit_based {
             // The simulated network loses nothing: a credit request is never retried.
-            (0..sc.server.replicas).map(|_| Clients::new(c.sessions, c.queue_capacity, us(c.timeout_us), true, None)).collect()
+            (0..sc.server.replicas).map(|_| Clients::new(c.sessions, c.queue_capacity, us(c.timeout_us), true, None).with_first_request_only(c.first_request_only)).collect()
         } else {
             Vec::new()
         };

@@ -52,6 +52,9 @@ pub struct Node {
     /// Per worker core: busy time (overhead included) at the start of the measured window.
     pub window_start_core_busy: Vec<Nanos>,
     pub last_sample_times: [Nanos; 5],
+    /// `server.wake_latency`: each grant's wake-up drawn from its own stream; `None`: the
+    /// constant allocation delay.
+    pub wake: Option<(microsched_core::wake::WakeSampler, microsched_core::rng::Stream)>,
 }
 
 impl Node {
@@ -104,6 +107,7 @@ impl Node {
             window_start_sched: SchedCounters::default(),
             window_start_core_busy: Vec::new(),
             last_sample_times: [0; 5],
+            wake: None,
         }
     }
 

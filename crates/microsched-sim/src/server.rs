@@ -423,6 +423,21 @@ pub struct Server {
     /// Drops at lock steps (`server.lock_control`), with the state they need; `None`: lock
     /// steps block, and nothing below is kept.
     pub locks: Option<Box<LockDropState>>,
+    /// Breakwater v2's worker-start drop (`latency_budget_us`); `None`: off.
+    pub start_drop: Option<StartDrop>,
+}
+
+/// Breakwater v2's worker-start drop: a request whose worker starts while the delay signal
+/// exceeds `budget` is answered with a failure instead of run.
+#[derive(Debug, Clone, Copy)]
+pub struct StartDrop {
+    pub budget: Nanos,
+    /// Measure the signal at the start (`server.delay_signal = "exact"`), else read `sampled`,
+    /// which the driver refreshes when it samples the signal.
+    pub exact: bool,
+    pub sampled: Nanos,
+    /// Requests dropped so far.
+    pub drops: u64,
 }
 
 /// What lock-level drops need beyond the mutexes: the rule, per-request accumulated-delay
@@ -535,6 +550,7 @@ impl Server {
             idled: Vec::new(),
             yields_asked: Vec::new(),
             locks: None,
+            start_drop: None,
         }
     }
 
@@ -650,6 +666,9 @@ impl Server {
     /// request left the core at once (blocked on a mutex, or yielded): the core is free again.
     #[inline]
     fn start(&mut self, core: u16, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> bool {
+        if self.start_drop.is_some() && !slab[req].started && !slab[req].has_program {
+            self.maybe_start_drop(req, now, slab);
+        }
         if self.locks.is_some() && !slab[req].started && slab[req].has_program {
             self.seed_delay(req, now, slab);
         }
@@ -708,6 +727,20 @@ impl Server {
                 true
             }
             Ran::Left => false,
+        }
+    }
+
+    /// The worker-start drop: over budget, the request runs for no time and ends as dropped,
+    /// so its failure reply leaves after the packet cost, as a completed one would.
+    #[cold]
+    fn maybe_start_drop(&mut self, req: u32, now: Nanos, slab: &mut Slab) {
+        let sd = self.start_drop.expect("checked");
+        let signal = if sd.exact { self.max_delay(now, slab) } else { sd.sampled };
+        if signal > sd.budget {
+            let r = &mut slab[req];
+            r.dropped = true;
+            r.service = 0;
+            self.start_drop.as_mut().expect("checked").drops += 1;
         }
     }
 

@@ -112,6 +112,20 @@ impl Sim {
             _ => None,
         };
         let mut nodes: Vec<Node> = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
+        if let OverloadCfg::Breakwater(b) = &sc.policy.overload {
+            if let Some(budget) = b.latency_budget_us {
+                let exact = sc.server.delay_signal == microsched_core::scenario::DelaySignal::Exact;
+                for n in &mut nodes {
+                    n.server.start_drop = Some(crate::server::StartDrop { budget: us(budget), exact, sampled: 0, drops: 0 });
+                }
+            }
+        }
+        if let Some(w) = &sc.server.wake_latency {
+            let sampler = w.build(base, "server.wake_latency")?;
+            for (i, n) in nodes.iter_mut().enumerate() {
+                n.wake = Some((sampler.clone(), stream(seed, &format!("wake{}", if i == 0 { String::new() } else { i.to_string() }))));
+            }
+        }
         let failure_reply = sc.server.lock_control.as_ref().map(|lc| {
             let rule = lc.build();
             let families: Vec<(&str, u32)> = apps.iter().flat_map(|a| a.programs.families().map(|(n, _, c)| (n, c))).collect();
@@ -313,6 +327,9 @@ impl Sim {
                 let d = n.server.max_delay(now, &self.slab);
                 let c = n.credit.as_mut().expect("credit events need a credit controller");
                 c.delay = d;
+                if let Some(sd) = &mut n.server.start_drop {
+                    sd.sampled = d;
+                }
                 if let Some(p) = c.poll {
                     self.evq.push(now + p, Event::DelayPoll { node });
                 }
@@ -756,6 +773,9 @@ impl Sim {
             if !c.exact {
                 // The congestion signal is measured at the allocator's pace, as in Caladan.
                 c.delay = n.server.max_delay(now, &self.slab);
+                if let Some(sd) = &mut n.server.start_drop {
+                    sd.sampled = c.delay;
+                }
             }
         }
         // A yield request not served within one interval is withdrawn, as Caladan's IOKernel
@@ -770,9 +790,15 @@ impl Sim {
                 Some(d) => {
                     n.server.grant_after(now, d, &mut self.evq);
                 }
-                None => {
-                    n.server.grant(now, &mut self.evq);
-                }
+                None => match &mut n.wake {
+                    Some((w, rng)) => {
+                        let d = w.sample(rng);
+                        n.server.grant_after(now, d, &mut self.evq);
+                    }
+                    None => {
+                        n.server.grant(now, &mut self.evq);
+                    }
+                },
             },
             AllocAction::Yield(core) => {
                 n.server.request_yield(core, now);

@@ -22,7 +22,7 @@ const BASE: &str = r#"
     service = { dist = "constant", value_us = 55 }
 "#;
 
-const ALLOCATORS: [&str; 6] = ["static", "shenango", "caladan", "utilization_range", "delay_range", "coresync"];
+const ALLOCATORS: [&str; 7] = ["static", "shenango", "caladan", "shenango_artifact", "utilization_range", "delay_range", "coresync"];
 
 #[test]
 fn requests_and_core_time_are_conserved_to_the_unit() {
@@ -40,6 +40,36 @@ fn requests_and_core_time_are_conserved_to_the_unit() {
             // The BE share is exactly what LC does not hold (window means).
             let lc = s.cores.allocated_mean;
             assert!(lc + s.be_cores_mean <= 16.0 + 1e-9, "{kind}/{queue}: {lc} + {}", s.be_cores_mean);
+        }
+    }
+}
+
+/// Issue 12: the core wake-up latency as a distribution, for every allocator. A constant equal
+/// to `allocation_delay_us` changes nothing; a sampled one keeps core time and requests conserved,
+/// is deterministic, and draws from its own stream (the same requests arrive).
+#[test]
+fn sampled_wake_latency_for_every_allocator() {
+    let lognormal = "server.wake_latency={dist=\"lognormal\", mean_us=5, p99_us=50}";
+    for kind in ALLOCATORS {
+        let k = format!("policy.allocator.kind=\"{kind}\"");
+        let plain = run(BASE, &[&k], 4).summary;
+        let constant = run(BASE, &[&k, "server.wake_latency={dist=\"constant\", value_us=5}"], 4).summary;
+        assert_eq!(plain.latency_us, constant.latency_us, "{kind}");
+        assert_eq!(plain.core_time, constant.core_time, "{kind}");
+        let a = run(BASE, &[&k, lognormal], 4).summary;
+        let b = run(BASE, &[&k, lognormal], 4).summary;
+        assert_eq!(a.latency_us, b.latency_us, "{kind}: same seed, same result");
+        assert_eq!(a.requests.generated, plain.requests.generated, "{kind}: arrivals untouched");
+        let ct = &a.core_time;
+        assert_eq!(ct.busy_ns + ct.search_ns + ct.parked_ns + ct.transition_ns + ct.overhead_ns, ct.total_ns);
+        let r = &a.requests;
+        assert_eq!(r.generated, r.completed + r.dropped + r.in_flight, "{kind}: {r:?}");
+        if kind == "static" {
+            // Nothing is ever granted: nothing to draw.
+            assert_eq!(a.latency_us, plain.latency_us);
+        } else {
+            // Same mean, another spread: the grants' wake-ups (and what follows) change.
+            assert_ne!(a.core_time, plain.core_time, "{kind}");
         }
     }
 }

@@ -31,6 +31,7 @@ examples:
   microsched reproduce allocators --quick
   microsched reproduce allocators --jobs 8 --seeds 10 --out results/allocators-10seeds
   microsched reproduce allocators --resume    # after Ctrl-C: runs only what is missing
+  microsched reproduce coresync --quick --condition slow-wake
 """
 
 
@@ -49,6 +50,9 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--resume", action="store_true",
                     help="continue an interrupted reproduction in --out: every finished run was saved in OUT/parts, "
                          "only the others run (the same --quick/--seeds are required)")
+    rp.add_argument("--condition", metavar="C",
+                    help="run every variant under a named condition of the reproduction (coresync: slow-wake, "
+                         "keep-cut, capped-pool); default output results/NAME-C")
     rp.set_defaults(func=cmd_reproduce)
 
 
@@ -64,7 +68,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise CliError(f"a reproduction NAME is required: use one of {', '.join(reproduce.names())} "
                        f"(or --list)")
     try:
-        reproduce.get(args.name)
+        r = reproduce.get(args.name)
+        if args.condition is not None:
+            r.condition(args.condition)
     except KeyError as e:
         raise CliError(e.args[0]) from None
 
@@ -86,7 +92,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
         try:
             outcome = reproduce.run_reproduction(args.name, out=args.out, quick=args.quick, jobs=args.jobs,
-                                                 seeds=args.seeds, progress=tick, resume=args.resume)
+                                                 seeds=args.seeds, progress=tick, resume=args.resume,
+                                                 condition=args.condition)
         except (reproduce.SpecError, SweepError) as e:
             raise CliError(e) from None
         except KeyboardInterrupt:
@@ -95,7 +102,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise
     repro = reproduce.get(args.name)
     reproduce.print_claims(outcome.claims, title=f"{args.name}: {repro.paper}, {repro.figure}"
-                                                 + (" (--quick)" if args.quick else ""), console=con)
+                                                 + (" (--quick)" if args.quick else "")
+                                                 + (f" under condition {args.condition}" if args.condition else ""),
+                                     console=con)
     figs = ", ".join(p.name for p in outcome.figures)
     con.print(f"{outcome.n_points} runs on {outcome.jobs} job(s) in {outcome.wall_s:.1f} s; results written to "
               f"[bold]{outcome.out}/[/bold]: results.parquet, aggregate.parquet, claims.json, meta.json, {figs}")

@@ -49,6 +49,7 @@ class Context:
     out: Path
     quick: bool
     figures: list[Path] = field(default_factory=list)
+    condition: str | None = None  # the named condition the variants ran under, if any
 
     def save_figure(self, fig: Any, filename: str) -> Path:
         import matplotlib.pyplot as plt
@@ -68,6 +69,16 @@ class Context:
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A named variation of a reproduction's runs (``reproduce NAME --condition C``): extra
+    overrides appended to each variant's own, as ``sets(variant)`` returns them (a condition may
+    apply to some variants only)."""
+
+    description: str
+    sets: Callable[[Any], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
 class Reproduction:
     name: str
     paper: str
@@ -76,13 +87,25 @@ class Reproduction:
     spec: str  # path of the sweep spec, relative to the repository's experiments/ directory
     analyze: Callable[[Context], list[Claim]]
     group_by: tuple[str, ...] = ("variant",)  # aggregate over seeds within (group_by + grid keys)
+    conditions: tuple[tuple[str, Condition], ...] = ()
+
+    def condition(self, name: str) -> Condition:
+        """The condition ``name``; ``KeyError`` with the allowed names otherwise."""
+        for n, c in self.conditions:
+            if n == name:
+                return c
+        if not self.conditions:
+            raise KeyError(f"unknown condition {name!r}: reproduction {self.name!r} has no conditions")
+        allowed = ", ".join(n for n, _ in self.conditions)
+        raise KeyError(f"unknown condition {name!r} for reproduction {self.name!r}: use one of {allowed}")
 
 
 REGISTRY: dict[str, Reproduction] = {}
 
 
 def register(name: str, *, paper: str, figure: str, description: str, spec: str,
-             group_by: tuple[str, ...] = ("variant",)) -> Callable[[Callable[[Context], list[Claim]]],
+             group_by: tuple[str, ...] = ("variant",),
+             conditions: tuple[tuple[str, Condition], ...] = ()) -> Callable[[Callable[[Context], list[Claim]]],
                                                                    Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
@@ -90,7 +113,7 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
         if name in REGISTRY:
             raise ValueError(f"reproduction {name!r} registered twice")
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
-                                      spec=spec, analyze=fn, group_by=group_by)
+                                      spec=spec, analyze=fn, group_by=group_by, conditions=conditions)
         return fn
 
     return deco
@@ -137,24 +160,30 @@ class Outcome:
 
 def run_reproduction(name: str, out: str | Path | None = None, quick: bool = False, jobs: int | None = None,
                      seeds: int | None = None, progress: Callable[[int, int], None] | None = None,
-                     resume: bool = False) -> Outcome:
+                     resume: bool = False, condition: str | None = None) -> Outcome:
     """Runs reproduction ``name`` and writes its results, claims and figures to ``out``
     (default ``results/NAME``).
 
     Each finished run is saved at once in ``out/parts/<point_id>.parquet`` (the sweep
     engine's store); ``resume`` reuses those of an interrupted reproduction and runs only the
     rest (refused if the profile or seed set differs), with the results an uninterrupted
-    reproduction gives."""
+    reproduction gives. ``condition`` names one of the reproduction's conditions: its overrides
+    are added to every variant (default ``out``: ``results/NAME-CONDITION``)."""
     from ..sweep.engine import PARTS_DIR, SweepError, finished_ids, point_id
 
     repro = get(name)
     spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
+    if condition is not None:
+        from dataclasses import replace
+
+        cond = repro.condition(condition)
+        spec.variants = [replace(v, set=tuple(v.set) + tuple(cond.sets(v))) for v in spec.variants]
     points = spec.points()
     _validate_points(spec, points)
     jobs = default_jobs() if jobs is None else jobs
-    out_dir = Path(out) if out is not None else Path("results") / name
+    out_dir = Path(out) if out is not None else Path("results") / (name if condition is None else f"{name}-{condition}")
     parts = out_dir / PARTS_DIR
-    stamp = {"reproduction": name, "quick": quick, "spec": {k: v for k, v in spec.to_dict().items() if k != "spec"}}
+    stamp = {"reproduction": name, "quick": quick, "condition": condition, "spec": {k: v for k, v in spec.to_dict().items() if k != "spec"}}
     stamp_path = parts / "profile.json"
     if resume and stamp_path.is_file():
         old = json.loads(stamp_path.read_text(encoding="utf-8"))
@@ -209,12 +238,12 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
 
     meta = {
         "reproduction": name, "paper": repro.paper, "figure": repro.figure, "description": repro.description,
-        "quick": quick, "jobs": jobs, "points": len(points), "sweep_wall_s": round(sweep_s, 3),
+        "quick": quick, "condition": condition, "jobs": jobs, "points": len(points), "sweep_wall_s": round(sweep_s, 3),
         "microsched_version": _version(), "spec": spec.to_dict(),
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
-    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick)
+    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition)
     claims = repro.analyze(ctx)
     write_claims(claims, out_dir / CLAIMS_FILE)
     wall = time.perf_counter() - t0

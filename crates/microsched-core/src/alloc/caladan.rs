@@ -18,15 +18,22 @@ pub struct CaladanAllocator {
     waking_skip: WakingSkip,
     /// Max queueing delay at the last tick; see [`CoreAllocator::signal`].
     max_delay: Option<Nanos>,
+    /// For results: a named parameter set (`shenango_artifact`) reports its own name.
+    name: &'static str,
 }
 
 impl CaladanAllocator {
     pub fn new(interval: Nanos, threshold: Nanos, poll: Nanos) -> Self {
-        Self { interval, threshold, poll, granted_last: false, waking_skip: WakingSkip::Simple, max_delay: None }
+        Self { interval, threshold, poll, granted_last: false, waking_skip: WakingSkip::Simple, max_delay: None, name: "caladan" }
     }
 
     pub fn with_waking_skip(mut self, waking_skip: WakingSkip) -> Self {
         self.waking_skip = waking_skip;
+        self
+    }
+
+    pub fn with_name(mut self, name: &'static str) -> Self {
+        self.name = name;
         self
     }
 }
@@ -80,7 +87,7 @@ impl CoreAllocator for CaladanAllocator {
     }
 
     fn name(&self) -> &'static str {
-        "caladan"
+        self.name
     }
 }
 

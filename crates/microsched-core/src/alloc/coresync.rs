@@ -54,6 +54,7 @@
 //! the question of whether a requested park should pass through the CoreSync block (§3.3) does
 //! not arise.
 
+use super::caladan::WakingSkip;
 use super::{AllocAction, AllocView, CaladanAllocator, CoreAllocator, CoreId, ParkRule, ParkVerdict};
 use crate::overload::CreditLink;
 use crate::time::Nanos;
@@ -81,6 +82,7 @@ pub struct CoreSyncAllocator {
     base: CaladanAllocator,
     r: RRule,
     keep_quirk: bool,
+    keep_cut: bool,
     /// The core holding the "a core is mid-park" flag: it has subtracted its C_sub and waits for
     /// the issued credits to come down (the artifact's `started`, which holds exactly while the
     /// flag is taken by that core).
@@ -99,6 +101,7 @@ impl CoreSyncAllocator {
             base: CaladanAllocator::new(interval, threshold, poll),
             r,
             keep_quirk,
+            keep_cut: false,
             parker: None,
             withheld: vec![0; max_cores as usize],
         }
@@ -219,6 +222,9 @@ impl CoreAllocator for CoreSyncAllocator {
     fn on_park_abort(&mut self, _now: Nanos, core: CoreId, credits: Option<&mut dyn CreditLink>) {
         if self.parker == Some(core) {
             self.parker = None;
+        } else if self.keep_cut {
+            // Woken after a park: the cut stays.
+            *self.slot(core) = 0;
         }
         if let Some(link) = credits {
             self.give_back(core, link);
@@ -259,11 +265,28 @@ pub struct Config {
     /// Reproduce the artifact's loss of the withheld credits when a session drains
     /// mid-attempt (default: give them back and cancel the attempt).
     pub keep_quirk: bool,
+    /// The allocation side's IOKernel ordering of the post-wake skip (`simple` or `ias`; the
+    /// artifact ran CoreSync on `ias`).
+    pub waking_skip: WakingSkip,
+    /// Keep the cut: a core that parked with C_sub withheld does not give it back when it wakes
+    /// (the pre-publication variant, issue 12's "keep-the-cut" testbed condition). The pool then
+    /// shrinks by C_sub at every such park and only Breakwater's additive increase regrows it.
+    /// Default: give it back, as the published `replace/sched.c` does.
+    pub keep_cut: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { interval_us: 5.0, delay_threshold_us: 5.0, poll_us: 2.0, r: 50.0, r_per_session: None, keep_quirk: false }
+        Self {
+            interval_us: 5.0,
+            delay_threshold_us: 5.0,
+            poll_us: 2.0,
+            r: 50.0,
+            r_per_session: None,
+            keep_quirk: false,
+            waking_skip: WakingSkip::Simple,
+            keep_cut: false,
+        }
     }
 }
 
@@ -297,14 +320,17 @@ impl Config {
     pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
         use crate::time::us;
         let r = self.r_per_session.map_or(RRule::Fixed(self.r), RRule::PerSession);
-        Box::new(CoreSyncAllocator::new(
+        let mut a = CoreSyncAllocator::new(
             us(self.interval_us),
             us(self.delay_threshold_us),
             us(self.poll_us),
             r,
             self.keep_quirk,
             max_cores,
-        ))
+        );
+        a.base = a.base.with_waking_skip(self.waking_skip);
+        a.keep_cut = self.keep_cut;
+        Box::new(a)
     }
 }
 
@@ -385,6 +411,28 @@ mod tests {
             assert_eq!((l.pool, a.parker()), (400, None), "the veto comes before any subtraction");
             l.drained = 0;
             assert_eq!(attempt(&mut a, 2, 4, &mut l), P);
+        }
+    }
+
+    #[test]
+    fn keep_cut_keeps_c_sub_after_a_park_but_not_after_finding_work() {
+        for keep_cut in [false, true] {
+            let mut a = cs(50.0, false);
+            a.keep_cut = keep_cut;
+            // 500 issued, 4 cores: C_sub = 100 withheld, then issued comes down and it parks.
+            let mut l = link(1_000, 500);
+            assert_eq!(attempt(&mut a, 0, 4, &mut l), K);
+            assert_eq!(l.pool, 900);
+            l.issued = 250;
+            assert_eq!(attempt(&mut a, 0, 4, &mut l), P);
+            a.on_park_abort(0, 0, Some(&mut l));
+            assert_eq!(l.pool, if keep_cut { 900 } else { 1_000 }, "keep_cut = {keep_cut}");
+            assert_eq!(a.withheld_total(), 0);
+            // Mid-attempt (work found before parking) the cut always comes back.
+            let mut l = link(1_000, 500);
+            assert_eq!(attempt(&mut a, 1, 4, &mut l), K);
+            a.on_park_abort(0, 1, Some(&mut l));
+            assert_eq!(l.pool, 1_000);
         }
     }
 
@@ -576,7 +624,8 @@ mod tests {
     fn config_defaults_build_and_validate() {
         let c = cfg(serde_json::json!({ "kind": "coresync" }));
         match c {
-            AllocatorCfg::CoreSync(Config { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk }) => {
+            AllocatorCfg::CoreSync(Config { interval_us, delay_threshold_us, poll_us, r, r_per_session, keep_quirk, waking_skip, keep_cut }) => {
+                assert_eq!((waking_skip, keep_cut), (WakingSkip::Simple, false));
                 assert_eq!((interval_us, delay_threshold_us, poll_us, r), (5.0, 5.0, 2.0, 50.0));
                 assert_eq!((r_per_session, keep_quirk), (None, false));
             }
@@ -631,6 +680,7 @@ mod tests {
             r: f64::NAN,
             r_per_session: None,
             keep_quirk: false,
+            ..Default::default()
         });
         assert_eq!(validate(&nan, "a").unwrap_err().field, "a.r");
         let inf = AllocatorCfg::CoreSync(Config {
@@ -640,6 +690,7 @@ mod tests {
             r: 50.0,
             r_per_session: Some(f64::INFINITY),
             keep_quirk: false,
+            ..Default::default()
         });
         assert_eq!(validate(&inf, "a").unwrap_err().field, "a.r_per_session");
         // Poll 0 is allowed (park right after a failed pass, then the CoreSync gate).

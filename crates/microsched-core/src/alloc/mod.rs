@@ -20,6 +20,7 @@ pub mod harvest_cfs;
 pub mod harvest_smart;
 pub mod harvest_static;
 pub mod shenango;
+pub mod shenango_artifact;
 pub mod static_alloc;
 pub mod utilization_range;
 
@@ -284,6 +285,7 @@ pub fn validate(cfg: &AllocatorCfg, field: &str) -> Result<(), ScenarioError> {
         AllocatorCfg::Static(c) => c.validate(field),
         AllocatorCfg::Shenango(c) => c.validate(field),
         AllocatorCfg::Caladan(c) => c.validate(field),
+        AllocatorCfg::ShenangoArtifact(c) => c.validate(field),
         AllocatorCfg::UtilizationRange(c) => c.validate(field),
         AllocatorCfg::DelayRange(c) => c.validate(field),
         AllocatorCfg::CoreSync(c) => c.validate(field),
@@ -300,6 +302,7 @@ pub fn build(cfg: &AllocatorCfg, max_cores: u32) -> Box<dyn CoreAllocator> {
         AllocatorCfg::Static(c) => c.build(max_cores),
         AllocatorCfg::Shenango(c) => c.build(max_cores),
         AllocatorCfg::Caladan(c) => c.build(max_cores),
+        AllocatorCfg::ShenangoArtifact(c) => c.build(max_cores),
         AllocatorCfg::UtilizationRange(c) => c.build(max_cores),
         AllocatorCfg::DelayRange(c) => c.build(max_cores),
         AllocatorCfg::CoreSync(c) => c.build(max_cores),

@@ -76,6 +76,8 @@ struct Session {
     tail: u32,
     len: u32,
     timer_armed: bool,
+    /// A credit request was ever sent (for `first_request_only`).
+    asked_ever: bool,
     /// When the unanswered credit request was sent.
     asked_at: Nanos,
 }
@@ -101,6 +103,9 @@ pub struct Clients<R> {
     /// Without a credit-based controller every request is sent at once.
     credit_based: bool,
     credit_retry: Option<Nanos>,
+    /// Only a session's very first request may ask for credit explicitly (the CoreSync
+    /// artifact's client); later drains wait for the server's wake-up.
+    first_request_only: bool,
     /// Requests waiting for credits, over all sessions.
     pub queued: u64,
 }
@@ -108,7 +113,7 @@ pub struct Clients<R> {
 impl<R: Copy> Clients<R> {
     pub fn new(sessions: u32, capacity: u32, timeout: Nanos, credit_based: bool, credit_retry: Option<Nanos>) -> Self {
         let idle =
-            Session { granted: 0, outstanding: 0, head: NIL, tail: NIL, len: 0, timer_armed: false, asked_at: NOT_ASKED };
+            Session { granted: 0, outstanding: 0, head: NIL, tail: NIL, len: 0, timer_armed: false, asked_ever: false, asked_at: NOT_ASKED };
         Self {
             sessions: vec![idle; sessions as usize],
             nodes: Vec::new(),
@@ -117,8 +122,15 @@ impl<R: Copy> Clients<R> {
             timeout,
             credit_based,
             credit_retry,
+            first_request_only: false,
             queued: 0,
         }
+    }
+
+    /// See `clients.credit_requests = "first_only"`.
+    pub fn with_first_request_only(mut self, on: bool) -> Self {
+        self.first_request_only = on;
+        self
     }
 
     /// A hint: a request of `session` is coming (see [`super::CreditController::prefetch`]).
@@ -197,9 +209,11 @@ impl<R: Copy> Clients<R> {
         self.drain(session, now, out);
         let retry = self.credit_retry;
         let s = &mut self.sessions[session as usize];
-        let may_ask = s.asked_at == NOT_ASKED || retry.is_some_and(|r| now.saturating_sub(s.asked_at) >= r);
+        let may_ask = (s.asked_at == NOT_ASKED || retry.is_some_and(|r| now.saturating_sub(s.asked_at) >= r))
+            && !(self.first_request_only && s.asked_ever);
         if s.len > 0 && s.granted == 0 && s.outstanding == 0 && may_ask {
             s.asked_at = now;
+            s.asked_ever = true;
             out.push(Out::CreditRequest { session, demand: s.len });
         }
     }
@@ -329,6 +343,22 @@ mod tests {
         assert_eq!(c.queued_at(0), 1);
         assert_eq!(c.take_queued(), vec![2]);
         assert_eq!(c.queued, 0);
+    }
+
+    #[test]
+    fn first_request_only_asks_once_per_session() {
+        for (first_only, asks) in [(false, 2), (true, 1)] {
+            let mut c: Clients<u32> = Clients::new(1, 16, 1_000, true, None).with_first_request_only(first_only);
+            let mut out = vec![];
+            c.submit(0, 0, 0, &mut out);
+            // The answer: one credit, used by request 0, whose response then carries 0.
+            c.on_credits(0, 1, false, 10, &mut out);
+            c.on_credits(0, 0, true, 20, &mut out);
+            // Drained again: a new request may ask again only without first_only.
+            c.submit(0, 1, 30, &mut out);
+            let n = out.iter().filter(|o| matches!(o, Out::CreditRequest { .. })).count();
+            assert_eq!(n, asks, "first_only = {first_only}: {out:?}");
+        }
     }
 
     #[test]

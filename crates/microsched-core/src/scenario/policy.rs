@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::alloc::{caladan, coresync, delay_range, harvest_acbf, harvest_cfs, harvest_smart, harvest_static, shenango, static_alloc, utilization_range};
+use crate::alloc::{caladan, coresync, delay_range, harvest_acbf, harvest_cfs, harvest_smart, harvest_static, shenango, shenango_artifact, static_alloc, utilization_range};
 use crate::overload::{breakwater, protego, seda};
 
 pub use crate::overload::breakwater::{AlphaMode, PoolTrigger};
@@ -49,6 +49,7 @@ pub enum AllocatorCfg {
     Static(static_alloc::Config),
     Shenango(shenango::Config),
     Caladan(caladan::Config),
+    ShenangoArtifact(shenango_artifact::Config),
     UtilizationRange(utilization_range::Config),
     DelayRange(delay_range::Config),
     #[serde(rename = "coresync")]

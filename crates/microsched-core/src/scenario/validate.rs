@@ -23,6 +23,9 @@ impl Scenario {
         }
         non_negative("server.steal_cost_ns", s.steal_cost_ns)?;
         non_negative("server.allocation_delay_us", s.allocation_delay_us)?;
+        if let Some(w) = &s.wake_latency {
+            w.build(base_dir, "server.wake_latency")?;
+        }
         non_negative("server.packet_cost_ns", s.packet_cost_ns)?;
         positive("server.search_pass_ns", s.search_pass_ns)?;
         non_negative("network.rtt_us", self.network.rtt_us)?;

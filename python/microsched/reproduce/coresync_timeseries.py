@@ -1,0 +1,109 @@
+"""The time-series explanation of ``microsched reproduce coresync`` (issue 12, item 4).
+
+CoreSync (exponential 10 µs, R = 50, 100 sessions) from a cold start (Breakwater's pool at its
+floor, ``max_cores``) to steady state, at loads 0.2 and 0.5: the credit pool C_total, the issued
+credits C_issued, CoreSync's bound R·K + N (K = LC cores allocated, N = sessions) and the cores
+allocated, sampled every millisecond. CoreSync's gate lets a core park only while
+C_issued − N ≤ R·K, i.e. while the issued curve stays below the bound curve: the figure shows
+when (and whether) that happens as the pool grows to its ceiling. The runs take the variant's
+own overrides and the condition's (``--condition``), so the figure shows what the claims saw.
+
+Writes ``fig_coresync_timeseries.png`` and ``timeseries_coresync.parquet``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .framework import Context
+
+VARIANT = "exp10/coresync"
+LOADS = (0.2, 0.5)
+DURATION_MS = 800  # the pool fills (64 − 16/N)/α RTTs ≈ 640 ms from its floor
+SAMPLE_US = 1000
+R, N = 50.0, 100.0
+
+
+def run(ctx: Context) -> pd.DataFrame | None:
+    """One cold-start run per load (seed 1): the time series, with the load."""
+    from .. import api
+
+    var = next((x for x in ctx.spec.variants if x.name == VARIANT), None)
+    if var is None:
+        return None
+    frames = []
+    for load in LOADS:
+        ovr = list(var.set) + ["warmup_ms=0", f"duration_ms={DURATION_MS}", "policy.overload.initial_pool=16",
+                               f"metrics.sample_interval_us={SAMPLE_US}", f"load.fraction={load}"]
+        # the condition's overrides are already in var.set (run_reproduction appended them)
+        res = api.run(str(ctx.spec.base), seed=1, overrides=ovr)
+        ts = res.timeseries[["t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued",
+                             "drained_sessions"]].copy()
+        ts.insert(0, "load", load)
+        ts["bound_rk_n"] = R * ts["cores_allocated"] + N
+        frames.append(ts)
+    return pd.concat(frames, ignore_index=True)
+
+
+def steady(ts: pd.DataFrame, load: float, last_ms: float = 100.0) -> dict[str, float]:
+    """Means over the last ``last_ms`` of the run at ``load``."""
+    x = ts[ts["load"] == load]
+    x = x[x["t_ms"] > x["t_ms"].max() - last_ms]
+    return {k: float(x[k].mean()) for k in ("credit_pool", "credits_issued", "bound_rk_n", "cores_allocated",
+                                             "cores_busy")}
+
+
+def first_blocked_ms(ts: pd.DataFrame, load: float) -> float | None:
+    """When the issued credits first exceed the bound R·K + N for good (the gate closes for
+    the rest of the run), or None if they end below it."""
+    x = ts[ts["load"] == load].reset_index(drop=True)
+    over = (x["credits_issued"] > x["bound_rk_n"]).to_numpy()
+    if len(over) == 0 or not over[-1]:
+        return None
+    i = len(over) - 1
+    while i > 0 and over[i - 1]:
+        i -= 1
+    return float(x["t_ms"][i])
+
+
+def plot(ctx: Context, ts: pd.DataFrame) -> None:
+    from .coresync_report import _plt
+
+    plt = _plt()
+    if plt is None:
+        return
+    fig, axes = plt.subplots(1, len(LOADS), figsize=(6.5 * len(LOADS), 4.2), sharey=True)
+    for ax, load in zip(axes, LOADS):
+        x = ts[ts["load"] == load]
+        ax.plot(x["t_ms"], x["credit_pool"], color="tab:blue", lw=1.2, label="credit pool C_total")
+        ax.plot(x["t_ms"], x["credits_issued"], color="tab:orange", lw=1.2, label="issued credits C_issued")
+        ax.plot(x["t_ms"], x["bound_rk_n"], color="tab:red", lw=1.2, ls="--", label="R·K + N (CoreSync's bound)")
+        ax.set_yscale("log")
+        ax.set_xlabel("time since a cold start (ms)")
+        ax.set_title(f"CoreSync, exp. 10 µs, load {load}")
+        ax2 = ax.twinx()
+        ax2.plot(x["t_ms"], x["cores_allocated"], color="black", lw=0.8, alpha=0.7, label="cores allocated K")
+        ax2.set_ylim(0, 17)
+        ax2.set_ylabel("LC cores allocated")
+        if load == LOADS[0]:
+            ax.set_ylabel("credits (log)")
+            h1, l1 = ax.get_legend_handles_labels()
+            h2, l2 = ax2.get_legend_handles_labels()
+            ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower right")
+    cond = f" (condition {ctx.condition})" if ctx.condition else ""
+    fig.suptitle("Why CoreSync parks or not: a core may park only while C_issued − N ≤ R·K (issued below the dashed "
+                 f"line){cond}", fontsize=9)
+    fig.tight_layout()
+    ctx.save_figure(fig, "fig_coresync_timeseries.png")
+
+
+def write(ctx: Context) -> pd.DataFrame | None:
+    ts = run(ctx)
+    if ts is None:
+        return None
+    ts.to_parquet(ctx.out / "timeseries_coresync.parquet", index=False)
+    plot(ctx, ts)
+    return ts
+
+
+__all__ = ["write", "steady", "first_blocked_ms"]
