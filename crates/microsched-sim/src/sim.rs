@@ -445,6 +445,7 @@ impl Sim {
     }
 
     /// The controller's credits for the response to `req` leaving now.
+    #[inline(always)]
     fn credit_response(&mut self, req: u32, dropped: bool) -> u32 {
         let node = self.slab[req].node;
         let delay = self.delay_signal(node);
@@ -474,6 +475,7 @@ impl Sim {
     }
 
     /// Carries out what an application's clients towards `node` decided.
+    #[inline(always)]
     fn client_outs(&mut self, app: usize, node: u16) {
         let now = self.now;
         let mut out = std::mem::take(&mut self.apps[app].out);
