@@ -25,6 +25,9 @@ pub struct Request<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
+    /// Dropped (ASQM refused it a lock): its failure reply went with [`Cx::reply_dropped`], or
+    /// goes now.
+    Dropped,
 }
 
 /// Runs requests on worker threads. Called concurrently from every worker.

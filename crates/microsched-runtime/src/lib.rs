@@ -21,6 +21,7 @@
 //! * [`loadgen`], [`client`]: the load generator and Breakwater's client sessions.
 //! * [`merge`]: the load generator's summary completed with the server's report.
 
+pub mod asqm;
 pub mod auth;
 pub mod be;
 pub mod clock;
@@ -28,6 +29,7 @@ pub mod config;
 pub(crate) mod control;
 pub mod coro;
 pub mod handler;
+pub mod kv;
 pub mod loadgen;
 pub mod merge;
 pub mod mutex;
