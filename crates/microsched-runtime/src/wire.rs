@@ -299,6 +299,7 @@ mod tests {
             Msg::Response { req_id: 42, credits: 63, status: Status::Ok, qdelay_ns: 1234 },
             Msg::Response { req_id: 43, credits: 0, status: Status::Dropped, qdelay_ns: 0 },
             Msg::Response { req_id: 44, credits: 1, status: Status::Rejected, qdelay_ns: 0 },
+            Msg::Response { req_id: 45, credits: 2, status: Status::LockDropped, qdelay_ns: 7 },
             Msg::Credit { cookie: 1, credits: 5 },
             Msg::Disconnect { token: 5 },
             Msg::CreditRequest { token: 5, demand: 16 },
@@ -331,8 +332,8 @@ mod tests {
         v.push(0);
         assert_eq!(decode(&v).unwrap_err().reason(), "bad_length");
         let mut r = encode(&Msg::Response { req_id: 1, credits: 1, status: Status::Ok, qdelay_ns: 0 }).to_vec();
-        r[HEADER_LEN + 12] = 3;
-        assert_eq!(decode(&r), Err(DecodeError::BadStatus(3)));
+        r[HEADER_LEN + 12] = 4;
+        assert_eq!(decode(&r), Err(DecodeError::BadStatus(4)));
         // Every truncation of every message is an error, never a panic.
         for m in all() {
             let e = encode(&m);
