@@ -292,6 +292,26 @@ count = 4
     }
 
     #[test]
+    fn protegos_keys_are_honoured_and_its_real_experiments_pass() {
+        check_supported(&load(&["server.lock_control.mode=\"asqm\"", "server.lock_control.budget_us=100", "server.lock_control.cleanup_lock=\"m\""])).unwrap();
+        check_supported(&load(&["server.lock_control.mode=\"try_lock\""])).unwrap();
+        check_supported(&load(&["policy.overload={kind=\"seda\"}"])).unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/protego");
+        let mut n = 0;
+        for f in std::fs::read_dir(&dir).expect("experiments/protego") {
+            let path = f.unwrap().path();
+            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("real-") && n.ends_with(".toml")) {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
+                check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert!(sc.server.max_cores <= 2, "{}: sized for 2 CPUs", path.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 3);
+    }
+
+    #[test]
     fn the_server_and_the_load_generator_refuse_too() {
         let e = check_scenario(&load(&["server.delay_signal=\"exact\""])).unwrap_err();
         assert!(e.0.starts_with("server.delay_signal: \"exact\" is not supported by the real runtime"), "{e}");
