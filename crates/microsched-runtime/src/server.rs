@@ -153,9 +153,11 @@ impl Server {
     /// Validates the configuration, binds, and starts every thread.
     pub fn start(loaded: &Loaded, opts: ServeOpts) -> Result<Server, ConfigError> {
         // Under `server.lock_control` the programs take their locks with ASQM.
-        let handler: Arc<dyn Handler> = match &loaded.scenario.server.lock_control {
-            Some(lc) => Arc::new(crate::asqm::ProgramHandler::new(lc, &lock_families(&loaded.scenario))),
-            None => Arc::new(Synthetic),
+        let sc = &loaded.scenario;
+        let handler: Arc<dyn Handler> = match (sc.runtime.handler, &sc.server.lock_control) {
+            (microsched_core::scenario::HandlerKind::Kv, _) => Arc::new(crate::kv::KvStore::new(sc)?),
+            (_, Some(lc)) => Arc::new(crate::asqm::ProgramHandler::new(lc, &lock_families(sc))),
+            (_, None) => Arc::new(Synthetic),
         };
         Self::start_with(loaded, opts, handler)
     }
