@@ -17,6 +17,8 @@
 //! * [`handler`]: the application trait and the synthetic handler (runs request programs).
 //! * [`coro`], [`mutex`]: requests as coroutines (yield points, blocking mutexes) and the
 //!   mutexes they wait on.
+//! * [`asqm`], [`kv`]: Protego's latency-aware locks (`server.lock_control`) and the key-value
+//!   store handler.
 //! * [`be`]: the best-effort co-tenant.
 //! * [`loadgen`], [`client`]: the load generator and Breakwater's client sessions.
 //! * [`merge`]: the load generator's summary completed with the server's report.
