@@ -29,7 +29,7 @@ pub use limits::{human_bytes, human_time, sample_interval_ns, Estimate, MAX_EVEN
 pub use load::{json_schema, Format, Loaded, NON_FINITE_KEY};
 pub use metrics::MetricsCfg;
 pub use policy::{AllocatorCfg, AlphaMode, BreakwaterCfg, OverloadCfg, Policy, PoolTrigger, SchedCfg};
-pub use runtime::RuntimeCfg;
+pub use runtime::{HandlerKind, RuntimeCfg};
 pub(crate) use validate::{non_negative, positive, validate_clients, validate_load, validate_workload};
 
 // ---------------------------------------------------------------------------------------------

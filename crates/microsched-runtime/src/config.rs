@@ -99,7 +99,7 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   [`crate::sched`]),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
 ///   `clients.{sessions, queue_capacity, timeout_us}`, `load.*`, `workload.types` with their
-///   `paths`, `workload.locks` (blocking), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
+///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
 /// * honoured only at its default (one server and one application: `server.replicas`,
 ///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`; the cost
 ///   models of the simulator, which the runtime pays
@@ -176,14 +176,6 @@ const UNSUPPORTED: &[Unsupported] = &[
     Unsupported {
         check: |s| set("server.dispatcher", s.server.dispatcher.as_ref().map(|d| d.cost_ns), s.server.dispatcher.is_some()),
         supported: "the runtime has no dispatcher core: workers take requests from the socket themselves",
-    },
-    Unsupported {
-        check: |s| set("policy.overload.kind", "seda", matches!(s.policy.overload, microsched_core::scenario::OverloadCfg::Seda(_))),
-        supported: "SEDA's client rate limits are simulator-only so far (none, breakwater, protego run in the runtime)",
-    },
-    Unsupported {
-        check: |s| set("server.lock_control", s.server.lock_control.as_ref().map(|l| l.mode), s.server.lock_control.is_some()),
-        supported: "the runtime's mutexes block; ASQM and try_lock drops are simulator-only so far",
     },
     Unsupported {
         check: |s| set("server.replicas", s.server.replicas, s.server.replicas != 1),
@@ -315,6 +307,26 @@ count = 4
             }
         }
         assert!(n >= 2);
+    }
+
+    #[test]
+    fn protegos_keys_are_honoured_and_its_real_experiments_pass() {
+        check_supported(&load(&["server.lock_control.mode=\"asqm\"", "server.lock_control.budget_us=100", "server.lock_control.cleanup_lock=\"m\""])).unwrap();
+        check_supported(&load(&["server.lock_control.mode=\"try_lock\""])).unwrap();
+        check_supported(&load(&["policy.overload={kind=\"seda\"}"])).unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/protego");
+        let mut n = 0;
+        for f in std::fs::read_dir(&dir).expect("experiments/protego") {
+            let path = f.unwrap().path();
+            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("real-") && n.ends_with(".toml")) {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
+                check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert!(sc.server.max_cores <= 2, "{}: sized for 2 CPUs", path.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 3);
     }
 
     #[test]

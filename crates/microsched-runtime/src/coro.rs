@@ -34,10 +34,26 @@ pub enum Suspend {
     Acquire(u32),
     /// Release mutex `id` (handing it to its first waiter); I continue at once.
     Release(u32),
+    /// A question or request of the latency-aware synchronization API ([`crate::asqm`]); the
+    /// worker's answer is what the coroutine resumes with.
+    Asqm(crate::asqm::Ask),
 }
 
-/// A suspended request's coroutine.
-pub struct Coro(Coroutine<(), Suspend, Outcome, DefaultStack>);
+/// A suspended request's coroutine, with the request's ASQM accounting (it moves with it).
+/// The coroutine resumes with a `u64`: the answer to its last [`Suspend::Asqm`] ask (1, "yes",
+/// for every other suspension: a waiter resumes owning its mutex).
+pub struct Coro {
+    co: Coroutine<u64, Suspend, Outcome, DefaultStack>,
+    /// What the next resume passes in.
+    pub answer: u64,
+    /// Accumulated queueing delay (ns): seeded when it first runs, then every runqueue and lock
+    /// wait (Protego's `acc_qdel`).
+    pub acc_ns: Nanos,
+    /// When it last became ready (requeued after a yield or a lock hand-over).
+    pub ready_at: Nanos,
+    /// Its (failure) reply has already gone: finishing sends nothing.
+    pub replied: bool,
+}
 
 // SAFETY: a request moves between workers only while suspended, and while suspended its stack
 // holds only the handler's locals. `Handler` requires that they be `Send` across suspension
@@ -74,20 +90,22 @@ impl Coro {
         req: Request<'static>,
         program: Vec<Op>,
     ) -> Self {
-        Coro(Coroutine::with_stack(
+        let co = Coroutine::with_stack(
             stack,
-            move |y: &Yielder<(), Suspend>, ()| {
+            move |y: &Yielder<u64, Suspend>, _: u64| {
                 let req = Request {
                     program: &program,
                     ..req
                 };
                 handler.handle(&req, &mut Cx { y: Some(y) })
             },
-        ))
+        );
+        Coro { co, answer: 1, acc_ns: 0, ready_at: 0, replied: false }
     }
 
     pub fn resume(&mut self) -> Step {
-        match self.0.resume(()) {
+        let a = std::mem::replace(&mut self.answer, 1);
+        match self.co.resume(a) {
             CoroutineResult::Yield(s) => Step::Suspended(s),
             CoroutineResult::Return(o) => Step::Done(o),
         }
@@ -95,7 +113,7 @@ impl Coro {
 
     /// The stack of a finished coroutine, for reuse.
     pub fn into_stack(self) -> DefaultStack {
-        self.0.into_stack()
+        self.co.into_stack()
     }
 }
 
@@ -103,7 +121,7 @@ impl Coro {
 /// the runtime runs directly, see [`Handler::coroutine`]) a yield point is a no-op (running on
 /// is one legal outcome of a yield) and a mutex cannot be waited for, so `lock` panics.
 pub struct Cx<'a> {
-    y: Option<&'a Yielder<(), Suspend>>,
+    y: Option<&'a Yielder<u64, Suspend>>,
 }
 
 impl Cx<'_> {
@@ -140,6 +158,14 @@ impl Cx<'_> {
                 "Cx::unlock outside a coroutine: the handler must ask for one (Handler::coroutine)",
             )
             .suspend(Suspend::Release(id));
+    }
+
+    /// Asks the worker (see [`crate::asqm`]); outside a coroutine: `direct`.
+    pub(crate) fn ask(&mut self, a: crate::asqm::Ask, direct: u64) -> u64 {
+        match self.y {
+            Some(y) => y.suspend(Suspend::Asqm(a)),
+            None => direct,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
-//! Application handlers: what a worker runs for a request. A real application (a key-value
-//! store with locks comes next) implements [`Handler`]; the runtime ships the synthetic one,
-//! which runs the request's program as the simulator does.
+//! Application handlers: what a worker runs for a request. An application implements
+//! [`Handler`]; the runtime ships the synthetic one, which runs the request's program as the
+//! simulator does, its ASQM variant ([`crate::asqm::ProgramHandler`]) and a key-value store
+//! ([`crate::kv::KvStore`]).
 
 use microsched_core::program::Op;
 
@@ -25,6 +26,9 @@ pub struct Request<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
+    /// Dropped (ASQM refused it a lock): its failure reply went with [`Cx::reply_dropped`], or
+    /// goes now.
+    Dropped,
 }
 
 /// Runs requests on worker threads. Called concurrently from every worker.

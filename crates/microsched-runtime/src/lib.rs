@@ -17,10 +17,13 @@
 //! * [`handler`]: the application trait and the synthetic handler (runs request programs).
 //! * [`coro`], [`mutex`]: requests as coroutines (yield points, blocking mutexes) and the
 //!   mutexes they wait on.
+//! * [`asqm`], [`kv`]: Protego's latency-aware locks (`server.lock_control`) and the key-value
+//!   store handler.
 //! * [`be`]: the best-effort co-tenant.
 //! * [`loadgen`], [`client`]: the load generator and Breakwater's client sessions.
 //! * [`merge`]: the load generator's summary completed with the server's report.
 
+pub mod asqm;
 pub mod auth;
 pub mod be;
 pub mod clock;
@@ -28,6 +31,7 @@ pub mod config;
 pub(crate) mod control;
 pub mod coro;
 pub mod handler;
+pub mod kv;
 pub mod loadgen;
 pub mod merge;
 pub mod mutex;

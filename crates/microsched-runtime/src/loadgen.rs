@@ -41,6 +41,7 @@ use crate::clock::{realtime_priority, tight_timer_slack, Clock};
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
 use crate::wire::{decode, encode, Msg, Status};
 use microsched_core::overload::client::{ClientDrop, Clients, Out};
+use microsched_core::overload::seda::Seda;
 
 pub use microsched_core::rng::stream;
 
@@ -63,6 +64,12 @@ pub struct ClientCounters {
     pub aqm_dropped: u64,
     /// `Rejected` notices received (no credit at the server).
     pub rejected: u64,
+    /// Failure replies of requests dropped by ASQM at a lock (`LockDropped`).
+    #[serde(default)]
+    pub lock_dropped: u64,
+    /// Refused at the client by SEDA's rate limit (never sent).
+    #[serde(default)]
+    pub seda_rejected: u64,
     /// Dropped at the client after waiting too long for a credit (never sent).
     pub client_timeouts: u64,
     /// Dropped at the client as the oldest entry of a full queue (never sent).
@@ -129,6 +136,8 @@ impl ClientCounters {
             == self.completed
                 + self.aqm_dropped
                 + self.rejected
+                + self.lock_dropped
+                + self.seda_rejected
                 + self.client_timeouts
                 + self.client_overflows
                 + self.timed_out
@@ -185,6 +194,12 @@ struct Gen {
     schedule_lag: Histogram<u64>,
     // Window counters (for the summary) and interval counters (for the series).
     w_aqm: u64,
+    /// Failure replies over the window, and their delay from the request's scheduled send (ns).
+    w_lock: u64,
+    failure_reply: Histogram<u64>,
+    failure_reply_sum: u128,
+    /// SEDA's per-session rate limiters (`policy.overload.kind = "seda"`): the simulator's object.
+    seda: Option<Seda>,
     w_timeouts: u64,
     w_overflows: u64,
     iv: [u64; 3],
@@ -273,6 +288,9 @@ impl Gen {
                 };
                 match status {
                     Status::Ok => {
+                        if let Some(s) = &mut self.seda {
+                            s.observe(p.session, now.saturating_sub(p.sched), now);
+                        }
                         self.c.completed += 1;
                         self.iv[1] += 1;
                         if p.measured {
@@ -291,6 +309,16 @@ impl Gen {
                     }
                     Status::Rejected => {
                         self.c.rejected += 1;
+                        self.ended_dropped(&p);
+                    }
+                    Status::LockDropped => {
+                        self.c.lock_dropped += 1;
+                        if p.measured {
+                            let d = now.saturating_sub(p.sched).max(1);
+                            self.w_lock += 1;
+                            self.failure_reply.saturating_record(d);
+                            self.failure_reply_sum += u128::from(d);
+                        }
                         self.ended_dropped(&p);
                     }
                 }
@@ -503,6 +531,16 @@ pub fn run(
         lag_sum: 0.0,
         schedule_lag: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
         w_aqm: 0,
+        w_lock: 0,
+        failure_reply: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
+        failure_reply_sum: 0,
+        seda: match &sc.policy.overload {
+            microsched_core::scenario::OverloadCfg::Seda(c) => {
+                let share = steps.first().map_or(0.0, |s| s.1) / n.max(1) as f64;
+                Some(Seda::new(c, vec![share; n as usize]))
+            }
+            _ => None,
+        },
         w_timeouts: 0,
         w_overflows: 0,
         iv: [0; 3],
@@ -552,8 +590,15 @@ pub fn run(
                     measured,
                 },
             );
-            g.clients.submit(session, seq, t, &mut g.out);
-            g.flush(now);
+            if g.seda.as_mut().is_some_and(|s| !s.admit(session, t)) {
+                // No token: rejected at the client, as the simulator does.
+                let p = g.pending.remove(&seq).expect("just inserted");
+                g.c.seda_rejected += 1;
+                g.ended_dropped(&p);
+            } else {
+                g.clients.submit(session, seq, t, &mut g.out);
+                g.flush(now);
+            }
             seq += 1;
             next_arrival = arrivals.next();
         }
@@ -685,6 +730,8 @@ pub fn run(
             completed: c.completed,
             dropped: c.aqm_dropped
                 + c.rejected
+                + c.lock_dropped
+                + c.seda_rejected
                 + c.client_timeouts
                 + c.client_overflows
                 + c.timed_out,
@@ -714,6 +761,12 @@ pub fn run(
             },
             interrupted_at_ms: None,
         },
+        // The per-lock statistics are the server's (`merge` adds them).
+        lock_control: sc.server.lock_control.as_ref().map(|_| microsched_core::summary::LockDrops {
+            drops: g.w_lock,
+            failure_reply_us: microsched_core::metrics::us_percentiles(&g.failure_reply, g.failure_reply_sum, g.w_lock),
+            locks: Vec::new(),
+        }),
         ..g.rec.summary(window_s)
     };
     let start_unix = clock.start_unix_ns();

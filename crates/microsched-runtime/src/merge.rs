@@ -148,6 +148,10 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         sched: s.sched.clone().unwrap_or_default(),
         credits: s.credits.clone(),
     }];
+    // Per-lock statistics are the server's, over its whole run (see above).
+    if let Some(l) = s.lock_control.as_mut() {
+        l.locks = rep.locks.clone();
+    }
     let mut v = serde_json::to_value(&s).expect("summary serialises");
     let server_requests = rep.counter("requests");
     v["runtime"] = json!({
@@ -181,6 +185,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             "client_aqm_dropped": lg.client.aqm_dropped,
             "server_aqm_dropped": rep.counter("aqm_dropped"),
             "client_rejected": lg.client.rejected,
+            "client_lock_dropped": lg.client.lock_dropped,
+            "server_lock_dropped": rep.counter("lock_dropped"),
             "server_rejected_no_credit": rep.counter("rejected_no_credit"),
             "server_kernel_drops": rep.kernel_drops,
             "client_kernel_drops": lg.client.kernel_drops,
@@ -191,6 +197,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
                 && lg.client.sent <= server_requests + rep.kernel_drops
                 && lg.client.aqm_dropped == rep.counter("aqm_dropped")
                 && lg.client.rejected == rep.counter("rejected_no_credit")
+                && lg.client.lock_dropped + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
+                    >= rep.counter("lock_dropped")
                 && lg.client.completed + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
                     >= rep.counter("completed"),
         },

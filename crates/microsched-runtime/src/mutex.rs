@@ -80,6 +80,18 @@ impl Mutexes {
         Some((job, since))
     }
 
+    /// Whether mutex `id` is held (a snapshot: ASQM's `try_lock` mode reads it).
+    pub fn is_held(&self, id: u32) -> bool {
+        self.check(id);
+        self.inner.lock().table.is_held(id)
+    }
+
+    /// Mutex `id`'s queueing delay at `now`: its oldest waiter's age (0 with none).
+    pub fn oldest_wait(&self, id: u32, now: Nanos) -> Nanos {
+        self.check(id);
+        self.inner.lock().table.oldest_wait(id, now)
+    }
+
     /// Requests waiting for a mutex.
     pub fn waiting(&self) -> usize {
         self.inner.lock().table.waiting()

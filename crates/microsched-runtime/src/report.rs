@@ -68,6 +68,14 @@ counters!(
         mutex_wait_ns,
         /// Starts postponed because every coroutine stack was in use.
         stack_waits,
+        /// Lock steps refused by `server.lock_control` (ASQM or try_lock).
+        lock_drops,
+        /// Failure replies sent for requests dropped inside the application (wire `LockDropped`).
+        lock_dropped,
+        /// Locks taken by a request after its failure reply (cleanups, never dropped).
+        lock_cleanups,
+        /// Lock waits that ended with the waiter's accumulated delay past the ASQM budget.
+        waits_over_budget,
     }
 );
 
@@ -222,6 +230,9 @@ pub struct ServerReport {
     pub be: BeReport,
     pub controller: ControllerReport,
     pub timeseries: ServerSeries,
+    /// Per lock family (whole run), with `server.lock_control`.
+    #[serde(default)]
+    pub locks: Vec<microsched_core::summary::LockSummary>,
 }
 
 impl ServerReport {

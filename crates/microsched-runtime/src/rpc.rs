@@ -188,9 +188,14 @@ impl Rpc {
 
     /// A request of `sid` completed; the credits to piggyback on its response.
     pub fn complete(&mut self, now: Nanos, sid: u32, delay: Nanos) -> u32 {
+        self.complete_as(now, sid, delay, false)
+    }
+
+    /// A request of `sid` ended, `dropped` (by ASQM, inside the application) or not.
+    pub fn complete_as(&mut self, now: Nanos, sid: u32, delay: Nanos, dropped: bool) -> u32 {
         self.touch(sid, now);
         let Some(ctl) = &mut self.ctl else { return 0 };
-        let credits = ctl.on_response(now, sid, false, delay);
+        let credits = ctl.on_response(now, sid, dropped, delay);
         if let Some(slot) = self.slots[sid as usize].as_mut() {
             slot.outstanding = slot.outstanding.saturating_sub(1);
             slot.advertise(credits);

@@ -90,6 +90,8 @@ pub(crate) struct Shared {
     /// The shared secret that Connects must prove ([`crate::auth`]), if any.
     pub secret: Option<crate::auth::Secret>,
     pub replay: Mutex<crate::auth::ReplayGuard>,
+    /// `server.lock_control`: the ASQM / try_lock rule and per-lock statistics.
+    pub asqm: Option<crate::asqm::Asqm>,
 }
 
 impl Shared {
@@ -150,7 +152,14 @@ pub struct Server {
 impl Server {
     /// Validates the configuration, binds, and starts every thread.
     pub fn start(loaded: &Loaded, opts: ServeOpts) -> Result<Server, ConfigError> {
-        Self::start_with(loaded, opts, Arc::new(Synthetic))
+        // Under `server.lock_control` the programs take their locks with ASQM.
+        let sc = &loaded.scenario;
+        let handler: Arc<dyn Handler> = match (sc.runtime.handler, &sc.server.lock_control) {
+            (microsched_core::scenario::HandlerKind::Kv, _) => Arc::new(crate::kv::KvStore::new(sc)?),
+            (_, Some(lc)) => Arc::new(crate::asqm::ProgramHandler::new(lc, &lock_families(sc))),
+            (_, None) => Arc::new(Synthetic),
+        };
+        Self::start_with(loaded, opts, handler)
     }
 
     pub fn start_with(
@@ -219,6 +228,7 @@ impl Server {
             session_idle_ns: microsched_core::time::ms(sc.runtime.session_idle_ms).max(1),
             secret: crate::auth::Secret::from_env(),
             replay: Mutex::new(Default::default()),
+            asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();
@@ -398,6 +408,7 @@ impl Server {
             },
             controller: creport,
             timeseries: series,
+            locks: sh.asqm.as_ref().map(|a| a.summaries(end)).unwrap_or_default(),
         }
     }
 }
@@ -410,6 +421,11 @@ impl Drop for Server {
             c.parker.wake();
         }
     }
+}
+
+/// The scenario's lock families, (name, members) in mutex-id order.
+pub(crate) fn lock_families(sc: &microsched_core::scenario::Scenario) -> Vec<(&str, u32)> {
+    sc.workload.locks.iter().map(|l| (l.name.as_str(), l.count)).collect()
 }
 
 /// Larger socket buffers: bursts of datagrams must wait in userspace queues, not be dropped.

@@ -25,7 +25,8 @@
 //! * **credits** is always absolute (Breakwater's `win`): the number of requests the client may
 //!   have outstanding. 0 with no overload control.
 //! * A `Response` answers every request that reached the server with a valid token: `Ok` (served),
-//!   `Dropped` (AQM drop notice) or `Rejected` (the session had no credit for it). `qdelay_ns` is
+//!   `Dropped` (AQM drop notice), `Rejected` (the session had no credit for it) or
+//!   `LockDropped` (status 3: dropped by ASQM at a lock, inside the application). `qdelay_ns` is
 //!   the time the request waited at the server before a worker started it.
 //! * `Full` answers a `Connect` the server cannot take (every session slot is held): the client
 //!   learns why it gets no `ConnectAck` (idle sessions expire, so a later retry may succeed).
@@ -47,6 +48,9 @@ pub enum Status {
     Dropped = 1,
     /// The session had no credit for it: refused without running.
     Rejected = 2,
+    /// Dropped inside the application by ASQM (a lock it would have waited too long for): a
+    /// failure reply sent at once, the credit returned.
+    LockDropped = 3,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +192,7 @@ pub fn decode(buf: &[u8]) -> Result<Msg, DecodeError> {
                 0 => Status::Ok,
                 1 => Status::Dropped,
                 2 => Status::Rejected,
+                3 => Status::LockDropped,
                 s => return Err(DecodeError::BadStatus(s)),
             };
             Msg::Response { req_id, credits, status, qdelay_ns: r.u64() }
@@ -294,6 +299,7 @@ mod tests {
             Msg::Response { req_id: 42, credits: 63, status: Status::Ok, qdelay_ns: 1234 },
             Msg::Response { req_id: 43, credits: 0, status: Status::Dropped, qdelay_ns: 0 },
             Msg::Response { req_id: 44, credits: 1, status: Status::Rejected, qdelay_ns: 0 },
+            Msg::Response { req_id: 45, credits: 2, status: Status::LockDropped, qdelay_ns: 7 },
             Msg::Credit { cookie: 1, credits: 5 },
             Msg::Disconnect { token: 5 },
             Msg::CreditRequest { token: 5, demand: 16 },
@@ -326,8 +332,8 @@ mod tests {
         v.push(0);
         assert_eq!(decode(&v).unwrap_err().reason(), "bad_length");
         let mut r = encode(&Msg::Response { req_id: 1, credits: 1, status: Status::Ok, qdelay_ns: 0 }).to_vec();
-        r[HEADER_LEN + 12] = 3;
-        assert_eq!(decode(&r), Err(DecodeError::BadStatus(3)));
+        r[HEADER_LEN + 12] = 4;
+        assert_eq!(decode(&r), Err(DecodeError::BadStatus(4)));
         // Every truncation of every message is an error, never a panic.
         for m in all() {
             let e = encode(&m);

@@ -30,7 +30,8 @@ use microsched_core::sched::{Next, Place, Requeue};
 use microsched_core::Nanos;
 
 use crate::coro::{Coro, Step, Suspend, Task};
-use crate::handler::{Cx, Request};
+use crate::asqm::Verdict;
+use crate::handler::{Cx, Outcome, Request};
 use crate::park::Phase;
 use crate::queue::{Job, LocalQueue};
 use crate::report::Counters;
@@ -165,9 +166,13 @@ fn run_from(sh: &Shared, local: &LocalQueue, me: usize, next: Next) -> Option<Jo
 /// woken thread). A yielder going back to this worker's run queue goes behind what arrived
 /// meanwhile (`refill`), else a run queue of yielders would never let the worker reach its
 /// inbox.
-fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: Requeue, refill: bool, job: Job) {
+fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: Requeue, refill: bool, mut job: Job) {
     let core = &sh.cores[me];
     let now = sh.clock.now();
+    // Its runqueue wait from here to its next resume joins its accumulated delay (ASQM).
+    if let Some(Task::Running { coro, .. }) = job.task.as_deref_mut() {
+        coro.ready_at = now;
+    }
     match sched.requeue(me, why) {
         Place::Core(c) if c as usize == me => {
             if refill {
@@ -214,11 +219,18 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 service_ns: job.service_ns,
                 program: &[],
             };
-            let _outcome = sh.handler.handle(&req, &mut Cx::direct());
-            finish(sh, me, &job, start, msgs);
+            if sh.handler.handle(&req, &mut Cx::direct()) == Outcome::Dropped {
+                crate::asqm::reply_dropped(sh, &job, start, msgs);
+                core.parker.set(sh.clock.now(), Phase::Search);
+            } else {
+                finish(sh, me, &job, start, msgs);
+            }
             return false;
         }
-        Some(Task::Running { coro, started }) => (coro, started),
+        Some(Task::Running { mut coro, started }) => {
+            coro.acc_ns += start.saturating_sub(coro.ready_at);
+            (coro, started)
+        }
         task => {
             let Some(stack) = sh.stacks.take() else {
                 // Every stack is held by a suspended request: this one waits its turn behind
@@ -242,34 +254,73 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 program: &[],
             };
             Counters::bump(&sh.counters.coroutines);
-            (Coro::new(stack, sh.handler.clone(), req, program), start)
+            let mut coro = Coro::new(stack, sh.handler.clone(), req, program);
+            coro.acc_ns = crate::asqm::seed(sh, &job, start);
+            (coro, start)
         }
     };
     loop {
-        match coro.resume() {
-            Step::Done(_outcome) => {
+        let step = match coro.resume() {
+            // The latency-aware synchronization API: answered here, or a plain lock step.
+            Step::Suspended(Suspend::Asqm(ask)) => match crate::asqm::decide(sh, &coro, ask) {
+                Verdict::Answer(a) => {
+                    coro.answer = a;
+                    continue;
+                }
+                Verdict::Acquire(id) => Step::Suspended(Suspend::Acquire(id)),
+                Verdict::Reply => {
+                    if !coro.replied {
+                        coro.replied = true;
+                        crate::asqm::reply_dropped(sh, &job, started, msgs);
+                    }
+                    continue;
+                }
+            },
+            step => step,
+        };
+        match step {
+            Step::Done(outcome) => {
+                let replied = coro.replied;
                 sh.stacks.give(coro.into_stack());
-                finish(sh, me, &job, started, msgs);
+                if replied {
+                    core.parker.set(sh.clock.now(), Phase::Search);
+                } else if outcome == Outcome::Dropped {
+                    crate::asqm::reply_dropped(sh, &job, started, msgs);
+                    core.parker.set(sh.clock.now(), Phase::Search);
+                } else {
+                    finish(sh, me, &job, started, msgs);
+                }
                 return false;
             }
             Step::Suspended(Suspend::Release(id)) => {
                 // Shenango's thread_ready: the new owner becomes runnable here; the releaser
                 // runs on.
-                if let Some((waiter, since)) = sh.mutexes.release(id) {
+                if let Some((mut waiter, since)) = sh.mutexes.release(id) {
                     let now = sh.clock.now();
+                    crate::asqm::handed(sh, &mut waiter, id, since, now);
                     sh.counters.mutex_wait_ns.fetch_add(now.saturating_sub(since), Ordering::Relaxed);
                     requeue(sh, me, local, sched, Requeue::Woken, false, waiter);
                 }
             }
             Step::Suspended(Suspend::Acquire(id)) => {
                 Counters::bump(&sh.counters.lock_acquisitions);
+                if coro.replied {
+                    Counters::bump(&sh.counters.lock_cleanups);
+                    crate::asqm::cleanup(sh, id);
+                }
                 let now = sh.clock.now();
                 let mut parked = Some((job, coro));
                 let got = sh.mutexes.acquire(id, now, || {
+                    // Under the mutex table's lock: counted as a waiter before anyone can hand
+                    // it the mutex.
+                    crate::asqm::acquired(sh, id, true);
                     let (mut j, coro) = parked.take().expect("parked once");
                     j.task = Some(Box::new(Task::Running { coro, started }));
                     j
                 });
+                if got {
+                    crate::asqm::acquired(sh, id, false);
+                }
                 if !got {
                     Counters::bump(&sh.counters.mutex_waits);
                     core.parker.set(sh.clock.now(), Phase::Search);
@@ -285,6 +336,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 core.parker.set(now, Phase::Search);
                 return true;
             }
+            Step::Suspended(Suspend::Asqm(_)) => unreachable!("answered above"),
         }
     }
 }

@@ -47,6 +47,21 @@ pub struct RuntimeCfg {
     /// this long, so that vanished clients (or a flood of Connects) cannot hold every slot.
     #[serde(default = "default_rt_session_idle_ms")]
     pub session_idle_ms: f64,
+    /// The application the server runs: `program` (the request programs of `workload.types`,
+    /// computing and locking as the simulator models them) or `kv` (a small in-memory key-value
+    /// store running the same programs for real: a `slab` lock and an `item` lock family, types
+    /// `set*` / `get*`, as experiments/protego/memcached-*.toml).
+    #[serde(default)]
+    pub handler: HandlerKind,
+}
+
+/// `runtime.handler`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerKind {
+    #[default]
+    Program,
+    Kv,
 }
 
 impl Default for RuntimeCfg {
@@ -60,6 +75,7 @@ impl Default for RuntimeCfg {
             yield_when_idle: false,
             realtime: true,
             session_idle_ms: default_rt_session_idle_ms(),
+            handler: HandlerKind::Program,
         }
     }
 }
