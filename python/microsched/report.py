@@ -220,7 +220,8 @@ def summary_section(s: dict) -> str:
     from .sweep.runner import flatten
 
     flat = flatten(s)
-    rows = [[f"<code>{_e(k)}</code>", _e(fmt(v))] for k, v in flat.items()]
+    # The exported histograms are data for pooling, not figures to read.
+    rows = [[f"<code>{_e(k)}</code>", _e(fmt(v))] for k, v in flat.items() if not k.startswith("histograms.")]
     return "<h2>Summary</h2>" + _table(["metric", "value"], rows, cls=["", "num"], table_id="summary")
 
 

@@ -11,6 +11,7 @@
 pub mod alloc;
 pub mod dist;
 pub mod error;
+pub mod histograms;
 pub mod metrics;
 pub mod overload;
 pub mod program;

@@ -3,7 +3,8 @@
 
 use hdrhistogram::Histogram;
 
-use crate::summary::{Percentiles, Slowdown, Summary, TypeSummary};
+use crate::histograms::encode;
+use crate::summary::{Histograms, Percentiles, Slowdown, Summary, TypeHistograms, TypeSummary};
 use crate::time::{round_ns, Nanos};
 
 /// Slowdown is stored in thousandths so that an integer histogram keeps three decimals.
@@ -92,6 +93,11 @@ impl LatencyRecorder {
     /// Per-type summaries and the overall one, for a window of `window_s` seconds.
     pub fn finish(&self, window_s: f64) -> (TypeSummary, Vec<TypeSummary>) {
         let per: Vec<TypeSummary> = self.types.iter().map(|t| summarize(t, window_s)).collect();
+        (summarize(&self.all(), window_s), per)
+    }
+
+    /// Every type's records together.
+    fn all(&self) -> TypeRecord {
         let mut all = TypeRecord {
             name: "all".into(),
             latency: histogram(),
@@ -115,7 +121,31 @@ impl LatencyRecorder {
             all.dropped += t.dropped;
             all.generated += t.generated;
         }
-        (summarize(&all, window_s), per)
+        all
+    }
+
+    /// The window's histograms as text, overall and (with several types) per type.
+    pub fn histograms(&self) -> Histograms {
+        let all = self.all();
+        let by_type = if self.types.len() > 1 {
+            self.types
+                .iter()
+                .map(|t| TypeHistograms {
+                    name: t.name.clone(),
+                    latency_ns: encode(&t.latency),
+                    queueing_delay_ns: encode(&t.qdelay),
+                    slowdown_milli: encode(&t.slowdown),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Histograms {
+            latency_ns: encode(&all.latency),
+            queueing_delay_ns: encode(&all.qdelay),
+            slowdown_milli: encode(&all.slowdown),
+            by_type,
+        }
     }
 
     /// The measured window's part of a run summary, the same for every driver: duration, offered
@@ -135,6 +165,7 @@ impl LatencyRecorder {
             queueing_delay_us: all.queueing_delay_us,
             slowdown: all.slowdown,
             by_type,
+            histograms: Some(self.histograms()),
             ..Summary::default()
         }
     }

@@ -241,7 +241,35 @@ pub struct Summary {
     /// Lock-level drops and per-lock statistics, with `server.lock_control` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_control: Option<LockDrops>,
+    /// The measured window's histograms (the first application's), for percentiles pooled
+    /// across runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<Histograms>,
     pub sim: SimStats,
+}
+
+/// HDR histograms of the measured window, each HdrHistogram's compressed V2 text
+/// (`HISTFAAA...`, see [`crate::histograms`]): merging those of several runs and reading a
+/// quantile gives the percentile of all their requests together.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Histograms {
+    /// End-to-end latency, ns.
+    pub latency_ns: String,
+    /// Time waiting in server queues, ns.
+    pub queueing_delay_ns: String,
+    /// Slowdown (latency / service time) in thousandths.
+    pub slowdown_milli: String,
+    /// Per request type, named, for workloads with several types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_type: Vec<TypeHistograms>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TypeHistograms {
+    pub name: String,
+    pub latency_ns: String,
+    pub queueing_delay_ns: String,
+    pub slowdown_milli: String,
 }
 
 /// A harvesting controller's counters over the whole run (warm-up included).

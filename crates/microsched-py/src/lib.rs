@@ -121,6 +121,24 @@ fn run<'py>(
     Ok(out)
 }
 
+/// Merges HDR histograms exported by runs (`summary["histograms"]`: HdrHistogram's compressed V2
+/// text) and reads quantiles of the union. Returns a dict: `count` (values recorded), `values`
+/// (the value at each of `quantiles`, in the histograms' unit; 0 if empty) and `histogram` (the
+/// merged histogram as text). A text that is not a histogram is a `ValueError`.
+#[pyfunction]
+#[pyo3(signature = (texts, quantiles=vec![0.5, 0.99, 0.999]))]
+fn merge_histograms<'py>(py: Python<'py>, texts: Vec<String>, quantiles: Vec<f64>) -> PyResult<Bound<'py, PyDict>> {
+    if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+        return Err(PyValueError::new_err(format!("quantiles: {q} is not allowed: use 0..=1")));
+    }
+    let merged = microsched_core::histograms::merge(texts.iter().map(String::as_str)).map_err(PyValueError::new_err)?;
+    let out = PyDict::new(py);
+    out.set_item("count", merged.len())?;
+    out.set_item("values", microsched_core::histograms::quantiles(&merged, &quantiles))?;
+    out.set_item("histogram", microsched_core::histograms::encode(&merged))?;
+    Ok(out)
+}
+
 /// The JSON Schema of a scenario.
 #[pyfunction]
 fn schema() -> String {
@@ -133,6 +151,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::serve, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::loadgen, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::merge_real, m)?)?;

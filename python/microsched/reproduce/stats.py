@@ -53,6 +53,33 @@ class Seeds:
         m, ci, _ = mean_ci95(self.values(variant, at, metric))
         return m, ci
 
+    def pooled(self, variant: str, at: float | None, metric: str) -> float:
+        """``metric`` (a percentile: ``latency_us.p99``, ``slowdown.p999``,
+        ``by_type.A.latency_us.p50``, ...) of ``variant`` at ``at`` over the requests of every
+        seed together, from the runs' merged histograms: the percentile of the pooled requests,
+        not the mean of the per-seed percentiles (NaN without exported histograms)."""
+        from ..histograms import KINDS, PREFIX, QUANTILES, pooled
+
+        base, _, name = metric.rpartition(".")
+        head, _, kind = base.rpartition(".")
+        col = next((PREFIX + (f"{head}." if head else "") + suffix
+                    for suffix, (m, _) in KINDS.items() if m == kind), None)
+        if col is None or name not in QUANTILES:
+            raise ValueError(f"{metric}: not a pooled percentile: use latency_us, queueing_delay_us or slowdown "
+                             f"with {', '.join(QUANTILES)}")
+        texts = self.values_raw(variant, at, col)
+        return pooled(texts, QUANTILES[name], KINDS[col.rsplit(".", 1)[1]][1])
+
+    def values_raw(self, variant: str, at: float | None, column: str) -> list:
+        """``column`` of ``variant`` at ``at`` for every seed, as stored (empty without it)."""
+        d = self.df
+        if column not in d.columns:
+            return []
+        sel = d["variant"] == variant
+        if self.key is not None:
+            sel &= np.isclose(d[self.key].astype(float), at)
+        return list(d.loc[sel, column])
+
     def per_seed(self, at: float | None, metric: str, fn: Callable[..., float], *variants: str) -> list[float]:
         """``fn(x_1, x_2, ...)`` on every seed all ``variants`` ran, x_i the metric of the i-th."""
         cols = pd.concat([self.values(x, at, metric) for x in variants], axis=1, join="inner")

@@ -183,7 +183,10 @@ def _hashable(v: Any) -> Any:
 def aggregate(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Means over seeds: one row per ``by`` group with, for every numeric metric M, the columns
     M (mean), ``M.ci95`` (half-width of its 95 % confidence interval; NaN with one seed) and
-    ``n`` (the number of seeds)."""
+    ``n`` (the number of seeds); and, where the rows carry the runs' exported histograms
+    (``histograms.*``), the percentiles of the group's requests pooled across seeds
+    (``latency_us.p99_pooled``, ...: :mod:`microsched.histograms`)."""
+    from ..histograms import pooled_columns
     if metrics is None:
         skip = set(by) | {"seed", "point"}
         metrics = [c for c in df.columns if c not in skip and pd.api.types.is_numeric_dtype(df[c])
@@ -201,5 +204,6 @@ def aggregate(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None
             row[f"{m}.ci95"] = ci
             n = max(n, n_m)
         row["n"] = n
+        row.update(pooled_columns({c: g[c] for c in g.columns if c.startswith("histograms.")}))
         out.append(row)
     return pd.DataFrame(out)

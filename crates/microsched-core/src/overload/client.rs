@@ -59,30 +59,41 @@ pub enum Out<R> {
     Timer { session: u32, at: Nanos },
 }
 
-/// End of a queue, or of the free list.
+/// End of the free list.
 const NIL: u32 = u32::MAX;
-/// `asked_at` of a session with no credit request awaiting an answer.
-const NOT_ASKED: Nanos = Nanos::MAX;
+/// `Session::flags` bits, above the queue length.
+const TIMER_ARMED: u32 = 1 << 31;
+/// A credit request is awaiting an answer.
+const ASKED: u32 = 1 << 30;
+/// A credit request was ever sent (for `first_request_only`).
+const ASKED_EVER: u32 = 1 << 29;
+/// The queue length's bits: a queue is capped below 2^29 entries (8 GiB of entries).
+const LEN: u32 = ASKED_EVER - 1;
 
-/// Kept to 32 bytes (no `Option`, no per-session queue allocation): with 100 000 sessions the
+/// Kept to 16 bytes, all zero for a session that never sent anything: with 100 000 sessions the
 /// simulator touches a random session per event, so what decides its speed is how many sessions
-/// fit in the cache.
-#[derive(Debug, Clone)]
+/// fit in the cache (four a cache line); and the table is allocated zeroed, so the memory of
+/// sessions never used is never touched (the OS backs a page only when one of its sessions is
+/// written).
+#[derive(Debug, Clone, Copy, Default, bytemuck::Zeroable)]
 struct Session {
     granted: u32,
     outstanding: u32,
-    /// The queue: a FIFO chain through the shared node pool, oldest first.
-    head: u32,
+    /// The queue: a circular chain through the shared node pool; this is its newest entry's
+    /// index + 1 (0: empty), and the newest's `next` is the oldest.
     tail: u32,
-    len: u32,
-    timer_armed: bool,
-    /// A credit request was ever sent (for `first_request_only`).
-    asked_ever: bool,
-    /// When the unanswered credit request was sent.
-    asked_at: Nanos,
+    /// Queued entries (`LEN` bits), `TIMER_ARMED`, `ASKED` and `ASKED_EVER`.
+    flags: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Session>() == 32);
+const _: () = assert!(std::mem::size_of::<Session>() == 16);
+
+impl Session {
+    #[inline]
+    fn len(&self) -> u32 {
+        self.flags & LEN
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Node<R> {
@@ -94,6 +105,9 @@ struct Node<R> {
 #[derive(Debug)]
 pub struct Clients<R> {
     sessions: Vec<Session>,
+    /// When each session's unanswered credit request was sent: kept only with `credit_retry`
+    /// (the real load generator; the simulator only needs the `ASKED` flag).
+    asked_at: Vec<Nanos>,
     /// Queue entries of every session; freed nodes are reused first, so the pool grows to the
     /// most requests ever queued at once, not with the number of sessions.
     nodes: Vec<Node<R>>,
@@ -112,13 +126,12 @@ pub struct Clients<R> {
 
 impl<R: Copy> Clients<R> {
     pub fn new(sessions: u32, capacity: u32, timeout: Nanos, credit_based: bool, credit_retry: Option<Nanos>) -> Self {
-        let idle =
-            Session { granted: 0, outstanding: 0, head: NIL, tail: NIL, len: 0, timer_armed: false, asked_ever: false, asked_at: NOT_ASKED };
         Self {
-            sessions: vec![idle; sessions as usize],
+            sessions: bytemuck::zeroed_vec(sessions as usize),
+            asked_at: if credit_retry.is_some() { vec![0; sessions as usize] } else { Vec::new() },
             nodes: Vec::new(),
             free: NIL,
-            capacity: capacity.max(1) as usize,
+            capacity: capacity.clamp(1, LEN) as usize,
             timeout,
             credit_based,
             credit_retry,
@@ -157,64 +170,69 @@ impl<R: Copy> Clients<R> {
             i
         };
         let s = &mut self.sessions[session as usize];
-        if s.tail == NIL {
-            s.head = i;
+        if s.tail == 0 {
+            self.nodes[i as usize].next = i;
         } else {
-            self.nodes[s.tail as usize].next = i;
+            let t = (s.tail - 1) as usize;
+            self.nodes[i as usize].next = self.nodes[t].next;
+            self.nodes[t].next = i;
         }
-        s.tail = i;
-        s.len += 1;
+        s.tail = i + 1;
+        s.flags += 1;
         self.queued += 1;
     }
 
+    /// The oldest entry's pool index.
+    #[inline]
+    fn head(&self, session: u32) -> Option<usize> {
+        let t = self.sessions[session as usize].tail;
+        (t != 0).then(|| self.nodes[(t - 1) as usize].next as usize)
+    }
+
     fn front(&self, session: u32) -> Option<(R, Nanos)> {
-        let s = &self.sessions[session as usize];
-        (s.head != NIL).then(|| {
-            let n = &self.nodes[s.head as usize];
-            (n.req, n.created)
-        })
+        self.head(session).map(|h| (self.nodes[h].req, self.nodes[h].created))
     }
 
     fn pop_front(&mut self, session: u32) -> Option<R> {
+        let h = self.head(session)?;
         let s = &mut self.sessions[session as usize];
-        let i = s.head;
-        if i == NIL {
-            return None;
+        let t = (s.tail - 1) as usize;
+        if h == t {
+            s.tail = 0;
+        } else {
+            self.nodes[t].next = self.nodes[h].next;
         }
-        let n = self.nodes[i as usize];
-        s.head = n.next;
-        if s.head == NIL {
-            s.tail = NIL;
-        }
-        s.len -= 1;
+        s.flags -= 1;
         self.queued -= 1;
-        self.nodes[i as usize].next = self.free;
-        self.free = i;
-        Some(n.req)
+        self.nodes[h].next = self.free;
+        self.free = h as u32;
+        Some(self.nodes[h].req)
     }
 
     /// A new request `req` of `session`, created at `now`.
     pub fn submit(&mut self, session: u32, req: R, now: Nanos, out: &mut Vec<Out<R>>) {
         let s = &mut self.sessions[session as usize];
-        if !self.credit_based || (s.outstanding < s.granted && s.len == 0) {
+        if !self.credit_based || (s.outstanding < s.granted && s.len() == 0) {
             s.outstanding += 1;
             out.push(Out::Send { req, demand: 0 });
             return;
         }
-        if s.len as usize >= self.capacity {
+        if s.len() as usize >= self.capacity {
             let old = self.pop_front(session).expect("full queue");
             out.push(Out::Drop { req: old, why: ClientDrop::Overflow });
         }
         self.push_back(session, req, now);
         self.drain(session, now, out);
-        let retry = self.credit_retry;
         let s = &mut self.sessions[session as usize];
-        let may_ask = (s.asked_at == NOT_ASKED || retry.is_some_and(|r| now.saturating_sub(s.asked_at) >= r))
-            && !(self.first_request_only && s.asked_ever);
-        if s.len > 0 && s.granted == 0 && s.outstanding == 0 && may_ask {
-            s.asked_at = now;
-            s.asked_ever = true;
-            out.push(Out::CreditRequest { session, demand: s.len });
+        let may_ask = (s.flags & ASKED == 0
+            || self.credit_retry.is_some_and(|r| now.saturating_sub(self.asked_at[session as usize]) >= r))
+            && !(self.first_request_only && s.flags & ASKED_EVER != 0);
+        if s.len() > 0 && s.granted == 0 && s.outstanding == 0 && may_ask {
+            s.flags |= ASKED | ASKED_EVER;
+            if let Some(at) = self.asked_at.get_mut(session as usize) {
+                *at = now;
+            }
+            out.push(Out::CreditRequest { session, demand: s.len() });
         }
     }
 
@@ -229,7 +247,7 @@ impl<R: Copy> Clients<R> {
             return;
         }
         s.granted = credits;
-        s.asked_at = NOT_ASKED;
+        s.flags &= !ASKED;
         if credits > 0 {
             self.drain(session, now, out);
         }
@@ -243,7 +261,7 @@ impl<R: Copy> Clients<R> {
 
     /// `session`'s timer fires.
     pub fn on_timer(&mut self, session: u32, now: Nanos, out: &mut Vec<Out<R>>) {
-        self.sessions[session as usize].timer_armed = false;
+        self.sessions[session as usize].flags &= !TIMER_ARMED;
         self.drain(session, now, out);
     }
 
@@ -266,12 +284,12 @@ impl<R: Copy> Clients<R> {
             let Some(req) = self.pop_front(session) else { break };
             let s = &mut self.sessions[session as usize];
             s.outstanding += 1;
-            out.push(Out::Send { req, demand: s.len });
+            out.push(Out::Send { req, demand: s.len() });
         }
         if let Some((_, created)) = self.front(session) {
             let s = &mut self.sessions[session as usize];
-            if !s.timer_armed {
-                s.timer_armed = true;
+            if s.flags & TIMER_ARMED == 0 {
+                s.flags |= TIMER_ARMED;
                 out.push(Out::Timer { session, at: created + timeout + 1 });
             }
         }
@@ -279,7 +297,7 @@ impl<R: Copy> Clients<R> {
 
     /// Requests waiting at `session`.
     pub fn queued_at(&self, session: u32) -> usize {
-        self.sessions[session as usize].len as usize
+        self.sessions[session as usize].len() as usize
     }
 
     /// Takes every queued request out (end of a run), session by session, oldest first.
@@ -372,6 +390,31 @@ mod tests {
             let n = out.iter().filter(|o| matches!(o, Out::CreditRequest { .. })).count();
             assert_eq!(n, asks, "{retry:?}");
         }
+    }
+
+    #[test]
+    fn queues_are_fifo_per_session_whatever_the_interleaving() {
+        // The circular chains through the shared pool against one VecDeque per session.
+        use rand::{Rng, SeedableRng};
+        use std::collections::VecDeque;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut c: Clients<u32> = Clients::new(8, 1 << 20, Nanos::MAX / 2, true, None);
+        let mut model: Vec<VecDeque<u32>> = vec![VecDeque::new(); 8];
+        for req in 0..20_000u32 {
+            let s = rng.gen_range(0..8u32);
+            if rng.gen_bool(0.55) {
+                c.push_back(s, req, 0);
+                model[s as usize].push_back(req);
+            } else {
+                assert_eq!(c.pop_front(s), model[s as usize].pop_front());
+            }
+            assert_eq!(c.queued_at(s), model[s as usize].len());
+            assert_eq!(c.front(s).map(|f| f.0), model[s as usize].front().copied());
+        }
+        assert!(c.nodes.len() < 20_000, "freed entries are reused");
+        let rest: Vec<u32> = model.iter().flatten().copied().collect();
+        assert_eq!(c.take_queued(), rest);
+        assert!(c.sessions.iter().all(|s| s.tail == 0 && s.flags == 0));
     }
 
     #[test]
