@@ -34,6 +34,9 @@ pub enum Suspend {
     Acquire(u32),
     /// Release mutex `id` (handing it to its first waiter); I continue at once.
     Release(u32),
+    /// My quantum expired and the timer flagged my worker ([`crate::preempt`]): requeue me as
+    /// preempted.
+    Preempt,
 }
 
 /// A suspended request's coroutine.
@@ -120,6 +123,17 @@ impl Cx<'_> {
     pub fn yield_now(&mut self) {
         if let Some(y) = self.y {
             y.suspend(Suspend::Yield);
+        }
+    }
+
+    /// Computes for `ns` of the request's own run time (spinning, the synthetic work). On a
+    /// server with time-slice preemption the spin is instrumented: it polls the worker's preempt
+    /// flag about every microsecond and, when the timer set it, suspends the request (the rest
+    /// of `ns` runs when it resumes, wherever). Elsewhere: a plain spin.
+    pub fn compute(&mut self, ns: Nanos) {
+        match self.y {
+            Some(y) if crate::preempt::bound() => crate::preempt::spin_preemptible(ns, || y.suspend(Suspend::Preempt)),
+            _ => crate::clock::spin_for(ns),
         }
     }
 
