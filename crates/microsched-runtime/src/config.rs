@@ -308,18 +308,22 @@ count = 4
 
     #[test]
     fn the_shipped_real_experiments_use_only_what_the_runtime_honours() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/real");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
         let mut n = 0;
-        for f in std::fs::read_dir(&dir).expect("experiments/real") {
-            let path = f.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
-                check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                n += 1;
+        for (sub, prefix) in [("real", ""), ("synergy", "real-")] {
+            let dir = root.join(sub);
+            for f in std::fs::read_dir(&dir).expect("experiments/") {
+                let path = f.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().to_string();
+                if name.ends_with(".toml") && name.starts_with(prefix) {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
+                    check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                    n += 1;
+                }
             }
         }
-        assert!(n >= 2);
+        assert!(n >= 4);
     }
 
     #[test]

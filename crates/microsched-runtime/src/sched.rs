@@ -2,7 +2,8 @@
 //! ([`QueuePolicy`](microsched_core::sched::QueuePolicy)), the very objects the simulator
 //! drives: where an arriving request waits (`steer`), where a yielded or woken one goes back to
 //! (`requeue`), and where an idle worker finds work and how much it steals (`next`,
-//! `steal_amount`). The runtime only carries the decisions out.
+//! `steal`), which requests are preemptible and with what quantum (`quantum`, `finished`,
+//! `preempt_at_quantum`: [`crate::preempt`]). The runtime only carries the decisions out.
 //!
 //! Every thread that decides (each worker, and the controller, which receives datagrams when no
 //! worker polls the socket) owns a [`Sched`]: its own policy instance, built from the scenario
@@ -10,7 +11,11 @@
 //! from a random stream), and one shared instance would need a lock on every arrival and every
 //! idle pass. The policies' state is only that stream, so per-thread instances decide as one
 //! would, except that the victim draws are interleaved differently (the simulator's single
-//! stream has no counterpart in concurrent threads anyway).
+//! stream has no counterpart in concurrent threads anyway). Synergy's state is more than that
+//! (per-worker EMAs, which workers run long requests, soft-ring counts, the wait queue's
+//! counters, read across workers when stealing), so a per-request policy is one instance that
+//! every thread decides with, behind a lock ([`crate::preempt::Preempt::shared_policy`]): the
+//! decisions are the simulator's, serialized as its event loop serializes them.
 //!
 //! The view ([`RtView`]) reads the live shared state without locks, lazily (a decision reads
 //! only what its policy asks for) and at most once per decision (a decision sees one
