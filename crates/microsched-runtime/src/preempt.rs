@@ -38,7 +38,7 @@ use microsched_core::time::us;
 use microsched_core::Nanos;
 use parking_lot::Mutex;
 
-use crate::clock::{realtime_priority, tight_timer_slack};
+use crate::clock::{realtime_priority, tight_timer_slack, Clock};
 use crate::report::Counters;
 use crate::sched::{RtView, Sched};
 use crate::server::Shared;
@@ -147,15 +147,16 @@ impl Preempt {
         s.deadline.store(Nanos::MAX, Ordering::SeqCst);
     }
 
-    /// Work was queued at worker `core`'s own queue at `now`: a quantum that expired with
+    /// Work was queued at worker `core`'s own queue (now): a quantum that expired with
     /// nothing queued there is re-armed for its next boundary, where the timer preempts it.
     /// The boundaries passed meanwhile were avoided preemptions.
     #[inline]
-    pub(crate) fn queued_at(&self, core: usize, now: Nanos, c: &Counters) {
+    pub(crate) fn queued_at(&self, core: usize, clock: &Clock, c: &Counters) {
         let s = &self.slots[core];
         if !self.lazy || s.deadline.load(Ordering::Relaxed) != LAZY {
             return;
         }
+        let now = clock.now();
         let from = s.lazy_from.load(Ordering::Relaxed);
         let q = s.quantum.load(Ordering::Relaxed).max(1);
         let passed = now.saturating_sub(from) / q;
@@ -258,7 +259,7 @@ pub(crate) fn run_timer(sh: Arc<Shared>, mut sched: Sched, realtime: bool) {
                         // Work queued between the check and the mark would wait for the next
                         // arrival: look once more.
                         if sched.preempt_at_quantum(w) {
-                            p.queued_at(w, sh.clock.now(), c);
+                            p.queued_at(w, &sh.clock, c);
                             earliest = earliest.min(s.deadline.load(Ordering::SeqCst));
                         }
                     }

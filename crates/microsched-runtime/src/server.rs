@@ -108,7 +108,7 @@ impl Shared {
             Place::Core(c) => {
                 self.cores[c as usize].deliver(job, at);
                 if self.preempt.enabled {
-                    self.preempt.queued_at(c as usize, self.clock.now(), &self.counters);
+                    self.preempt.queued_at(c as usize, &self.clock, &self.counters);
                 }
             }
             Place::Shared => self.shared.push(job, at),

@@ -178,7 +178,7 @@ fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: R
             }
             local.requeue(core, job, now);
             if sh.preempt.enabled {
-                sh.preempt.queued_at(me, now, &sh.counters);
+                sh.preempt.queued_at(me, &sh.clock, &sh.counters);
             }
         }
         place => sh.deliver(place, job, now),
