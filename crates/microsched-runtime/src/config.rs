@@ -147,7 +147,7 @@ const UNSUPPORTED: &[Unsupported] = &[
                 .find(|(_, v)| *v != 0.0)
                 .map(|(k, v)| (format!("server.preemption.{k}"), format!("{v:?}")))
         },
-        supported: "the runtime's preemption costs what it really costs (timer wake-up, flag, coroutine switch); leave the simulator's cost model at 0",
+        supported: "the runtime's preemption costs what it really costs (timer wake-up, flag, coroutine switch), not the simulator's cost model: leave it at 0",
     },
     Unsupported {
         check: |s| set("network.jitter_us", s.network.jitter_us, s.network.jitter_us != 0.0),
