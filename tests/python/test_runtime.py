@@ -144,9 +144,10 @@ def test_compare_sim_runs_the_same_workload_in_the_simulator(tmp_path):
     assert "real runtime vs simulator" in r.stdout and "real / sim" in r.stdout
 
 
-def test_real_refuses_time_slice_preemption_by_name():
-    one_line_error(cli("real", SCEN, "--set", "server.preemption.quantum_us=5", *SHORT),
-                   "server.preemption.quantum_us", "not supported by the real runtime")
+def test_real_refuses_a_modelled_interrupt_mechanism_by_name():
+    # Time slicing itself runs (server.preemption.quantum_us); a cost model of the simulator does not.
+    one_line_error(cli("real", SCEN, "--set", 'server.preemption.mechanism="uintr"', *SHORT),
+                   "server.preemption.mechanism", "not supported by the real runtime")
 
 
 YIELDING = 'workload.types.0.paths=[{steps=[{op="compute",share=0.5},{op="yield"},{op="compute",share=0.5}]}]'

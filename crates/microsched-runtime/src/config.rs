@@ -96,7 +96,9 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 /// * honoured: `name`, `seed` (the load generator's arrivals and service times, the server's
 ///   program and steal-victim draws), `duration_ms`, `warmup_ms`, `slo_us`, `server.max_cores`,
 ///   `server.queue` and `server.steal` (the simulator's queueing policy objects decide,
-///   [`crate::sched`]),
+///   [`crate::sched`]), `policy.sched` = `queue` or `synergy` (every field), and
+///   `server.preemption.quantum_us` (time slicing by a timer thread and yield points,
+///   `crate::preempt`),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
 ///   `clients.{sessions, queue_capacity, timeout_us}`, `load.*`, `workload.types` with their
 ///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
@@ -144,8 +146,16 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the controller thread samples the congestion signal every runtime.tick_us (\"sampled\")",
     },
     Unsupported {
-        check: |s| set("server.preemption.quantum_us", s.server.preemption.quantum_us.unwrap_or(0.0), s.server.preemption.quantum_us.is_some()),
-        supported: "the runtime has no time-slice preemption: requests run to completion or to a yield point (a `yield` step of workload.types[].paths) or a contended mutex",
+        check: |s| set("server.preemption.mechanism", s.server.preemption.mechanism, s.server.preemption.mechanism.is_some()),
+        supported: "the runtime's interrupt is its own (a timer thread writes a flag that the request polls about every µs, as compiler interrupts do) and costs what it really costs; leave it out",
+    },
+    Unsupported {
+        check: |s| set("server.preemption.percentile", s.server.preemption.percentile, s.server.preemption.percentile != 0.0),
+        supported: "the runtime pays the real interrupt costs, not a percentile of a table; leave it at 0",
+    },
+    Unsupported {
+        check: |s| set("server.preemption.service_inflation", s.server.preemption.service_inflation, s.server.preemption.service_inflation != 0.0),
+        supported: "the runtime's yield points cost what they really cost (a flag read every µs of spinning); leave it at 0",
     },
     Unsupported {
         check: |s| {
@@ -155,7 +165,7 @@ const UNSUPPORTED: &[Unsupported] = &[
                 .find(|(_, v)| *v != 0.0)
                 .map(|(k, v)| (format!("server.preemption.{k}"), format!("{v:?}")))
         },
-        supported: "the runtime has no time-slice preemption, so no preemption costs to model; leave it at 0",
+        supported: "the runtime's preemption costs what it really costs (timer wake-up, flag, coroutine switch), not the simulator's cost model: leave it at 0",
     },
     Unsupported {
         check: |s| set("network.jitter_us", s.network.jitter_us, s.network.jitter_us != 0.0),
@@ -170,8 +180,17 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the runtime keeps no per-request log (the load generator reports latency distributions)",
     },
     Unsupported {
-        check: |s| set("policy.sched.kind", "not queue", !matches!(s.policy.sched, microsched_core::scenario::SchedCfg::Queue)),
-        supported: "the runtime's workers run the queueing policy `server.queue` names (policy.sched.kind = \"queue\")",
+        check: |s| {
+            use microsched_core::scenario::SchedCfg;
+            let kind = match s.policy.sched {
+                SchedCfg::Queue | SchedCfg::Synergy(_) => return None,
+                SchedCfg::TinyQuanta(_) => "tiny_quanta",
+                SchedCfg::Darc(_) => "darc",
+                SchedCfg::Shinjuku(_) => "shinjuku",
+            };
+            Some(("policy.sched.kind".to_string(), format!("{kind:?}")))
+        },
+        supported: "the runtime's workers run \"queue\" (c-FCFS or d-FCFS, as server.queue says) or \"synergy\"; the policies with a dispatcher or class queues are simulator-only so far",
     },
     Unsupported {
         check: |s| set("server.dispatcher", s.server.dispatcher.as_ref().map(|d| d.cost_ns), s.server.dispatcher.is_some()),
@@ -253,6 +272,8 @@ count = 4
             "server.delay_signal=\"sampled\"",
             "network.rtt_us=50",
             "server.steal_cost_ns=100",
+            "server.preemption.quantum_us=5",
+            "policy.sched={kind=\"synergy\",thresh_wqd_us=20}",
         ]))
         .unwrap();
         check_scenario(&load(&[])).unwrap();
@@ -262,7 +283,9 @@ count = 4
     fn a_mechanism_the_runtime_lacks_is_refused_by_name() {
         for (o, field, hint) in [
             ("server.delay_signal=\"exact\"", "server.delay_signal", "sampled"),
-            ("server.preemption.quantum_us=5", "server.preemption.quantum_us", "yield point"),
+            ("server.preemption.mechanism=\"uintr\"", "server.preemption.mechanism", "compiler interrupts"),
+            ("server.preemption.service_inflation=0.1", "server.preemption.service_inflation", "yield points"),
+            ("policy.sched={kind=\"tiny_quanta\"}", "policy.sched.kind", "synergy"),
             ("workload.locks.0.spin=true", "workload.locks[0].spin", "blocking"),
             ("metrics.record_requests=true", "metrics.record_requests", "per-request"),
             ("server.dispatcher.cost_ns=100", "server.dispatcher", "dispatcher"),
@@ -295,18 +318,22 @@ count = 4
 
     #[test]
     fn the_shipped_real_experiments_use_only_what_the_runtime_honours() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/real");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
         let mut n = 0;
-        for f in std::fs::read_dir(&dir).expect("experiments/real") {
-            let path = f.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
-                check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                n += 1;
+        for (sub, prefix) in [("real", ""), ("synergy", "real-")] {
+            let dir = root.join(sub);
+            for f in std::fs::read_dir(&dir).expect("experiments/") {
+                let path = f.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().to_string();
+                if name.ends_with(".toml") && name.starts_with(prefix) {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let sc = Scenario::load(&text, Format::Toml, &dir, &[]).expect("valid").scenario;
+                    check_scenario(&sc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                    n += 1;
+                }
             }
         }
-        assert!(n >= 2);
+        assert!(n >= 4);
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub enum Suspend {
     /// A question or request of the latency-aware synchronization API ([`crate::asqm`]); the
     /// worker's answer is what the coroutine resumes with.
     Asqm(crate::asqm::Ask),
+    /// My quantum expired and the timer flagged my worker ([`crate::preempt`]): requeue me as
+    /// preempted.
+    Preempt,
 }
 
 /// A suspended request's coroutine, with the request's ASQM accounting (it moves with it).
@@ -138,6 +141,19 @@ impl Cx<'_> {
     pub fn yield_now(&mut self) {
         if let Some(y) = self.y {
             y.suspend(Suspend::Yield);
+        }
+    }
+
+    /// Computes for `ns` of the request's own run time (spinning, the synthetic work). On a
+    /// server with time-slice preemption the spin is instrumented: it polls the worker's preempt
+    /// flag about every microsecond and, when the timer set it, suspends the request (the rest
+    /// of `ns` runs when it resumes, wherever). Elsewhere: a plain spin.
+    pub fn compute(&mut self, ns: Nanos) {
+        match self.y {
+            Some(y) if crate::preempt::bound() => crate::preempt::spin_preemptible(ns, || {
+                y.suspend(Suspend::Preempt);
+            }),
+            _ => crate::clock::spin_for(ns),
         }
     }
 

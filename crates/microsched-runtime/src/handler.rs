@@ -5,7 +5,6 @@
 
 use microsched_core::program::Op;
 
-use crate::clock::spin_for;
 pub use crate::coro::Cx;
 
 /// A request as the handler sees it (validated by the receive path).
@@ -56,12 +55,12 @@ pub struct Synthetic;
 impl Handler for Synthetic {
     fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
         if req.program.is_empty() {
-            spin_for(req.service_ns);
+            cx.compute(req.service_ns);
             return Outcome::Ok;
         }
         for op in req.program {
             match *op {
-                Op::Compute(ns) => spin_for(ns),
+                Op::Compute(ns) => cx.compute(ns),
                 Op::Yield => cx.yield_now(),
                 Op::Acquire(id) => cx.lock(id),
                 Op::Release(id) => cx.unlock(id),

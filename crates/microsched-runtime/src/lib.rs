@@ -15,6 +15,7 @@
 //! * [`control`]: the controller thread that ticks the allocator and the credit controller.
 //! * [`rpc`]: session table and credit controller under one lock.
 //! * [`handler`]: the application trait and the synthetic handler (runs request programs).
+//! * `preempt`: time-slice preemption (a timer thread, per-worker flags polled at yield points).
 //! * [`coro`], [`mutex`]: requests as coroutines (yield points, blocking mutexes) and the
 //!   mutexes they wait on.
 //! * [`asqm`], [`kv`]: Protego's latency-aware locks (`server.lock_control`) and the key-value
@@ -37,6 +38,7 @@ pub mod merge;
 pub mod mutex;
 pub mod netstat;
 pub mod park;
+pub(crate) mod preempt;
 pub mod queue;
 pub mod report;
 pub mod rpc;

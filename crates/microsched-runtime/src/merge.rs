@@ -111,7 +111,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
     let lock_waits = rep.counter("mutex_waits");
     s.sched = Some(Sched {
         queue_policy: rep.queue_policy.clone(),
-        preemptions: 0,
+        preemptions: rep.counter("preemptions"),
+        avoided_preemptions: rep.counter("avoided_preemptions"),
         yields: rep.counter("yields"),
         lock_acquisitions: rep.counter("lock_acquisitions"),
         lock_waits,

@@ -60,6 +60,14 @@ counters!(
         coroutines,
         /// Yield points reached (the request went back to its worker's run queue).
         yields,
+        /// Requests that gave up their worker at a preempt flag (time-slice preemption).
+        preemptions,
+        /// Quantum deadlines the timer found expired; those at which the policy let the request
+        /// run another quantum (Synergy's conditional preemption); and the timer's lateness
+        /// after the deadlines, summed (ns).
+        quantum_expiries,
+        avoided_preemptions,
+        preempt_late_ns,
         /// Mutex acquisitions (lock steps reached).
         lock_acquisitions,
         /// Mutex acquisitions that found the mutex taken (the request waited off its worker).

@@ -2,7 +2,8 @@
 //! ([`QueuePolicy`](microsched_core::sched::QueuePolicy)), the very objects the simulator
 //! drives: where an arriving request waits (`steer`), where a yielded or woken one goes back to
 //! (`requeue`), and where an idle worker finds work and how much it steals (`next`,
-//! `steal_amount`). The runtime only carries the decisions out.
+//! `steal`), which requests are preemptible and with what quantum (`quantum`, `finished`,
+//! `preempt_at_quantum`: [`crate::preempt`]). The runtime only carries the decisions out.
 //!
 //! Every thread that decides (each worker, and the controller, which receives datagrams when no
 //! worker polls the socket) owns a [`Sched`]: its own policy instance, built from the scenario
@@ -10,7 +11,11 @@
 //! from a random stream), and one shared instance would need a lock on every arrival and every
 //! idle pass. The policies' state is only that stream, so per-thread instances decide as one
 //! would, except that the victim draws are interleaved differently (the simulator's single
-//! stream has no counterpart in concurrent threads anyway).
+//! stream has no counterpart in concurrent threads anyway). Synergy's state is more than that
+//! (per-worker EMAs, which workers run long requests, soft-ring counts, the wait queue's
+//! counters, read across workers when stealing), so a per-request policy is one instance that
+//! every thread decides with, behind a lock ([`crate::preempt::Preempt::shared_policy`]): the
+//! decisions are the simulator's, serialized as its event loop serializes them.
 //!
 //! The view ([`RtView`]) reads the live shared state without locks, lazily (a decision reads
 //! only what its policy asks for) and at most once per decision (a decision sees one
@@ -27,6 +32,7 @@ use std::sync::Arc;
 use microsched_core::rng::hash;
 use microsched_core::scenario::Scenario;
 use microsched_core::sched::{self, Next, Place, QueuePolicy, Requeue, ServerView};
+use microsched_core::Nanos;
 
 use crate::config::MAX_WORKERS;
 use crate::park::Phase;
@@ -132,10 +138,17 @@ impl ServerView for RtView {
     }
 }
 
-/// One thread's policy instance and view.
+/// One thread's policy instance and view. Policies with per-request state that other threads
+/// read (Synergy) are one instance for every thread, behind a lock ([`crate::preempt::Preempt`]).
 pub struct Sched {
-    policy: Box<dyn QueuePolicy<RtView>>,
+    policy: Policy,
     view: RtView,
+    per_request: bool,
+}
+
+enum Policy {
+    Own(Box<dyn QueuePolicy<RtView>>),
+    Shared(Arc<Shared>),
 }
 
 impl Sched {
@@ -143,36 +156,84 @@ impl Sched {
     /// controller), with a random stream of its own.
     pub(crate) fn new(sc: &Scenario, thread: usize, sh: Arc<Shared>) -> Self {
         let seed = hash(sc.seed ^ hash(thread as u64 + 1));
-        Self { policy: sched::build::<RtView>(sc, seed), view: RtView::new(sh) }
+        let (policy, per_request) = if sh.preempt.shared_policy.is_some() {
+            (Policy::Shared(sh.clone()), true)
+        } else {
+            (Policy::Own(sched::build::<RtView>(sc, seed)), false)
+        };
+        Self { policy, view: RtView::new(sh), per_request }
+    }
+
+    /// Runs `f` on the policy and a fresh view.
+    #[inline]
+    fn with<R>(&mut self, f: impl FnOnce(&mut dyn QueuePolicy<RtView>, &RtView) -> R) -> R {
+        let view = self.view.fresh();
+        match &mut self.policy {
+            Policy::Own(p) => f(p.as_mut(), view),
+            Policy::Shared(sh) => {
+                let mut p = sh.preempt.shared_policy.as_ref().expect("shared policy").lock();
+                f(p.as_mut(), view)
+            }
+        }
+    }
+
+    pub fn name(&mut self) -> &'static str {
+        self.with(|p, _| p.name())
     }
 
     /// The queue an arriving request of session `sid` joins.
-    pub fn name(&self) -> &'static str {
-        self.policy.name()
-    }
-
     #[inline]
     pub fn steer(&mut self, sid: u32) -> Place {
-        let view = self.view.fresh();
-        self.policy.steer(sid, view)
+        self.with(|p, v| p.steer(sid, v))
     }
 
     /// Where idle worker `me` finds work.
     #[inline]
     pub fn next(&mut self, me: usize) -> Next {
-        let view = self.view.fresh();
-        self.policy.next(me as u16, view)
+        if self.per_request {
+            let now = self.view.sh.clock.now();
+            return self.with(|p, v| {
+                p.clock(now);
+                p.next(me as u16, v)
+            });
+        }
+        self.with(|p, v| p.next(me as u16, v))
     }
 
+    /// How many of victim `v`'s `len` queued requests thief `me` takes.
     #[inline]
-    pub fn steal_amount(&self, len: usize) -> usize {
-        self.policy.steal_amount(len)
+    pub fn steal(&mut self, me: usize, v: usize, len: usize) -> usize {
+        self.with(|p, _| p.steal(me as u16, v as u16, len))
     }
 
     /// Where a request that ran on worker `me` goes back to.
     #[inline]
     pub fn requeue(&mut self, me: usize, why: Requeue) -> Place {
-        let view = self.view.fresh();
-        self.policy.requeue(me as u16, why, view)
+        self.with(|p, v| p.requeue(me as u16, why, v))
+    }
+
+    /// The quantum of the request worker `me` starts or resumes (`Nanos::MAX`: not
+    /// preemptible): the policy's for per-request policies, else the scenario's `default`.
+    pub fn quantum(&mut self, me: usize, rtype: u16, service: Nanos, default: Nanos) -> Nanos {
+        if !self.per_request {
+            return default;
+        }
+        let now = self.view.sh.clock.now();
+        self.with(|p, _| {
+            p.clock(now);
+            p.quantum(me as u16, rtype, service, default)
+        })
+    }
+
+    /// A request of nominal service time `service` finished on worker `me`.
+    pub fn finished(&mut self, me: usize, service: Nanos) {
+        if self.per_request {
+            self.with(|p, _| p.finished(me as u16, service));
+        }
+    }
+
+    /// Whether worker `w`'s request is preempted now that its quantum expired.
+    pub fn preempt_at_quantum(&mut self, w: usize) -> bool {
+        self.with(|p, v| p.preempt_at_quantum(w as u16, v))
     }
 }

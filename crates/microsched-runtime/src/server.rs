@@ -92,6 +92,8 @@ pub(crate) struct Shared {
     pub replay: Mutex<crate::auth::ReplayGuard>,
     /// `server.lock_control`: the ASQM / try_lock rule and per-lock statistics.
     pub asqm: Option<crate::asqm::Asqm>,
+    /// Time-slice preemption: quantum deadlines, the timer's flags, a shared policy instance.
+    pub preempt: crate::preempt::Preempt,
 }
 
 impl Shared {
@@ -105,7 +107,12 @@ impl Shared {
     /// Queues `job` at `place`, stamped `at` (its arrival, or when it became ready again).
     pub fn deliver(&self, place: Place, job: Job, at: microsched_core::Nanos) {
         match place {
-            Place::Core(c) => self.cores[c as usize].deliver(job, at),
+            Place::Core(c) => {
+                self.cores[c as usize].deliver(job, at);
+                if self.preempt.enabled {
+                    self.preempt.queued_at(c as usize, &self.clock, &self.counters);
+                }
+            }
             Place::Shared => self.shared.push(job, at),
             Place::Class(_) => unreachable!("the runtime refuses policies with class queues (policy.sched)"),
         }
@@ -144,6 +151,7 @@ pub struct Server {
     queue_policy: &'static str,
     workers: Vec<JoinHandle<()>>,
     control: Option<JoinHandle<ControlOut>>,
+    timer: Option<JoinHandle<()>>,
     be: Option<BeCoTenant>,
     be_threads: u32,
     started: Instant,
@@ -229,6 +237,7 @@ impl Server {
             secret: crate::auth::Secret::from_env(),
             replay: Mutex::new(Default::default()),
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
+            preempt: crate::preempt::Preempt::new(sc, n as usize),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();
@@ -256,8 +265,18 @@ impl Server {
                 .spawn(move || control::run(sh, sched, tick, sample, ops, realtime))
                 .expect("spawn controller")
         };
+        let timer = sh.preempt.enabled.then(|| {
+            let sh = sh.clone();
+            let sched = Sched::new(sc, n as usize + 1, sh.clone());
+            let realtime = sc.runtime.realtime;
+            std::thread::Builder::new()
+                .name("preempt-timer".into())
+                .spawn(move || crate::preempt::run_timer(sh, sched, realtime))
+                .expect("spawn preemption timer")
+        });
         Ok(Server {
             sh,
+            timer,
             addr,
             opts,
             scenario_name: sc.name.clone(),
@@ -330,6 +349,9 @@ impl Server {
         }
         for w in self.workers.drain(..) {
             let _ = w.join();
+        }
+        if let Some(t) = self.timer.take() {
+            let _ = t.join();
         }
         // Queued, or suspended behind a mutex (its holder was queued or stopped).
         let abandoned: u64 = self.sh.queued() + self.sh.mutexes.waiting() as u64;

@@ -50,6 +50,9 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
     crate::clock::default_priority();
     let core = &sh.cores[me];
     core.parker.register();
+    if sh.preempt.enabled {
+        sh.preempt.bind(me);
+    }
     let stopping = || sh.stop.load(Ordering::Relaxed);
     let mut buf = [0u8; 2048];
     let mut msgs: Vec<CreditMsg> = Vec::new();
@@ -84,7 +87,7 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
         }
         if job.is_none() {
             if let Next::Steal(v) = next {
-                job = local.steal_from(&sh.cores, me, v as usize, |len| sched.steal_amount(len));
+                job = local.steal_from(&sh.cores, me, v as usize, |len| sched.steal(me, v as usize, len));
             }
         }
         if let Some(job) = job {
@@ -179,6 +182,9 @@ fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: R
                 local.refill(core);
             }
             local.requeue(core, job, now);
+            if sh.preempt.enabled {
+                sh.preempt.queued_at(me, &sh.clock, &sh.counters);
+            }
         }
         place => sh.deliver(place, job, now),
     }
@@ -210,8 +216,16 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
     let core = &sh.cores[me];
     let start = sh.clock.now();
     core.parker.set(start, Phase::Busy);
+    // Time-slice preemption: this run's quantum, as the policy gives it (`Nanos::MAX`: it runs
+    // to completion or to its own suspension points, directly on the worker's stack if it can).
+    let quantum = if sh.preempt.enabled {
+        sched.quantum(me, job.rtype, job.service_ns, sh.preempt.default_quantum)
+    } else {
+        Nanos::MAX
+    };
+    let preemptible = quantum != Nanos::MAX;
     let (mut coro, started) = match job.task.take().map(|t| *t) {
-        None if !sh.handler.coroutine(job.rtype) => {
+        None if !sh.handler.coroutine(job.rtype) && !preemptible => {
             let req = Request {
                 session: job.session,
                 req_id: job.req_id,
@@ -224,6 +238,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 core.parker.set(sh.clock.now(), Phase::Search);
             } else {
                 finish(sh, me, &job, start, msgs);
+                sched.finished(me, job.service_ns);
             }
             return false;
         }
@@ -259,6 +274,14 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
             (coro, start)
         }
     };
+    if preemptible {
+        sh.preempt.arm(me, sh.clock.now(), quantum);
+    }
+    let disarm = || {
+        if preemptible {
+            sh.preempt.disarm(me);
+        }
+    };
     loop {
         let step = match coro.resume() {
             // The latency-aware synchronization API: answered here, or a plain lock step.
@@ -280,6 +303,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
         };
         match step {
             Step::Done(outcome) => {
+                disarm();
                 let replied = coro.replied;
                 sh.stacks.give(coro.into_stack());
                 if replied {
@@ -289,8 +313,20 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                     core.parker.set(sh.clock.now(), Phase::Search);
                 } else {
                     finish(sh, me, &job, started, msgs);
+                    sched.finished(me, job.service_ns);
                 }
                 return false;
+            }
+            Step::Suspended(Suspend::Preempt) => {
+                disarm();
+                Counters::bump(&sh.counters.preemptions);
+                let now = sh.clock.now();
+                job.task = Some(Box::new(Task::Running { coro, started }));
+                // Behind what arrived meanwhile if it goes back here (Synergy sends it to the
+                // wait queue, which any worker serves).
+                requeue(sh, me, local, sched, Requeue::Preempted, true, job);
+                core.parker.set(now, Phase::Search);
+                return true;
             }
             Step::Suspended(Suspend::Release(id)) => {
                 // Shenango's thread_ready: the new owner becomes runnable here; the releaser
@@ -322,6 +358,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                     crate::asqm::acquired(sh, id, false);
                 }
                 if !got {
+                    disarm();
                     Counters::bump(&sh.counters.mutex_waits);
                     core.parker.set(sh.clock.now(), Phase::Search);
                     return false;
@@ -329,6 +366,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 (job, coro) = parked.take().expect("not parked");
             }
             Step::Suspended(Suspend::Yield) => {
+                disarm();
                 Counters::bump(&sh.counters.yields);
                 let now = sh.clock.now();
                 job.task = Some(Box::new(Task::Running { coro, started }));

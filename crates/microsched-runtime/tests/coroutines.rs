@@ -401,8 +401,8 @@ service = {{ dist = \"constant\", value_us = 10 }}
         ("server.delay_signal=\"exact\"", "server.delay_signal"),
         ("server.packet_cost_ns=100", "server.packet_cost_ns"),
         (
-            "server.preemption.quantum_us=5",
-            "server.preemption.quantum_us",
+            "server.preemption.mechanism=\"signal\"",
+            "server.preemption.mechanism",
         ),
     ] {
         let sc = load(&text, &[o]);

@@ -49,13 +49,18 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for DistributedFcfs {
     }
 
     #[inline]
-    fn notify(&mut self, _place: Place, view: &V) -> Option<u16> {
+    fn notify(&mut self, place: Place, view: &V) -> Option<u16> {
         // The spinning core notices the queued work on its next steal pass; the pass is modelled
-        // as instantaneous, the steal itself costs the server's steal cost.
-        if self.steal {
-            view.spinners().last().copied()
-        } else {
-            None
+        // as instantaneous, the steal itself costs the server's steal cost. Only from a victim:
+        // a core in the middle of its own steal holds the requests it is taking, which nobody
+        // may take from it meanwhile (the driver keeps it out of `victims` until it is done).
+        if !self.steal {
+            return None;
+        }
+        let spinner = view.spinners().last().copied()?;
+        match place {
+            Place::Core(v) if !view.victims().contains(&v) => None,
+            _ => Some(spinner),
         }
     }
 
