@@ -220,12 +220,12 @@ pub struct Clients {
     pub retries: u32,
     /// A request that timed out waiting for a credit (clients.timeout_us) is retried too, with
     /// its locally generated failure (Protego's Fig. 8 clients); default: it is dropped.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub retry_timeouts: bool,
     /// Only a session's very first request asks the server for credit explicitly (the CoreSync
     /// artifact's Breakwater client); default: also the first request of each later drain
     /// episode. A drained session then waits for the server's wake-up.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub first_request_only: bool,
 }
 
