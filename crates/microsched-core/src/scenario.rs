@@ -113,6 +113,10 @@ pub struct Server {
     /// rules that count passes (Shenango: 4) wait at least this many times it.
     #[serde(default = "default_search_pass_ns")]
     pub search_pass_ns: f64,
+    /// How an idle core searches the queues for work: `instant` (default) or `probe` (sweeps
+    /// probe by probe, each probe costing time; see [`crate::sched::search`]).
+    #[serde(default)]
+    pub search: crate::sched::search::SearchCfg,
     /// How fresh the congestion signal (max over cores of the oldest queued request's age) is
     /// when an overload controller reads it: `sampled` (default) measures it every core-allocator
     /// interval (every 10 µs, Caladan's IOKernel poll, with a static allocation) and the

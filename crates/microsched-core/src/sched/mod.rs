@@ -12,6 +12,9 @@
 //! * [`darc`]: Perséphone's DARC (per-type central queues, cores reserved by type).
 //! * [`shinjuku`]: Shinjuku (per-type central queues, the head with the largest wait / SLO).
 //!
+//! How an idle core searches the queues (instantly, or probe by probe with a cost per probe) is
+//! the [`search`] policy (`server.search`).
+//!
 //! Also here, as mechanism shared by the drivers: [`asqm`] (lock-level drops: ASQM, try_lock),
 //! [`mutex`] (FIFO mutexes with waiter enqueue
 //! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
@@ -24,6 +27,7 @@ pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
 pub mod preemption;
+pub mod search;
 pub mod shinjuku;
 pub mod synergy;
 pub mod tiny_quanta;
@@ -164,6 +168,16 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
 /// Checks the scheduling mechanism's settings.
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     sc.server.preemption.validate("server.preemption")?;
+    sc.server.search.validate("server.search")?;
+    if !sc.server.search.is_instant() {
+        let queue_ok = sc.server.queue == QueueMode::PerCore && sc.server.steal && matches!(sc.policy.sched, SchedCfg::Queue);
+        if !queue_ok || sc.server.dispatcher.is_some() {
+            return Err(ScenarioError::new(
+                "server.search.kind",
+                "\"probe\" models d-FCFS work stealing: it needs server.queue = \"per_core\", server.steal = true, policy.sched.kind = \"queue\" and no dispatcher (else use \"instant\")",
+            ));
+        }
+    }
     match &sc.policy.sched {
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => c.validate("policy.sched")?,
