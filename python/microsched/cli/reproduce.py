@@ -49,6 +49,9 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--resume", action="store_true",
                     help="continue an interrupted reproduction in --out: every finished run was saved in OUT/parts, "
                          "only the others run (the same --quick/--seeds are required)")
+    rp.add_argument("--semantics", metavar="NAME",
+                    help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
+                         "(load-shift: study = the simulation study's simulator)")
     rp.set_defaults(func=cmd_reproduce)
 
 
@@ -86,7 +89,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
         try:
             outcome = reproduce.run_reproduction(args.name, out=args.out, quick=args.quick, jobs=args.jobs,
-                                                 seeds=args.seeds, progress=tick, resume=args.resume)
+                                                 seeds=args.seeds, progress=tick, resume=args.resume,
+                                                 semantics=args.semantics)
         except (reproduce.SpecError, SweepError) as e:
             raise CliError(e) from None
         except KeyboardInterrupt:

@@ -609,7 +609,8 @@ pub struct Config {
     /// The core fix ramps only in a period whose AQM drops reach this fraction of the pool, and
     /// then as the study's simulator does (`ramp_alpha`, drops ≥ 0.25 · 0.2 = 5 % of the pool):
     /// the ramp computed at one update is added at the next one whatever the delay. Absent: the
-    /// ramp follows every net core gain in a period whose delay is below target.
+    /// ramp follows every net core gain in a period whose delay is below target. Ignored without
+    /// `core_fix`.
     pub core_fix_drop_gate: Option<f64>,
 }
 
@@ -714,12 +715,6 @@ impl Config {
                 return Err(ScenarioError::new(
                     format!("{field}.core_fix_drop_gate"),
                     format!("{g} is not allowed: a fraction of the pool >= 0 (the study's simulator: 0.05)"),
-                ));
-            }
-            if !self.core_fix {
-                return Err(ScenarioError::new(
-                    format!("{field}.core_fix_drop_gate"),
-                    "only means something with core_fix = true",
                 ));
             }
         }
@@ -1271,8 +1266,7 @@ mod tests {
     fn bad_gate_and_ceiling_name_their_field() {
         let mut c = cfg();
         c.core_fix_drop_gate = Some(0.05);
-        assert!(c.validate("policy.overload").unwrap_err().to_string().contains("policy.overload.core_fix_drop_gate"));
-        c.core_fix = true;
+        assert!(c.validate("policy.overload").is_ok(), "ignored without core_fix");
         c.core_fix_drop_gate = Some(-1.0);
         assert!(c.validate("policy.overload").unwrap_err().to_string().contains("core_fix_drop_gate"));
         c.core_fix_drop_gate = None;

@@ -161,7 +161,13 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
     }
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
-        QueueMode::PerCore => Box::new(dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"))),
+        QueueMode::PerCore => {
+            let mut p = dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"));
+            if sc.server.steering == crate::scenario::Steering::Random {
+                p.steer_randomly(stream(seed, "steering"));
+            }
+            Box::new(p)
+        }
     }
 }
 
@@ -169,6 +175,12 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     sc.server.preemption.validate("server.preemption")?;
     sc.server.search.validate("server.search")?;
+    if sc.server.steering == crate::scenario::Steering::Random && !(sc.server.queue == QueueMode::PerCore && matches!(sc.policy.sched, SchedCfg::Queue)) {
+        return Err(ScenarioError::new(
+            "server.steering",
+            "\"random\" picks a per-core queue: it needs server.queue = \"per_core\" and policy.sched.kind = \"queue\" (else use \"rss\")",
+        ));
+    }
     if !sc.server.search.is_instant() {
         let queue_ok = sc.server.queue == QueueMode::PerCore && sc.server.steal && matches!(sc.policy.sched, SchedCfg::Queue);
         if !queue_ok || sc.server.dispatcher.is_some() {
