@@ -77,7 +77,7 @@ impl Node {
             spin_locks,
         );
         let node_seed = if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) };
-        if let Some(search) = sc.server.search.build(workers as usize, microsched_core::rng::stream(node_seed, "search")) {
+        if let Some(search) = sched::work_search(sc).build(workers as usize, microsched_core::rng::stream(node_seed, "search")) {
             server.set_search(search);
         }
         let rtt = us(sc.network.rtt_us);

@@ -181,9 +181,8 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             "\"random\" picks a per-core queue: it needs server.queue = \"per_core\" and policy.sched.kind = \"queue\" (else use \"rss\")",
         ));
     }
-    if !sc.server.search.is_instant() {
-        let queue_ok = sc.server.queue == QueueMode::PerCore && sc.server.steal && matches!(sc.policy.sched, SchedCfg::Queue);
-        if !queue_ok || sc.server.dispatcher.is_some() {
+    if matches!(sc.server.search, search::SearchCfg::Probe(_)) {
+        if !probe_search_applies(sc) {
             return Err(ScenarioError::new(
                 "server.search.kind",
                 "\"probe\" models d-FCFS work stealing: it needs server.queue = \"per_core\", server.steal = true, policy.sched.kind = \"queue\" and no dispatcher (else use \"instant\")",
@@ -207,6 +206,17 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+/// Whether the probe-cost search models this server's queueing: d-FCFS with work stealing
+/// (per-core queues, `server.steal`, the `queue` policy) and no dispatcher.
+pub fn probe_search_applies(sc: &Scenario) -> bool {
+    sc.server.queue == QueueMode::PerCore && sc.server.steal && matches!(sc.policy.sched, SchedCfg::Queue) && sc.server.dispatcher.is_none()
+}
+
+/// The work search a scenario runs (`server.search`, `auto` resolved).
+pub fn work_search(sc: &Scenario) -> search::SearchCfg {
+    sc.server.search.resolved(probe_search_applies(sc))
 }
 
 /// Cores that run requests: all of them, less the dispatcher's.

@@ -44,6 +44,10 @@ pub enum SearchCfg {
     Instant,
     /// Probe-by-probe sweeps of the other queues, each probe costing time.
     Probe(ProbeCfg),
+    /// `probe` with its defaults where it applies (per-core queues with stealing under the
+    /// `queue` policy, no dispatcher), `instant` elsewhere (central queues, policies that
+    /// choose victims themselves).
+    Auto,
 }
 
 /// The probe-cost search's parameters (defaults: the simulation study's simulator).
@@ -103,11 +107,20 @@ impl SearchCfg {
         matches!(self, SearchCfg::Instant)
     }
 
+    /// `auto` resolved for a scenario: `probe` (defaults) if `probe_applies`, else `instant`.
+    pub fn resolved(&self, probe_applies: bool) -> SearchCfg {
+        match self {
+            SearchCfg::Auto if probe_applies => SearchCfg::Probe(ProbeCfg::default()),
+            SearchCfg::Auto => SearchCfg::Instant,
+            other => other.clone(),
+        }
+    }
+
     /// The search of a server with `cores` queues; `None` for the instant search (the driver
     /// keeps its built-in fast path). `rng` is the run's `search` stream.
     pub fn build(&self, cores: usize, rng: Stream) -> Option<Box<dyn WorkSearch>> {
         match self {
-            SearchCfg::Instant => None,
+            SearchCfg::Instant | SearchCfg::Auto => None,
             SearchCfg::Probe(p) => Some(Box::new(ProbeSearch::new(p, cores, rng))),
         }
     }
