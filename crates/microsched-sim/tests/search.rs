@@ -32,6 +32,7 @@ kind = "none"
 "#;
 
 const PROBE: &str = r#"server.search={kind="probe"}"#;
+const INSTANT: &str = r#"server.search={kind="instant"}"#;
 
 /// McClure's simulator, 16 cores, exponential 1 µs tasks, tasks to a random queue: mean latency
 /// (µs) at loads 0.3, 0.5, 0.7, 0.9, measured by `tools/mcclure_sim_static.py SIM 16 4 ...`
@@ -44,7 +45,7 @@ fn probe_search_matches_mcclure_simulator_mean_latency() {
     for (load, theirs) in MCCLURE_MEAN_US {
         let l = format!("load.fraction={load}");
         let probe = run(STATIC16, &[PROBE, &l], 1).summary.latency_us.mean;
-        let instant = run(STATIC16, &[&l], 1).summary.latency_us.mean;
+        let instant = run(STATIC16, &[INSTANT, &l], 1).summary.latency_us.mean;
         // The probe model is theirs: within their spread plus ours (±4 % at 0.3–0.7, ±8 % at 0.9).
         let tol = if load > 0.8 { 0.08 } else { 0.04 };
         assert!((probe / theirs - 1.0).abs() <= tol, "load {load}: probe {probe:.3} µs vs McClure {theirs:.3} µs");
@@ -81,7 +82,7 @@ fn queueing_delay_grows_with_the_probe_cost() {
         o.extend_from_slice(extra);
         run(STATIC16, &o, 2).summary.queueing_delay_us.mean
     };
-    let instant = q(&[]);
+    let instant = q(&[INSTANT]);
     let cheap = q(&[r#"server.search={kind="probe",probe_ns=1,own_check_us=0.001}"#]);
     let study = q(&[PROBE]);
     let slow = q(&[r#"server.search={kind="probe",probe_ns=400}"#]);
