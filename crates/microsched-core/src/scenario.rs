@@ -117,6 +117,15 @@ pub struct Server {
     /// rules that count passes (Shenango: 4) wait at least this many times it.
     #[serde(default = "default_search_pass_ns")]
     pub search_pass_ns: f64,
+    /// How an idle core searches the queues for work: `instant` (default) or `probe` (sweeps
+    /// probe by probe, each probe costing time; see [`crate::sched::search`]).
+    #[serde(default)]
+    pub search: crate::sched::search::SearchCfg,
+    /// Which per-core queue an arriving request joins: `rss` (default: its session hashed to a
+    /// home core, an active one if the home is parked) or `random` (a random active core per
+    /// request, as the simulation study's and McClure's simulators do; per_core mode only).
+    #[serde(default)]
+    pub steering: Steering,
     /// How fresh the congestion signal (max over cores of the oldest queued request's age) is
     /// when an overload controller reads it: `sampled` (default) measures it every core-allocator
     /// interval (every 10 µs, Caladan's IOKernel poll, with a static allocation) and the
@@ -142,6 +151,16 @@ pub struct Server {
 
 fn default_replicas() -> u32 {
     1
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Steering {
+    /// The session's home core (RSS), steered to an active core while the home is parked.
+    #[default]
+    Rss,
+    /// A random active core for every request.
+    Random,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

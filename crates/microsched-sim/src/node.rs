@@ -63,7 +63,7 @@ impl Node {
     pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, spin_locks: Vec<bool>) -> Self {
         let workers = sched::worker_cores(sc);
         let allocator = alloc::build(&sc.policy.allocator, sc.server.max_cores);
-        let server = Server::new(
+        let mut server = Server::new(
             index,
             ServerCfg {
                 max_cores: workers as usize,
@@ -79,6 +79,10 @@ impl Node {
             sched::build(sc, if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) }),
             spin_locks,
         );
+        let node_seed = if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) };
+        if let Some(search) = sched::work_search(sc).build(workers as usize, microsched_core::rng::stream(node_seed, "search")) {
+            server.set_search(search);
+        }
         let rtt = us(sc.network.rtt_us);
         let credit = overload::build(&sc.policy.overload, sessions, sc.server.max_cores, rtt).map(|ctl| {
             let exact = sc.server.delay_signal == DelaySignal::Exact;

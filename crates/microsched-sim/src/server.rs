@@ -18,6 +18,8 @@ use crate::dispatcher::Dispatcher;
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
 
+mod search;
+
 const NONE: u32 = u32::MAX;
 
 /// What a core is doing. Busy and Search make up the LC allocation; the best-effort co-tenant
@@ -425,6 +427,8 @@ pub struct Server {
     pub locks: Option<Box<LockDropState>>,
     /// Breakwater v2's worker-start drop (`latency_budget_us`); `None`: off.
     pub start_drop: Option<StartDrop>,
+    /// The probe-cost work search (`server.search.kind = "probe"`); None: the instant search.
+    probe: Option<Box<search::ProbeState>>,
 }
 
 /// Breakwater v2's worker-start drop: a request whose worker starts while the delay signal
@@ -551,6 +555,7 @@ impl Server {
             yields_asked: Vec::new(),
             locks: None,
             start_drop: None,
+            probe: None,
         }
     }
 
@@ -618,6 +623,11 @@ impl Server {
     /// Puts a runnable request on `place`: straight onto a spinning core that serves it, else
     /// into the queue (a spinning core may be sent to steal it).
     fn make_runnable(&mut self, req: u32, place: Place, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        if self.probe.is_some() {
+            if let Place::Core(c) = place {
+                return self.queue_probed(req, c, now, evq);
+            }
+        }
         let idle = match place {
             Place::Core(c) => self.q.spinners.remove(c).then_some(c),
             Place::Shared => self.q.spinners.pop(),
@@ -1130,6 +1140,7 @@ impl Server {
         q.victims.remove(thief);
         if self.cfg.steal_cost == 0 {
             self.end_steal(thief);
+            self.stealable_again(thief, now, evq);
             if !self.run_own(thief, now, slab, evq) {
                 let next = self.find_work(thief, now, slab, evq);
                 self.idled.push((thief, next));
@@ -1154,6 +1165,9 @@ impl Server {
         if self.q.cores[core as usize].yield_requested {
             self.park(core, now);
             return Idle::Yielded;
+        }
+        if self.probe.is_some() {
+            return self.find_work_probed(core, now, slab, evq);
         }
         if self.per_request {
             self.policy.clock(now);
@@ -1193,6 +1207,7 @@ impl Server {
     /// A steal finished: run what was taken.
     pub fn steal_done(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
         self.end_steal(core);
+        self.stealable_again(core, now, evq);
         if self.run_own(core, now, slab, evq) {
             Idle::Working
         } else {

@@ -184,6 +184,9 @@ impl Sim {
             self.evq.push(self.warmup, Event::WarmupEnd);
         }
         self.evq.push(self.sample_every, Event::Sample);
+        for n in &mut self.nodes {
+            n.server.begin_searches(0, &mut self.evq);
+        }
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(iv) = n.allocator.interval() {
                 self.evq.push(iv, Event::AllocTick { node: i as u16 });
@@ -275,6 +278,12 @@ impl Sim {
                 self.after_idle(node, core, idle);
             }
             Event::ParkCheck { node, core, epoch } => self.park_check(node, core, epoch),
+            Event::Probe { node, core, victim, sweep } => {
+                if let Some(idle) = self.nodes[node as usize].server.probe_event(core, victim, sweep, now, &mut self.slab, &mut self.evq) {
+                    self.after_idle(node, core, idle);
+                }
+            }
+            Event::SweepEnd { node, core, sweep } => self.sweep_end(node, core, sweep),
             Event::ResponseArrive { req, credits } => self.response(req, credits),
             Event::AllocTick { node } => self.alloc_tick(node),
             Event::Sample => self.sample(),
@@ -707,6 +716,8 @@ impl Sim {
                 let rule = n.allocator.park_rule();
                 let wait = match rule.mode {
                     ParkMode::Never => return,
+                    // The probe search's sweep-end rule decides (see `sweep_end`).
+                    ParkMode::AfterPoll if n.server.parks_after_sweep() => return,
                     ParkMode::AfterPoll => rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass),
                     ParkMode::OnlyLastCore if n.server.active_count() == 1 => self.search_pass,
                     ParkMode::OnlyLastCore => return,
@@ -717,11 +728,36 @@ impl Sim {
         }
     }
 
+    /// The end of a probe-search sweep: the study's rule parks a core whose fruitless search
+    /// has lasted the poll period, else the next sweep begins.
+    fn sweep_end(&mut self, node: u16, core: u16, sweep: u32) {
+        let now = self.now;
+        let n = &mut self.nodes[node as usize];
+        match n.server.sweep_end(core, sweep, now, &mut self.slab, &mut self.evq) {
+            None => {}
+            Some(Idle::Spinning) => {
+                let rule = n.allocator.park_rule();
+                let wait = rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass);
+                if n.server.parks_after_sweep() && rule.mode == ParkMode::AfterPoll && now - n.server.search_started_at(core) + 1 >= wait {
+                    let epoch = n.server.core(core).epoch;
+                    self.park_check(node, core, epoch);
+                }
+                self.nodes[node as usize].server.next_sweep(core, now, &mut self.evq);
+            }
+            Some(idle) => self.after_idle(node, core, idle),
+        }
+    }
+
     fn park_check(&mut self, node: u16, core: u16, epoch: u32) {
         let measuring = self.measuring;
         let n = &mut self.nodes[node as usize];
         if n.server.core(core).epoch != epoch || !n.server.is_spinning(core) {
             return; // found work since, or already parked
+        }
+        // Probe search: the final own-queue check before parking.
+        if let Some(idle) = n.server.take_own_work(core, self.now, &mut self.slab, &mut self.evq) {
+            self.after_idle(node, core, idle);
+            return;
         }
         let active = n.server.active_count();
         if active == 1 && n.allocator.park_rule().mode == ParkMode::Never {

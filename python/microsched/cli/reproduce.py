@@ -53,6 +53,9 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--condition", metavar="C",
                     help="run every variant under a named condition of the reproduction (coresync: slow-wake, "
                          "keep-cut, capped-pool); default output results/NAME-C")
+    rp.add_argument("--semantics", metavar="NAME",
+                    help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
+                         "(load-shift: study = the simulation study's simulator)")
     rp.set_defaults(func=cmd_reproduce)
 
 
@@ -93,7 +96,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         try:
             outcome = reproduce.run_reproduction(args.name, out=args.out, quick=args.quick, jobs=args.jobs,
                                                  seeds=args.seeds, progress=tick, resume=args.resume,
-                                                 condition=args.condition)
+                                                 condition=args.condition, semantics=args.semantics)
         except (reproduce.SpecError, SweepError) as e:
             raise CliError(e) from None
         except KeyboardInterrupt:

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -29,7 +30,7 @@ import pandas as pd
 from .claims import Claim, write_claims
 from ..sweep.runner import _tidy
 from .runner import aggregate, default_jobs, run_points
-from .spec import SweepSpec
+from .spec import SpecError, SweepSpec
 
 RESULTS_FILE = "results.parquet"
 AGGREGATE_FILE = "aggregate.parquet"
@@ -50,6 +51,7 @@ class Context:
     quick: bool
     figures: list[Path] = field(default_factory=list)
     condition: str | None = None  # the named condition the variants ran under, if any
+    semantics: str | None = None  # --semantics NAME: experiments/NAME/semantics-NAME.toml applied
 
     def save_figure(self, fig: Any, filename: str) -> Path:
         import matplotlib.pyplot as plt
@@ -158,9 +160,30 @@ class Outcome:
     wall_s: float
 
 
+def semantics_names(repro: Reproduction) -> list[str]:
+    """The alternative semantics a reproduction offers: ``semantics-NAME.toml`` next to its spec."""
+    return sorted(p.stem.removeprefix("semantics-") for p in spec_path(repro).parent.glob("semantics-*.toml"))
+
+
+def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dict:
+    """Appends the overrides of ``semantics-NAME.toml`` (another model's semantics) to the spec's
+    own, so that every point and the variants' own settings on top of them use it."""
+    allowed = semantics_names(repro)
+    if semantics not in allowed:
+        raise SpecError(f"--semantics: {semantics!r} is not offered by {repro.name}: use "
+                        f"{', '.join(allowed) or 'none (it has no alternative semantics)'}")
+    p = spec_path(repro).parent / f"semantics-{semantics}.toml"
+    raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    unknown = set(raw) - {"description", "overrides"}
+    if unknown:
+        raise SpecError(f"{p}: {sorted(unknown)[0]}: unknown field: use description, overrides")
+    spec.overrides = [*spec.overrides, *raw.get("overrides", [])]
+    return {"name": semantics, "file": str(p), "description": raw.get("description", "")}
+
+
 def run_reproduction(name: str, out: str | Path | None = None, quick: bool = False, jobs: int | None = None,
                      seeds: int | None = None, progress: Callable[[int, int], None] | None = None,
-                     resume: bool = False, condition: str | None = None) -> Outcome:
+                     resume: bool = False, condition: str | None = None, semantics: str | None = None) -> Outcome:
     """Runs reproduction ``name`` and writes its results, claims and figures to ``out``
     (default ``results/NAME``).
 
@@ -173,6 +196,7 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
 
     repro = get(name)
     spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
+    sem = apply_semantics(spec, repro, semantics) if semantics else None
     if condition is not None:
         from dataclasses import replace
 
@@ -181,7 +205,8 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     points = spec.points()
     _validate_points(spec, points)
     jobs = default_jobs() if jobs is None else jobs
-    out_dir = Path(out) if out is not None else Path("results") / (name if condition is None else f"{name}-{condition}")
+    suffix = "".join(f"-{x}" for x in (semantics, condition) if x)
+    out_dir = Path(out) if out is not None else Path("results") / f"{name}{suffix}"
     parts = out_dir / PARTS_DIR
     stamp = {"reproduction": name, "quick": quick, "condition": condition, "spec": {k: v for k, v in spec.to_dict().items() if k != "spec"}}
     stamp_path = parts / "profile.json"
@@ -240,10 +265,11 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
         "reproduction": name, "paper": repro.paper, "figure": repro.figure, "description": repro.description,
         "quick": quick, "condition": condition, "jobs": jobs, "points": len(points), "sweep_wall_s": round(sweep_s, 3),
         "microsched_version": _version(), "spec": spec.to_dict(),
+        **({"semantics": sem} if sem else {}),
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
-    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition)
+    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition, semantics=semantics)
     claims = repro.analyze(ctx)
     write_claims(claims, out_dir / CLAIMS_FILE)
     wall = time.perf_counter() - t0

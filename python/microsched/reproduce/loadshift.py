@@ -111,10 +111,21 @@ def analyze(ctx: Context) -> list[Claim]:
     plot_timeseries(ctx, ts)
     plot_closeup(ctx, ts)
     seeds = Seeds(df)
-    return [claim_improvement(seeds), claim_slow_ramp(ts), claim_burst_dropped(ts), claim_latency(seeds)]
+    return [claim_improvement(seeds, ctx.semantics), claim_slow_ramp(ts), claim_burst_dropped(ts), claim_latency(seeds)]
 
 
-def claim_improvement(s: Seeds) -> Claim:
+STUDY_NOTE = (
+    "Under the study simulator's semantics (--semantics study: probe search parking after a full sweep, random "
+    "steering, exact delay signal, one client with an unbounded window and a 620 µs timeout, pool 700 in "
+    "150..1175, drop-gated ramp) the fix's throughput matches the study's own simulator run here within 2 % per "
+    "phase (8 ms scaled run: 21.45 vs 21.80 M req/s), and the gain is ~+30 % in both simulators (+31.4 % in "
+    "theirs), against the paper's +7 %. The gain varies widely by seed: whether the baseline's pool escapes the "
+    "collapse cycle in the 0.2 phase is a threshold effect. Our baseline keeps less pool than theirs (mean 282 vs "
+    "~700 in the 0.2 phase): our caladan allocator skips the interval after each grant (one core per 10 µs at "
+    "most), theirs adds one every 5 µs while any queue head is older than 10 µs.")
+
+
+def claim_improvement(s: Seeds, semantics: str | None = None) -> Claim:
     pct = s.per_seed(None, "throughput_rps", lambda base, fix: 100 * (safe_ratio(fix, base) - 1), BASE, FIX)
     m, ci, n = mean_ci95(pct)
     # "Roughly by how much" (DESIGN.md): the direction and a factor of two of the paper's 7 %.
@@ -127,7 +138,9 @@ def claim_improvement(s: Seeds) -> Claim:
                             for v in (BASE, FIX, INIT32) if v in set(s.df["variant"])},
         "offered_mrps": _r(s.df["offered_rps"].astype(float).mean() / 1e6, 3),
     }
-    if not holds:
+    if not holds and semantics == "study":
+        extra["note"] = STUDY_NOTE
+    elif not holds:
         extra["note"] = (
             "The fix wins, but by far more than 7 %: in our model the baseline falls into the study's own "
             "throughput-collapse cycle (Fig. 2, reproduced by `reproduce collapse`) during the first 0.2-load "

@@ -104,6 +104,11 @@ pub struct Breakwater {
     /// Active cores at the previous pool update: the core fix grows the pool by the net gain
     /// since then.
     cores_at_update: u32,
+    /// `core_fix_drop_gate` (with `core_fix`), the AQM drops counted at the previous update, and
+    /// the ramp it decided for the next one.
+    drop_gate: Option<f64>,
+    drops_at_update: u64,
+    pending_ramp: i64,
 }
 
 impl Breakwater {
@@ -127,7 +132,7 @@ impl Breakwater {
         if cfg.core_fix {
             min_pool = min_pool.max(Self::core_fix_min_pool(max_cores, rtt_ns, target_ns));
         }
-        let max_pool = i64::from(sessions) * i64::from(cfg.max_pool_per_session);
+        let max_pool = cfg.max_pool.map_or(i64::from(sessions) * i64::from(cfg.max_pool_per_session), i64::from);
         let pool = cfg.initial_pool.map_or(min_pool, i64::from).max(min_pool).min(max_pool);
         Self {
             target_ns,
@@ -154,6 +159,9 @@ impl Breakwater {
             aqm_drops: 0,
             active_cores: max_cores,
             cores_at_update: max_cores,
+            drop_gate: if cfg.core_fix { cfg.core_fix_drop_gate } else { None },
+            drops_at_update: 0,
+            pending_ramp: 0,
         }
     }
 
@@ -249,6 +257,9 @@ impl Breakwater {
         self.last_update = Some(now);
         let gained = self.active_cores.saturating_sub(self.cores_at_update);
         self.cores_at_update = self.active_cores;
+        if let Some(gate) = self.drop_gate {
+            return self.update_pool_gated(gate, gained, delay_ns);
+        }
         let new_pool = if delay_ns >= self.target_ns {
             self.decreased_pool(delay_ns)
         } else if self.core_fix && gained > 0 {
@@ -257,6 +268,27 @@ impl Breakwater {
         } else {
             self.increased_pool()
         };
+        self.apply_pool(new_pool);
+    }
+
+    /// The study simulator's gated ramp (`core_fix_drop_gate`): a ramp decided at the previous
+    /// update is added now as a forced increase; this period's ramp is `gained · C_total /
+    /// N_t` if the drops since the previous update reach `gate` of the pool.
+    fn update_pool_gated(&mut self, gate: f64, gained: u32, delay_ns: Nanos) {
+        let ramp = std::mem::take(&mut self.pending_ramp);
+        let new_pool = if ramp > 0 {
+            let p = self.increased_pool();
+            self.clamp_pool(p.saturating_add(ramp))
+        } else if delay_ns >= self.target_ns {
+            self.decreased_pool(delay_ns)
+        } else {
+            self.increased_pool()
+        };
+        let drops = self.aqm_drops - self.drops_at_update;
+        self.drops_at_update = self.aqm_drops;
+        if gained > 0 && self.active_cores > 0 && drops as f64 >= gate * new_pool.max(1) as f64 {
+            self.pending_ramp = i64::from(gained) * new_pool.max(0) / i64::from(self.active_cores);
+        }
         self.apply_pool(new_pool);
     }
 
@@ -582,6 +614,15 @@ pub struct Config {
     /// requests without a program (lock paths are Protego's ASQM, `server.lock_control`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_budget_us: Option<f64>,
+    /// Absolute pool ceiling, replacing `N · max_pool_per_session` (the study's simulator caps
+    /// the pool: `25 + 150·⌊RTT/5 µs⌋ + ⌊d_t/100 ns⌋ + 150`, 1 175 at RTT 30 µs, d_t 10 µs).
+    pub max_pool: Option<u32>,
+    /// The core fix ramps only in a period whose AQM drops reach this fraction of the pool, and
+    /// then as the study's simulator does (`ramp_alpha`, drops ≥ 0.25 · 0.2 = 5 % of the pool):
+    /// the ramp computed at one update is added at the next one whatever the delay. Absent: the
+    /// ramp follows every net core gain in a period whose delay is below target. Ignored without
+    /// `core_fix`.
+    pub core_fix_drop_gate: Option<f64>,
 }
 
 impl Default for Config {
@@ -600,6 +641,8 @@ impl Default for Config {
             initial_pool: None,
             core_fix: false,
             latency_budget_us: None,
+            max_pool: None,
+            core_fix_drop_gate: None,
         }
     }
 }
@@ -682,6 +725,20 @@ impl Config {
                 "0 is not allowed: must be at least 1 (default: server.max_cores)",
             ));
         }
+        if let Some(g) = self.core_fix_drop_gate {
+            if !(g.is_finite() && g >= 0.0) {
+                return Err(ScenarioError::new(
+                    format!("{field}.core_fix_drop_gate"),
+                    format!("{g} is not allowed: a fraction of the pool >= 0 (the study's simulator: 0.05)"),
+                ));
+            }
+        }
+        if self.max_pool == Some(0) {
+            return Err(ScenarioError::new(
+                format!("{field}.max_pool"),
+                "0 is not allowed: must be at least 1 (default: sessions × max_pool_per_session)",
+            ));
+        }
         if self.initial_pool == Some(0) {
             return Err(ScenarioError::new(
                 format!("{field}.initial_pool"),
@@ -696,6 +753,26 @@ impl Config {
     pub fn build(&self, sessions: u32, max_cores: u32, rtt_ns: Nanos) -> Box<dyn super::CreditController> {
         Box::new(Breakwater::new(self, sessions, max_cores, rtt_ns))
     }
+}
+
+/// A warning for an absolute α with more sessions than credits: the study's α = 1 was for its
+/// one client; with thousands of sessions the pool (growing by α per RTT, whatever the session
+/// count) starts and stays below one credit per session, so most sessions are drained and their
+/// requests time out at the client (10 000 sessions on the load-shift scenario: 97 % of requests
+/// dropped at load 1). `sessions` counts every application's.
+pub fn absolute_alpha_warning(cfg: &crate::scenario::OverloadCfg, sessions: u64, max_cores: u32) -> Option<String> {
+    let crate::scenario::OverloadCfg::Breakwater(c) = cfg else { return None };
+    if c.alpha_mode != AlphaMode::Absolute {
+        return None;
+    }
+    let floor = c.min_pool.unwrap_or(max_cores);
+    let start = c.initial_pool.unwrap_or(floor).max(floor);
+    (sessions > u64::from(start)).then(|| {
+        format!(
+            "policy.overload.alpha_mode: an absolute α ({}) with {sessions} sessions and a pool starting at {start} credits leaves most sessions without a credit (the pool grows by α per RTT whatever the session count), so their requests time out at the client; use alpha_mode = \"per_session\" (α scaled by the session count, Breakwater's code), fewer sessions (the study ran one client), or a larger initial_pool",
+            c.alpha
+        )
+    })
 }
 
 #[cfg(test)]
@@ -1158,6 +1235,71 @@ mod tests {
         b.on_cores_changed(11 * US, 16);
         b.on_timer(40 * US, 0);
         assert_eq!(b.pool(), 400);
+    }
+
+    /// The study simulator's gated ramp: no ramp without drops (the low-load ratchet of the
+    /// ungated fix), a ramp decided in a period with drops ≥ 5 % of the pool and added at the
+    /// next update whatever the delay; the absolute ceiling caps it.
+    #[test]
+    fn core_fix_drop_gate_ramps_only_after_drops() {
+        let mut c = cfg();
+        c.core_fix = true;
+        c.core_fix_drop_gate = Some(0.05);
+        c.max_pool = Some(1175);
+        c.target_us = 10.0;
+        c.alpha = 0.0;
+        let mut b = Breakwater::new(&c, 1, 32, 30 * US);
+        assert_eq!(b.max_pool(), 1175, "the absolute ceiling replaces sessions × 64");
+        b.on_cores_changed(0, 8);
+        b.on_timer(10 * US, 0);
+        b.set_pool(400);
+        b.on_cores_changed(11 * US, 10);
+        b.on_timer(40 * US, 0);
+        b.on_timer(70 * US, 0);
+        assert_eq!(b.pool(), 400, "a net gain without drops does not ramp");
+        assert!(b.on_credit_request(71 * US, 0, 1).is_some());
+        for i in 0..20 {
+            assert_eq!(b.on_request(72 * US + i, 0, 0, 50 * US), Admission::Drop);
+        }
+        b.on_cores_changed(80 * US, 12); // 20 drops ≥ 5 % of 400: ramp 2 · 400 / 12 = 66
+        b.on_timer(100 * US, 30 * US);
+        let cut = b.pool();
+        assert!(cut < 400, "this update still decreases: {cut}");
+        b.on_timer(130 * US, 30 * US);
+        assert_eq!(b.pool(), cut + 2 * cut / 12, "the ramp is added at the next update, above target or not");
+        b.set_pool(1170);
+        b.on_cores_changed(131 * US, 20);
+        for i in 0..60 {
+            b.on_request(132 * US + i, 0, 0, 50 * US);
+        }
+        b.on_timer(160 * US, 0);
+        b.on_timer(190 * US, 0);
+        assert_eq!(b.pool(), 1175, "capped");
+    }
+
+    #[test]
+    fn bad_gate_and_ceiling_name_their_field() {
+        let mut c = cfg();
+        c.core_fix_drop_gate = Some(0.05);
+        assert!(c.validate("policy.overload").is_ok(), "ignored without core_fix");
+        c.core_fix_drop_gate = Some(-1.0);
+        assert!(c.validate("policy.overload").unwrap_err().to_string().contains("core_fix_drop_gate"));
+        c.core_fix_drop_gate = None;
+        c.max_pool = Some(0);
+        assert!(c.validate("policy.overload").unwrap_err().to_string().contains("policy.overload.max_pool"));
+    }
+
+    #[test]
+    fn absolute_alpha_with_more_sessions_than_credits_warns() {
+        let mut c = cfg();
+        c.alpha_mode = AlphaMode::Absolute;
+        c.initial_pool = Some(1025);
+        let cfg = crate::scenario::OverloadCfg::Breakwater(c.clone());
+        assert!(absolute_alpha_warning(&cfg, 1000, 32).is_none());
+        let w = absolute_alpha_warning(&cfg, 10_000, 32).expect("warns");
+        assert!(w.starts_with("policy.overload.alpha_mode") && w.contains("per_session"), "{w}");
+        c.alpha_mode = AlphaMode::PerSession;
+        assert!(absolute_alpha_warning(&crate::scenario::OverloadCfg::Breakwater(c), 10_000, 32).is_none());
     }
 
     #[test]

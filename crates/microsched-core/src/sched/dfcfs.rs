@@ -14,11 +14,19 @@ use crate::rng::{hash, Stream};
 pub struct DistributedFcfs {
     steal: bool,
     rng: Stream,
+    /// `server.steering = "random"`: every request joins a random active core's queue.
+    random_steering: Option<Stream>,
 }
 
 impl DistributedFcfs {
     pub fn new(steal: bool, rng: Stream) -> Self {
-        Self { steal, rng }
+        Self { steal, rng, random_steering: None }
+    }
+
+    /// Steers each request to a random active core (the study's and McClure's simulators),
+    /// drawing from `rng`, instead of its session's RSS home.
+    pub fn steer_randomly(&mut self, rng: Stream) {
+        self.random_steering = Some(rng);
     }
 }
 
@@ -33,6 +41,12 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for DistributedFcfs {
 
     #[inline]
     fn steer(&mut self, flow: u32, view: &V) -> Place {
+        if let Some(rng) = &mut self.random_steering {
+            let active = view.active();
+            if !active.is_empty() {
+                return Place::Core(active[rng.gen_range(0..active.len())]);
+            }
+        }
         let h = hash(flow as u64);
         let home = (h % view.max_cores() as u64) as u16;
         // The active set only when the home is parked: the runtime's view builds it by reading

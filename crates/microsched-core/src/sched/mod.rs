@@ -12,6 +12,9 @@
 //! * [`darc`]: Perséphone's DARC (per-type central queues, cores reserved by type).
 //! * [`shinjuku`]: Shinjuku (per-type central queues, the head with the largest wait / SLO).
 //!
+//! How an idle core searches the queues (instantly, or probe by probe with a cost per probe) is
+//! the [`search`] policy (`server.search`).
+//!
 //! Also here, as mechanism shared by the drivers: [`asqm`] (lock-level drops: ASQM, try_lock),
 //! [`mutex`] (FIFO mutexes with waiter enqueue
 //! times), [`preemption`] (quantum and its costs) and [`dispatcher`] (a serialized dispatch
@@ -24,6 +27,7 @@ pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
 pub mod preemption;
+pub mod search;
 pub mod shinjuku;
 pub mod synergy;
 pub mod tiny_quanta;
@@ -157,13 +161,34 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
     }
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
-        QueueMode::PerCore => Box::new(dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"))),
+        QueueMode::PerCore => {
+            let mut p = dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"));
+            if sc.server.steering == crate::scenario::Steering::Random {
+                p.steer_randomly(stream(seed, "steering"));
+            }
+            Box::new(p)
+        }
     }
 }
 
 /// Checks the scheduling mechanism's settings.
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     sc.server.preemption.validate("server.preemption")?;
+    sc.server.search.validate("server.search")?;
+    if sc.server.steering == crate::scenario::Steering::Random && !(sc.server.queue == QueueMode::PerCore && matches!(sc.policy.sched, SchedCfg::Queue)) {
+        return Err(ScenarioError::new(
+            "server.steering",
+            "\"random\" picks a per-core queue: it needs server.queue = \"per_core\" and policy.sched.kind = \"queue\" (else use \"rss\")",
+        ));
+    }
+    if matches!(sc.server.search, search::SearchCfg::Probe(_)) {
+        if !probe_search_applies(sc) {
+            return Err(ScenarioError::new(
+                "server.search.kind",
+                "\"probe\" models d-FCFS work stealing: it needs server.queue = \"per_core\", server.steal = true, policy.sched.kind = \"queue\" and no dispatcher (else use \"instant\")",
+            ));
+        }
+    }
     match &sc.policy.sched {
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => c.validate("policy.sched")?,
@@ -181,6 +206,17 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+/// Whether the probe-cost search models this server's queueing: d-FCFS with work stealing
+/// (per-core queues, `server.steal`, the `queue` policy) and no dispatcher.
+pub fn probe_search_applies(sc: &Scenario) -> bool {
+    sc.server.queue == QueueMode::PerCore && sc.server.steal && matches!(sc.policy.sched, SchedCfg::Queue) && sc.server.dispatcher.is_none()
+}
+
+/// The work search a scenario runs (`server.search`, `auto` resolved).
+pub fn work_search(sc: &Scenario) -> search::SearchCfg {
+    sc.server.search.resolved(probe_search_applies(sc))
 }
 
 /// Cores that run requests: all of them, less the dispatcher's.

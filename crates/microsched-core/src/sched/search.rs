@@ -1,0 +1,268 @@
+//! Work search: how an idle core finds work in other cores' queues, and when it may park.
+//!
+//! Two mechanisms, chosen by `server.search.kind`:
+//!
+//! * `instant` (default): an idle core finds queued work at no cost and at once; work queued
+//!   behind a busy core is stolen at once by the most recently idle spinning core, and arriving
+//!   work goes straight to its home core if that core is spinning. The poll loop is not simulated
+//!   pass by pass; parking follows the core allocator's rule (a park check after `poll_us`).
+//! * `probe`: the search of the simulation study's simulator (estuhr1206/scheduling-policies-sim,
+//!   `tasks.py::WorkStealTask`, the McClure simulator's): a core that runs out of work checks its
+//!   own queue (free), then sweeps the other cores' queues one probe at a time, each probe taking
+//!   `probe_ns` (`WORK_STEAL_CHECK_TIME`, 100 ns); it re-checks its own queue every
+//!   `own_check_us` (`LOCAL_QUEUE_CHECK_TIMER`, 1 µs) and at the start of each sweep. A probe that
+//!   finds stealable work steals (paying `server.steal_cost_ns`, `WORK_STEAL_TIME`). The order
+//!   of a sweep is `sweep` (from a random start through a fixed random permutation of the queues,
+//!   the simulator's default walk) or `random` (a fresh random permutation per sweep, its
+//!   `random_work_steal_search`). So nothing is found instantly: new work waits for a probe or
+//!   an own-queue check, and which idle core takes it depends on where each one is in its sweep
+//!   (effectively a random idle core, not the most recently idle one). Parking: `poll` parks
+//!   after the allocator's poll period of fruitless search, wherever the sweep is (Caladan's
+//!   rule), `sweep` only at the end of a full fruitless sweep that ends at least a poll period
+//!   after the search began (the study's simulator: `MINIMUM_WORK_SEARCH_TIME`, then the final
+//!   own-queue check, then park).
+//!
+//! The policy here only decides the probe order and holds the timing parameters; the driver
+//! (the simulator's server) keeps each searching core's sweep start and schedules the probes
+//! that can find something (a probe of an empty queue changes nothing, so only the first probe
+//! of each queue holding stealable work is an event).
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::rng::Stream;
+use crate::{Nanos, ScenarioError};
+
+/// The work search of idle cores (`[server.search]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SearchCfg {
+    /// Idle cores find queued work at once and at no cost (the simulator's historical model).
+    #[default]
+    Instant,
+    /// Probe-by-probe sweeps of the other queues, each probe costing time.
+    Probe(ProbeCfg),
+    /// `probe` with its defaults where it applies (per-core queues with stealing under the
+    /// `queue` policy, no dispatcher), `instant` elsewhere (central queues, policies that
+    /// choose victims themselves).
+    Auto,
+}
+
+/// The probe-cost search's parameters (defaults: the simulation study's simulator).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProbeCfg {
+    /// Time of one probe of another core's queue (`WORK_STEAL_CHECK_TIME`).
+    pub probe_ns: f64,
+    /// Interval of the own-queue re-checks during a sweep (`LOCAL_QUEUE_CHECK_TIMER`).
+    pub own_check_us: f64,
+    /// Order of the queues within a sweep.
+    pub order: VictimOrder,
+    /// When a fruitless search parks (subject to the core allocator's park rule and verdict).
+    pub park: ParkAfter,
+}
+
+impl Default for ProbeCfg {
+    fn default() -> Self {
+        Self { probe_ns: 100.0, own_check_us: 1.0, order: VictimOrder::Sweep, park: ParkAfter::Poll }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VictimOrder {
+    /// From a random start through a fixed random permutation of the queues (the study's walk).
+    Sweep,
+    /// A fresh random permutation for every sweep.
+    Random,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ParkAfter {
+    /// After the allocator's poll period of fruitless search, mid-sweep or not (Caladan's rule).
+    Poll,
+    /// At the end of the first full fruitless sweep that ends at least a poll period after the
+    /// search began (the simulation study's simulator).
+    Sweep,
+}
+
+impl SearchCfg {
+    /// Checks the parameters; `field` is the table's dotted path (`server.search`).
+    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+        if let SearchCfg::Probe(p) = self {
+            if !(p.probe_ns.is_finite() && p.probe_ns >= 1.0) {
+                return Err(ScenarioError::new(format!("{field}.probe_ns"), format!("{} is not allowed: use a time of at least 1 ns", p.probe_ns)));
+            }
+            if !(p.own_check_us.is_finite() && p.own_check_us * 1e3 >= 1.0) {
+                return Err(ScenarioError::new(format!("{field}.own_check_us"), format!("{} is not allowed: use a time of at least 0.001 µs", p.own_check_us)));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_instant(&self) -> bool {
+        matches!(self, SearchCfg::Instant)
+    }
+
+    /// `auto` resolved for a scenario: `probe` (defaults) if `probe_applies`, else `instant`.
+    pub fn resolved(&self, probe_applies: bool) -> SearchCfg {
+        match self {
+            SearchCfg::Auto if probe_applies => SearchCfg::Probe(ProbeCfg::default()),
+            SearchCfg::Auto => SearchCfg::Instant,
+            other => other.clone(),
+        }
+    }
+
+    /// The search of a server with `cores` queues; `None` for the instant search (the driver
+    /// keeps its built-in fast path). `rng` is the run's `search` stream.
+    pub fn build(&self, cores: usize, rng: Stream) -> Option<Box<dyn WorkSearch>> {
+        match self {
+            SearchCfg::Instant | SearchCfg::Auto => None,
+            SearchCfg::Probe(p) => Some(Box::new(ProbeSearch::new(p, cores, rng))),
+        }
+    }
+}
+
+/// A probe-by-probe work search. The driver calls `begin_sweep` when a core starts a sweep and
+/// then schedules the probe of queue `v` at `sweep start + position(core, v) · probe_ns()`.
+pub trait WorkSearch: Send {
+    /// Draws the order of `core`'s new sweep.
+    fn begin_sweep(&mut self, core: u16);
+    /// 1-based position of `victim`'s queue in `core`'s current sweep (`victim != core`).
+    fn position(&self, core: u16, victim: u16) -> u32;
+    /// Probes in one sweep (every queue but the core's own).
+    fn probes_per_sweep(&self) -> u32;
+    fn probe_ns(&self) -> Nanos;
+    fn own_check_ns(&self) -> Nanos;
+    /// Whether a fruitless search parks only at the end of a sweep.
+    fn parks_after_sweep(&self) -> bool;
+}
+
+/// The study simulator's search (see the module docs).
+#[derive(Debug, Clone)]
+pub struct ProbeSearch {
+    n: usize,
+    probe: Nanos,
+    own_check: Nanos,
+    order: VictimOrder,
+    park_sweep: bool,
+    rng: Stream,
+    /// Sweep order: the fixed permutation of the queues (`WS_PERMUTATION`) and its inverse.
+    perm_pos: Vec<u16>,
+    /// Sweep order: per core, the permutation index its current sweep starts after.
+    origin: Vec<u16>,
+    /// Random order: per core, the position of every queue in its current sweep (n × n).
+    pos: Vec<u16>,
+    scratch: Vec<u16>,
+}
+
+impl ProbeSearch {
+    pub fn new(cfg: &ProbeCfg, cores: usize, mut rng: Stream) -> Self {
+        let mut perm: Vec<u16> = (0..cores as u16).collect();
+        perm.shuffle(&mut rng);
+        let mut perm_pos = vec![0u16; cores];
+        for (i, &q) in perm.iter().enumerate() {
+            perm_pos[q as usize] = i as u16;
+        }
+        let random = cfg.order == VictimOrder::Random;
+        Self {
+            n: cores,
+            probe: (cfg.probe_ns.round() as Nanos).max(1),
+            own_check: ((cfg.own_check_us * 1e3).round() as Nanos).max(1),
+            order: cfg.order,
+            park_sweep: cfg.park == ParkAfter::Sweep,
+            rng,
+            perm_pos,
+            origin: vec![0; cores],
+            pos: if random { vec![0; cores * cores] } else { Vec::new() },
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl WorkSearch for ProbeSearch {
+    fn begin_sweep(&mut self, core: u16) {
+        let n = self.n;
+        match self.order {
+            VictimOrder::Sweep => self.origin[core as usize] = self.rng.gen_range(0..n) as u16,
+            VictimOrder::Random => {
+                self.scratch.clear();
+                self.scratch.extend((0..n as u16).filter(|&q| q != core));
+                self.scratch.shuffle(&mut self.rng);
+                let row = &mut self.pos[core as usize * n..(core as usize + 1) * n];
+                for (i, &q) in self.scratch.iter().enumerate() {
+                    row[q as usize] = i as u16 + 1;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn position(&self, core: u16, victim: u16) -> u32 {
+        let n = self.n;
+        match self.order {
+            VictimOrder::Sweep => {
+                // The walk visits permutation indices origin+1, origin+2, ... (mod n), skipping
+                // the core's own queue at no cost.
+                let o = self.origin[core as usize] as usize;
+                let step = |q: u16| (self.perm_pos[q as usize] as usize + n - o - 1) % n;
+                let (d, own) = (step(victim), step(core));
+                (d + 1 - usize::from(own < d)) as u32
+            }
+            VictimOrder::Random => self.pos[core as usize * n + victim as usize] as u32,
+        }
+    }
+
+    fn probes_per_sweep(&self) -> u32 {
+        (self.n as u32).saturating_sub(1).max(1)
+    }
+
+    fn probe_ns(&self) -> Nanos {
+        self.probe
+    }
+
+    fn own_check_ns(&self) -> Nanos {
+        self.own_check
+    }
+
+    fn parks_after_sweep(&self) -> bool {
+        self.park_sweep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+
+    /// Every sweep visits every other queue exactly once, at positions 1..n-1.
+    #[test]
+    fn a_sweep_probes_every_other_queue_once() {
+        for order in [VictimOrder::Sweep, VictimOrder::Random] {
+            let cfg = ProbeCfg { order, ..ProbeCfg::default() };
+            let n = 7;
+            let mut s = ProbeSearch::new(&cfg, n, stream(3, "search"));
+            for core in 0..n as u16 {
+                for _ in 0..20 {
+                    s.begin_sweep(core);
+                    let mut seen: Vec<u32> = (0..n as u16).filter(|&v| v != core).map(|v| s.position(core, v)).collect();
+                    seen.sort();
+                    assert_eq!(seen, (1..n as u32).collect::<Vec<_>>(), "{order:?} core {core}");
+                }
+            }
+            assert_eq!(s.probes_per_sweep(), 6);
+        }
+    }
+
+    #[test]
+    fn bad_parameters_name_their_field() {
+        let bad = SearchCfg::Probe(ProbeCfg { probe_ns: 0.0, ..ProbeCfg::default() });
+        let e = bad.validate("server.search").unwrap_err();
+        assert!(e.to_string().contains("server.search.probe_ns"), "{e}");
+        let bad = SearchCfg::Probe(ProbeCfg { own_check_us: -1.0, ..ProbeCfg::default() });
+        assert!(bad.validate("server.search").unwrap_err().to_string().contains("own_check_us"));
+    }
+}
