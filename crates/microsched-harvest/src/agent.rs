@@ -545,10 +545,10 @@ impl Agent {
         self.add_primary(PrimaryOpt { pids, cpus, name }, Some(reg))
     }
 
-    /// One monitor read, controller tick per Primary and the resulting actuation.
-    fn tick(&mut self, dt: Nanos) {
+    /// One monitor read, controller tick per Primary and the resulting actuation, at `now` (ns
+    /// since the agent started), `dt` after the previous tick.
+    fn tick(&mut self, now: Nanos, dt: Nanos) {
         let s = self.monitor.read(&self.primaries);
-        let now = self.start.elapsed().as_nanos() as Nanos;
         let bf = self.opts.busy_fraction;
         let tasks = self.opts.activity == Activity::Tasks;
         let mut decisions = Vec::new();
@@ -671,7 +671,7 @@ impl Agent {
             self.registrations();
             let dt = t0.duration_since(last).as_nanos() as Nanos;
             last = t0;
-            self.tick(dt);
+            self.tick(t0.duration_since(self.start).as_nanos() as Nanos, dt);
             if self.ticks % 20 == 19 {
                 self.reap();
             }
@@ -778,13 +778,6 @@ mod tests {
         }
     }
 
-    /// The agent stamps decisions with the real clock and a lend takes effect only after its
-    /// actuation latency (30 µs): back-to-back ticks can fall inside it on a fast machine.
-    fn tick_later(a: &mut Agent, dt: Nanos) {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        a.tick(dt);
-    }
-
     #[test]
     fn lends_an_idle_core_and_evicts_when_a_primary_thread_lands_on_it() {
         let root = std::env::temp_dir().join(format!("msh-proc-{}", std::process::id()));
@@ -806,29 +799,37 @@ mod tests {
         };
         let mut a = Agent::new(opts, Box::new(std::io::sink())).unwrap();
         let ms = 5_000_000;
+        let mut now = 0;
         // Both held cores idle: a surplus of one over the buffer, lent at the next tick (the
         // lend latency, 30 µs, has passed), the highest core first.
-        tick_later(&mut a, ms);
-        tick_later(&mut a, ms);
+        now += ms;
+        a.tick(now, ms);
+        now += ms;
+        a.tick(now, ms);
         assert_eq!(a.primaries[0].lent, [false, true]);
         // The Primary busy on its held core only: the buffer is gone (0 idle < 1) -> evict.
         write_tasks(&root, 7, &[(7, 'R', c0, 5_000_000), (8, 'S', c0, 1000)]);
-        tick_later(&mut a, ms);
+        now += ms;
+        a.tick(now, ms);
         assert_eq!(a.primaries[0].lent, [false, false]);
         assert_eq!(a.primaries[0].demand_evictions, 0);
         // Idle again -> lent again; then a Primary thread shows up on the lent core while the
         // held one reads idle (someone else's work there): a demand eviction.
         write_tasks(&root, 7, &[(7, 'S', c0, 5_000_000), (8, 'S', c0, 1000)]);
-        tick_later(&mut a, ms);
-        tick_later(&mut a, ms);
+        now += ms;
+        a.tick(now, ms);
+        now += ms;
+        a.tick(now, ms);
         assert_eq!(a.primaries[0].lent, [false, true]);
         write_tasks(&root, 7, &[(7, 'S', c0, 5_000_000), (8, 'R', c1, 1000)]);
-        tick_later(&mut a, ms);
+        now += ms;
+        a.tick(now, ms);
         assert_eq!(a.primaries[0].lent, [false, false]);
         assert_eq!(a.primaries[0].demand_evictions, 1);
         // Busy time counts from the run-time counters too: 60 % of a tick on core 0.
         write_tasks(&root, 7, &[(7, 'S', c0, 8_000_000), (8, 'S', c0, 1000)]);
-        tick_later(&mut a, ms);
+        now += ms;
+        a.tick(now, ms);
         assert_eq!(a.primaries[0].lent, [false, false]);
         std::fs::remove_dir_all(&root).unwrap();
     }
