@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -116,6 +117,12 @@ def _lent_s(events: list[dict], t0: float, t1: float) -> float:
     return total
 
 
+def autogroup_nice_of(text: str) -> int | None:
+    """The nice of a `/proc/<pid>/autogroup` line ("/autogroup-235 nice 0"), None if unreadable."""
+    m = re.fullmatch(r"\S+ nice (-?\d+)", text.strip())
+    return int(m.group(1)) if m else None
+
+
 def run(seconds: float = 5.0, low_rps: int = LOW_RPS, high_rps: int = HIGH_RPS, controller: dict | None = None,
         poll_ms: float = 5.0, workdir: str | os.PathLike = ".", autogroup_nice: int | None = None) -> dict[str, Any]:
     if autogroup_nice is None:
@@ -123,9 +130,13 @@ def run(seconds: float = 5.0, low_rps: int = LOW_RPS, high_rps: int = HIGH_RPS, 
     ag = Path("/proc/self/autogroup")
     ag_before = None
     if autogroup_nice and ag.exists():
+        # Kernels without CONFIG_SCHED_AUTOGROUP (or sandboxes) expose the file empty or in
+        # another format: then the run goes without the nice, as for a non-root user.
         try:
-            ag_before = ag.read_text().split()[-1]
-            ag.write_text(str(autogroup_nice))
+            nice_now = autogroup_nice_of(ag.read_text())
+            if nice_now is not None:
+                ag.write_text(str(autogroup_nice))
+                ag_before = str(nice_now)
         except OSError:
             ag_before = None
     workdir = Path(workdir)
@@ -195,7 +206,10 @@ def run(seconds: float = 5.0, low_rps: int = LOW_RPS, high_rps: int = HIGH_RPS, 
     finally:
         _stop(procs[::-1])
         if ag_before is not None:
-            ag.write_text(ag_before)
+            try:
+                ag.write_text(ag_before)
+            except OSError:
+                pass
     return res
 
 

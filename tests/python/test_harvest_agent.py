@@ -127,6 +127,18 @@ def test_bad_options_are_one_line_errors() -> None:
     assert r.returncode == 2 and "loopback" in r.stderr
 
 
+def test_autogroup_line_parsed_or_skipped() -> None:
+    """CI's kernel exposes /proc/self/autogroup empty: the end-to-end run then goes without the
+    nice instead of failing (it did, with an IndexError)."""
+    sys.path.insert(0, str(REPO / "python"))
+    from microsched.harvest_agent import autogroup_nice_of
+
+    assert autogroup_nice_of("/autogroup-235 nice 0\n") == 0
+    assert autogroup_nice_of("/autogroup-7 nice -5") == -5
+    assert autogroup_nice_of("") is None
+    assert autogroup_nice_of("nice") is None
+
+
 def test_end_to_end_lends_when_idle_reclaims_under_load(tmp_path: Path) -> None:
     """A real Primary (2 parking workers) and a busy-loop Secondary, 3 s per load phase (about
     a minute in all on a loaded machine). Bars are wide: this machine is shared, so the figures
