@@ -98,11 +98,18 @@ pub(crate) fn run(
         for (i, c) in sh.cores.iter().enumerate() {
             let t = c.parker.times(now);
             let (mut oldest, mut queued) = (c.oldest(), c.queued());
+            let (mut enqueued_total, mut dequeued_total) =
+                (c.enqueued_total.load(Ordering::Relaxed), c.dequeued_total.load(Ordering::Relaxed));
             if i == 0 {
+                // The shared queue is reported on core 0, its turnover too (as the simulator
+                // does): without it Shenango never saw a central queue's standing items.
                 if let Some(s) = sh.shared.stamps.oldest() {
                     oldest = Some(oldest.map_or(s, |o| o.min(s)));
                 }
                 queued += sh.shared.stamps.len();
+                let (pushed, taken) = sh.shared.stamps.totals();
+                enqueued_total += pushed;
+                dequeued_total += taken;
             }
             if let Some(o) = oldest {
                 max_delay = max_delay.max(now.saturating_sub(o));
@@ -111,8 +118,8 @@ pub(crate) fn run(
                 state: c.parker.phase().core_state(),
                 queued: queued.min(u32::MAX as u64) as u32,
                 oldest_enqueued_at: oldest,
-                enqueued_total: c.enqueued_total.load(Ordering::Relaxed),
-                dequeued_total: c.dequeued_total.load(Ordering::Relaxed),
+                enqueued_total,
+                dequeued_total,
                 busy_ns: t[0],
                 search_ns: t[1],
             };

@@ -64,6 +64,11 @@ impl Stamps {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Items ever pushed and ever taken: a queue's turnover, as Shenango's standing-queue test
+    /// differences it.
+    pub fn totals(&self) -> (u64, u64) {
+        (self.pushed.load(Ordering::Acquire), self.taken.load(Ordering::Acquire))
+    }
     pub fn len(&self) -> u64 {
         let taken = self.taken.load(Ordering::Acquire);
         self.pushed.load(Ordering::Acquire).saturating_sub(taken)

@@ -353,7 +353,15 @@ impl Queues {
                 }
                 self.nonempty.insert(c);
             }
-            Place::Shared => self.shared.push_back(req),
+            Place::Shared => {
+                // The shared queue is reported on core 0 (see `queued_cores`), its turnover
+                // too: Shenango's standing-queue test differences these counters, and without
+                // them it never saw a central queue's congestion (one core served an M/M/16).
+                let core = &mut self.cores[0];
+                core.save_tick(&self.ledger);
+                core.enqueued_total += 1;
+                self.shared.push_back(req)
+            }
             Place::Class(k) => {
                 if self.classes.len() <= k as usize {
                     self.classes.resize_with(k as usize + 1, VecDeque::new);
@@ -377,7 +385,11 @@ impl Queues {
                 }
                 r
             }
-            Place::Shared => self.shared.pop_front()?,
+            Place::Shared => {
+                let r = self.shared.pop_front()?;
+                self.cores[0].dequeued_total += 1;
+                r
+            }
             Place::Class(k) => self.classes.get_mut(k as usize)?.pop_front()?,
         };
         self.queued -= 1;

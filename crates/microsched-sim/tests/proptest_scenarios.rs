@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use microsched_core::scenario::{Format, Scenario, MAX_SAMPLES};
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use serde_json::Value;
 
 struct Counting;
@@ -170,8 +171,22 @@ const ALLOWANCE: f64 = 96e6;
 const RUN_FOR: Duration = Duration::from_millis(300);
 const STOP_WITHIN: Duration = Duration::from_secs(2);
 
+fn proptest_seed() -> u64 {
+    match std::env::var("MICROSCHED_PROPTEST_SEED") {
+        Err(_) => 13,
+        Ok(v) => v.parse().unwrap_or_else(|_| panic!("MICROSCHED_PROPTEST_SEED: {v:?} is not a u64")),
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, failure_persistence: None, ..ProptestConfig::default() })]
+    // Pinned, as every test of the project: a fresh clone runs the same 160 cases. Another
+    // seed explores further: MICROSCHED_PROPTEST_SEED=<u64>.
+    #![proptest_config(ProptestConfig {
+        cases: 160,
+        failure_persistence: None,
+        rng_seed: RngSeed::Fixed(proptest_seed()),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn any_scenario_errors_cleanly_or_runs_bounded((b, overrides) in case()) {
