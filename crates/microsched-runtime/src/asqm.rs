@@ -56,6 +56,10 @@ pub enum Ask {
     AccDelay,
     /// Send the request's failure reply now (it was dropped); the handler may clean up after.
     ReplyDropped,
+    /// Whether the rule refuses a wait on condition variable `cv` now: 1 yes.
+    CondvarIsCongested(u32),
+    /// Condition variable `cv`'s queueing delay (its oldest waiter's age, ns).
+    CondvarQueueDelay(u32),
 }
 
 impl Cx<'_> {
@@ -81,6 +85,28 @@ impl Cx<'_> {
     /// This request's accumulated queueing delay (ns): the artifact's `get_acc_qdel`.
     pub fn acc_qdel_ns(&mut self) -> Nanos {
         self.ask(Ask::AccDelay, 0)
+    }
+
+    /// `condvar_wait_if_uncongested`: waits on `cv` releasing `mutex` (held) as [`Cx::wait`]
+    /// does, unless accumulated delay + the condvar's queueing delay exceeds the budget: then
+    /// false, at once, still holding `mutex` (the caller unwinds and drops the request).
+    pub fn wait_if_uncongested(&mut self, cv: u32, mutex: u32) -> bool {
+        assert!(self.in_coroutine(), "Cx::wait_if_uncongested outside a coroutine: the handler must ask for one (Handler::coroutine)");
+        if self.ask(Ask::CondvarIsCongested(cv), 0) == 1 {
+            return false;
+        }
+        self.wait(cv, mutex);
+        true
+    }
+
+    /// `condvar_is_congested`: whether `wait_if_uncongested(cv, _)` would refuse now.
+    pub fn condvar_is_congested(&mut self, cv: u32) -> bool {
+        self.ask(Ask::CondvarIsCongested(cv), 0) == 1
+    }
+
+    /// Condition variable `cv`'s queueing delay: its oldest waiter's age (ns; 0 with none).
+    pub fn condvar_queue_ns(&mut self, cv: u32) -> Nanos {
+        self.ask(Ask::CondvarQueueDelay(cv), 0)
     }
 
     /// Sends this request's failure reply now (once); the handler returns
@@ -143,6 +169,72 @@ impl<T> AsqmMutex<T> {
 
     pub fn queue_ns(&self, cx: &mut Cx) -> Nanos {
         cx.lock_queue_ns(self.id)
+    }
+}
+
+/// A condition variable (any id: its FIFO is created on first use) over an [`AsqmMutex`]'s
+/// value: the closure forms take the mutex, wait while the value is not ready (the mutex
+/// released, the request off its worker) and run `f` holding it.
+#[derive(Debug, Clone, Copy)]
+pub struct AsqmCondvar {
+    id: u32,
+}
+
+impl AsqmCondvar {
+    pub fn new(id: u32) -> Self {
+        Self { id }
+    }
+
+    /// Takes `m`, waits until `ready(value)`, runs `f` holding `m` (never dropped).
+    pub fn wait_until<T, R>(&self, cx: &mut Cx, m: &AsqmMutex<T>, mut ready: impl FnMut(&mut T) -> bool, f: impl FnOnce(&mut T) -> R) -> R {
+        cx.lock(m.id);
+        // SAFETY: `m` is held whenever the value is reached (see AsqmMutex's Sync impl).
+        while !ready(unsafe { &mut *m.value.get() }) {
+            cx.wait(self.id, m.id);
+        }
+        let r = f(unsafe { &mut *m.value.get() });
+        cx.unlock(m.id);
+        r
+    }
+
+    /// As `wait_until`, with `lock_if_uncongested` and `wait_if_uncongested`: `None` (nothing
+    /// held) when ASQM refuses the lock or a wait.
+    pub fn wait_until_if_uncongested<T, R>(
+        &self,
+        cx: &mut Cx,
+        m: &AsqmMutex<T>,
+        mut ready: impl FnMut(&mut T) -> bool,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        if !cx.lock_if_uncongested(m.id) {
+            return None;
+        }
+        // SAFETY: as in `wait_until`.
+        while !ready(unsafe { &mut *m.value.get() }) {
+            if !cx.wait_if_uncongested(self.id, m.id) {
+                cx.unlock(m.id);
+                return None;
+            }
+        }
+        let r = f(unsafe { &mut *m.value.get() });
+        cx.unlock(m.id);
+        Some(r)
+    }
+
+    pub fn notify_one(&self, cx: &mut Cx) {
+        cx.notify_one(self.id);
+    }
+
+    pub fn notify_all(&self, cx: &mut Cx) {
+        cx.notify_all(self.id);
+    }
+
+    pub fn is_congested(&self, cx: &mut Cx) -> bool {
+        cx.condvar_is_congested(self.id)
+    }
+
+    pub fn queue_ns(&self, cx: &mut Cx) -> Nanos {
+        cx.condvar_queue_ns(self.id)
     }
 }
 
@@ -218,6 +310,15 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
         Ask::QueueDelay(id) => Verdict::Answer(sh.mutexes.oldest_wait(id, now)),
         Ask::AccDelay => Verdict::Answer(coro.acc_ns),
         Ask::ReplyDropped => Verdict::Reply,
+        Ask::CondvarIsCongested(cv) => {
+            let refused = sh
+                .asqm
+                .as_ref()
+                .is_some_and(|a| a.rule.condvar_drops(coro.acc_ns, sh.mutexes.condvar_oldest_wait(cv, now)));
+            sh.counters.condvar_drops.fetch_add(u64::from(refused), Ordering::Relaxed);
+            Verdict::Answer(u64::from(refused))
+        }
+        Ask::CondvarQueueDelay(cv) => Verdict::Answer(sh.mutexes.condvar_oldest_wait(cv, now)),
     }
 }
 
@@ -238,6 +339,14 @@ pub(crate) fn handed(sh: &Shared, job: &mut Job, id: u32, since: Nanos, now: Nan
         let over = coro.acc_ns > a.rule.budget_ns;
         sh.counters.waits_over_budget.fetch_add(u64::from(over), Ordering::Relaxed);
         a.stats.lock().handed(id, wait, now, over);
+    }
+}
+
+/// Waiter `job` of a condition variable, waiting since `since`, was notified at `now`: the wait
+/// joins its accumulated delay (the artifact's `condvar_signal`: `acc_qdel += now - enque_ts`).
+pub(crate) fn signalled(job: &mut Job, since: Nanos, now: Nanos) {
+    if let Some(crate::coro::Task::Running { coro, .. }) = job.task.as_deref_mut() {
+        coro.acc_ns += now.saturating_sub(since);
     }
 }
 

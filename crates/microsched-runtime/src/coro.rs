@@ -34,6 +34,11 @@ pub enum Suspend {
     Acquire(u32),
     /// Release mutex `id` (handing it to its first waiter); I continue at once.
     Release(u32),
+    /// Release mutex `mutex` and wait on condition variable `cv`, off my worker, until a
+    /// notify makes me runnable (I then take `mutex` again with an `Acquire`).
+    Wait { cv: u32, mutex: u32 },
+    /// Make the oldest waiter of `cv` (every waiter with `all`) runnable; I continue at once.
+    Notify { cv: u32, all: bool },
     /// A question or request of the latency-aware synchronization API ([`crate::asqm`]); the
     /// worker's answer is what the coroutine resumes with.
     Asqm(crate::asqm::Ask),
@@ -174,6 +179,33 @@ impl Cx<'_> {
                 "Cx::unlock outside a coroutine: the handler must ask for one (Handler::coroutine)",
             )
             .suspend(Suspend::Release(id));
+    }
+
+    /// Caladan's `condvar_wait`: releases mutex `mutex` (held), waits on condition variable
+    /// `cv` (any id; waiters are FIFO) without holding the worker, and takes `mutex` again once
+    /// notified. Release and enqueue are one step, so a notify cannot slip between them; as
+    /// with every condition variable the caller re-checks its condition in a loop.
+    pub fn wait(&mut self, cv: u32, mutex: u32) {
+        self.y
+            .expect("Cx::wait outside a coroutine: the handler must ask for one (Handler::coroutine)")
+            .suspend(Suspend::Wait { cv, mutex });
+        self.lock(mutex);
+    }
+
+    /// `condvar_signal`: the oldest waiter of `cv`, if any, becomes runnable.
+    pub fn notify_one(&mut self, cv: u32) {
+        self.notify(cv, false);
+    }
+
+    /// `condvar_broadcast`: every waiter of `cv` becomes runnable.
+    pub fn notify_all(&mut self, cv: u32) {
+        self.notify(cv, true);
+    }
+
+    fn notify(&mut self, cv: u32, all: bool) {
+        self.y
+            .expect("Cx::notify outside a coroutine: the handler must ask for one (Handler::coroutine)")
+            .suspend(Suspend::Notify { cv, all });
     }
 
     /// Asks the worker (see [`crate::asqm`]); outside a coroutine: `direct`.

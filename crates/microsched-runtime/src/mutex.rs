@@ -5,6 +5,8 @@
 //! One lock guards every mutex: a family may have a million members, and the critical sections
 //! here are a few pointer moves; with a handful of workers a lock per mutex would buy nothing.
 
+use std::collections::{HashMap, VecDeque};
+
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::Nanos;
 use parking_lot::Mutex;
@@ -21,8 +23,27 @@ pub struct Mutexes {
 struct Inner {
     /// Waiters are slots of `parked`.
     table: MutexTable<usize>,
+    /// Condition variables by id (created on first use): FIFO waiters, each with when it
+    /// began waiting.
+    condvars: HashMap<u32, VecDeque<(usize, Nanos)>>,
     parked: Vec<Option<Job>>,
     free: Vec<usize>,
+}
+
+impl Inner {
+    fn park(&mut self, job: Job) -> usize {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.parked.push(None);
+            self.parked.len() - 1
+        });
+        self.parked[slot] = Some(job);
+        slot
+    }
+
+    fn unpark(&mut self, slot: usize) -> Job {
+        self.free.push(slot);
+        self.parked[slot].take().expect("a waiter's slot holds its request")
+    }
 }
 
 impl Mutexes {
@@ -30,6 +51,7 @@ impl Mutexes {
         Self {
             inner: Mutex::new(Inner {
                 table: MutexTable::new(n),
+                condvars: HashMap::new(),
                 parked: Vec::new(),
                 free: Vec::new(),
             }),
@@ -51,20 +73,15 @@ impl Mutexes {
     pub fn acquire(&self, id: u32, now: Nanos, park: impl FnOnce() -> Job) -> bool {
         self.check(id);
         let mut g = self.inner.lock();
-        let Inner {
-            table,
-            parked,
-            free,
-        } = &mut *g;
-        let slot = free.pop().unwrap_or_else(|| {
-            parked.push(None);
-            parked.len() - 1
+        let slot = g.free.pop().unwrap_or_else(|| {
+            g.parked.push(None);
+            g.parked.len() - 1
         });
-        if table.acquire(id, slot, now) {
-            free.push(slot);
+        if g.table.acquire(id, slot, now) {
+            g.free.push(slot);
             return true;
         }
-        parked[slot] = Some(park());
+        g.parked[slot] = Some(park());
         false
     }
 
@@ -73,11 +90,36 @@ impl Mutexes {
         self.check(id);
         let mut g = self.inner.lock();
         let (slot, since) = g.table.release(id)?;
-        g.free.push(slot);
-        let job = g.parked[slot]
-            .take()
-            .expect("a waiter's slot holds its request");
-        Some((job, since))
+        Some((g.unpark(slot), since))
+    }
+
+    /// A request holding mutex `mutex` waits on condition variable `cv` from `now`: it releases
+    /// the mutex and `park` gives it up to the condvar's FIFO, under one lock (a notify cannot
+    /// come between). Returns the waiter the mutex was handed to, with when it began waiting.
+    pub fn wait(&self, cv: u32, mutex: u32, now: Nanos, park: impl FnOnce() -> Job) -> Option<(Job, Nanos)> {
+        self.check(mutex);
+        let mut g = self.inner.lock();
+        let handed = g.table.release(mutex).map(|(slot, since)| (g.unpark(slot), since));
+        let slot = g.park(park());
+        g.condvars.entry(cv).or_default().push_back((slot, now));
+        handed
+    }
+
+    /// The oldest waiter of `cv` (all of them with `all`), oldest first, each with when it began
+    /// waiting.
+    pub fn notify(&self, cv: u32, all: bool) -> Vec<(Job, Nanos)> {
+        let mut g = self.inner.lock();
+        let Some(q) = g.condvars.get_mut(&cv) else { return Vec::new() };
+        let n = if all { q.len() } else { q.len().min(1) };
+        let woken: Vec<(usize, Nanos)> = q.drain(..n).collect();
+        woken.into_iter().map(|(slot, since)| (g.unpark(slot), since)).collect()
+    }
+
+    /// Condition variable `cv`'s queueing delay at `now`: its oldest waiter's age (0 with none),
+    /// the artifact's `condvar_queue_tsc`.
+    pub fn condvar_oldest_wait(&self, cv: u32, now: Nanos) -> Nanos {
+        let g = self.inner.lock();
+        g.condvars.get(&cv).and_then(|q| q.front()).map_or(0, |&(_, since)| now.saturating_sub(since))
     }
 
     /// Whether mutex `id` is held (a snapshot: ASQM's `try_lock` mode reads it).

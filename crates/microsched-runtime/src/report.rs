@@ -84,6 +84,11 @@ counters!(
         lock_cleanups,
         /// Lock waits that ended with the waiter's accumulated delay past the ASQM budget.
         waits_over_budget,
+        /// Condition-variable waits (the waiter released its mutex and left its worker), the
+        /// waiters a notify made runnable again, and `wait_if_uncongested` refusals.
+        condvar_waits,
+        condvar_wakeups,
+        condvar_drops,
     }
 );
 

@@ -338,6 +338,32 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                     requeue(sh, me, local, sched, Requeue::Woken, false, waiter);
                 }
             }
+            Step::Suspended(Suspend::Wait { cv, mutex }) => {
+                disarm();
+                Counters::bump(&sh.counters.condvar_waits);
+                let now = sh.clock.now();
+                let mut parked = Some((job, coro));
+                let handed = sh.mutexes.wait(cv, mutex, now, || {
+                    let (mut j, coro) = parked.take().expect("parked once");
+                    j.task = Some(Box::new(Task::Running { coro, started }));
+                    j
+                });
+                if let Some((mut waiter, since)) = handed {
+                    crate::asqm::handed(sh, &mut waiter, mutex, since, now);
+                    sh.counters.mutex_wait_ns.fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+                    requeue(sh, me, local, sched, Requeue::Woken, false, waiter);
+                }
+                core.parker.set(now, Phase::Search);
+                return false;
+            }
+            Step::Suspended(Suspend::Notify { cv, all }) => {
+                let now = sh.clock.now();
+                for (mut waiter, since) in sh.mutexes.notify(cv, all) {
+                    Counters::bump(&sh.counters.condvar_wakeups);
+                    crate::asqm::signalled(&mut waiter, since, now);
+                    requeue(sh, me, local, sched, Requeue::Woken, false, waiter);
+                }
+            }
             Step::Suspended(Suspend::Acquire(id)) => {
                 Counters::bump(&sh.counters.lock_acquisitions);
                 if coro.replied {

@@ -4,11 +4,13 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use microsched_core::scenario::{Format, Loaded, Scenario};
-use microsched_runtime::handler::Handler;
+use microsched_runtime::asqm::{AsqmCondvar, AsqmMutex};
+use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::kv::KvStore;
 use microsched_runtime::loadgen::{self, LoadgenOpts};
 use microsched_runtime::wire::{decode, encode, Msg, Status};
@@ -134,6 +136,94 @@ fn asqm_drops_without_waiting_once_the_lock_queue_is_older_than_the_budget() {
             assert_eq!(l.waits, 0, "try_lock never joins a queue");
         }
     }
+}
+
+/// A one-slot queue guarded by mutex 0 with a condition variable: `take` (type 0) waits until
+/// an item is there, `put` (type 1) adds one and notifies, `short` (type 2) takes no lock.
+struct Slot {
+    items: AsqmMutex<u32>,
+    nonempty: AsqmCondvar,
+    taker_waits: AtomicBool,
+    taker_acc_ns: AtomicU64,
+}
+
+impl Handler for Slot {
+    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
+        match req.rtype {
+            0 => {
+                let took = self.nonempty.wait_until_if_uncongested(
+                    cx,
+                    &self.items,
+                    |n| {
+                        let ready = *n > 0;
+                        self.taker_waits.store(!ready, Ordering::SeqCst);
+                        ready
+                    },
+                    |n| *n -= 1,
+                );
+                if took.is_none() {
+                    cx.reply_dropped();
+                    return Outcome::Dropped;
+                }
+                self.taker_acc_ns.fetch_max(cx.acc_qdel_ns(), Ordering::SeqCst);
+            }
+            1 => {
+                self.items.with(cx, |n| *n += 1);
+                self.nonempty.notify_one(cx);
+            }
+            _ => {}
+        }
+        Outcome::Ok
+    }
+
+    fn coroutine(&self, _rtype: u16) -> bool {
+        true
+    }
+}
+
+/// ASQM's condition variable on one worker: a taker waits on an empty slot without holding the
+/// worker (a later request completes first); a second taker 20 ms later is refused, since the
+/// condvar's oldest waiter is older than the 10 ms budget (`condvar_wait_if_uncongested`), and
+/// gets its failure reply at once; a put wakes the first taker, whose wait joined its
+/// accumulated delay (the artifact's `condvar_signal`).
+#[test]
+fn condvar_waiters_free_their_worker_and_asqm_refuses_a_congested_wait() {
+    let _g = serial();
+    let text = format!("{ONE_LOCK}\n[[workload.types]]\nname = \"short\"\nservice = {{ dist = \"constant\", value_us = 100 }}\n");
+    let sc = load(&text, &["server.max_cores=1"]);
+    let slot = Arc::new(Slot {
+        items: AsqmMutex::new(0, 0),
+        nonempty: AsqmCondvar::new(7),
+        taker_waits: AtomicBool::new(false),
+        taker_acc_ns: AtomicU64::new(0),
+    });
+    let server = Server::start_with(&sc, opts(false), slot.clone()).expect("server starts");
+    let c = Client::connect(server.addr());
+    c.send(1, 0);
+    let t = std::time::Instant::now();
+    while !slot.taker_waits.load(Ordering::SeqCst) {
+        assert!(t.elapsed() < Duration::from_secs(2), "the taker never waited");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    c.send(2, 2);
+    assert_eq!(c.recv(), (2, Status::Ok), "the worker ran another request while the taker waited");
+    std::thread::sleep(Duration::from_millis(20));
+    c.send(3, 0);
+    assert_eq!(c.recv(), (3, Status::LockDropped), "a wait behind a 20 ms old waiter passes the 10 ms budget");
+    c.send(4, 1);
+    let mut rest = vec![c.recv(), c.recv()];
+    rest.sort_by_key(|r| r.0);
+    assert_eq!(rest, vec![(1, Status::Ok), (4, Status::Ok)]);
+    let rep = server.stop();
+    assert_eq!(
+        (rep.counter("condvar_waits"), rep.counter("condvar_wakeups"), rep.counter("condvar_drops")),
+        (1, 1, 1),
+        "{:?}",
+        rep.counters
+    );
+    let acc = slot.taker_acc_ns.load(Ordering::SeqCst);
+    assert!(acc >= 20_000_000, "the taker waited > 20 ms on the condvar; accumulated {acc} ns");
+    assert_eq!(rep.abandoned, 0);
 }
 
 /// A key-value store with one item lock (every key in one bucket) and the slab lock: a GET

@@ -163,6 +163,18 @@ impl LockControl {
             Mode::Asqm => acc_ns.saturating_add(lock_queue_ns) > self.budget_ns,
         }
     }
+
+    /// Whether a request with `acc_ns` of accumulated delay is refused a wait on a condition
+    /// variable whose oldest waiter is `cv_queue_ns` old: the artifact's `condvar_is_congested`
+    /// (acc + the condvar's queueing delay > budget). `try_lock` has no condvar form: it never
+    /// refuses a wait.
+    #[inline]
+    pub fn condvar_drops(&self, acc_ns: Nanos, cv_queue_ns: Nanos) -> bool {
+        match self.mode {
+            Mode::TryLock => false,
+            Mode::Asqm => acc_ns.saturating_add(cv_queue_ns) > self.budget_ns,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +189,14 @@ mod tests {
         assert!(c.drops(100_001, false, 0), "a request already past its budget is dropped even at a free lock");
         let t = Config { mode: Mode::TryLock, ..Config::default() }.build();
         assert!(t.drops(0, true, 0) && !t.drops(1_000_000, false, 0));
+    }
+
+    #[test]
+    fn condvar_rule_adds_the_oldest_waiters_age_and_try_lock_never_refuses_a_wait() {
+        let c = Config { budget_us: Some(100.0), ..Config::default() }.build();
+        assert!(!c.condvar_drops(60_000, 40_000) && c.condvar_drops(60_001, 40_000));
+        let t = Config { mode: Mode::TryLock, ..Config::default() }.build();
+        assert!(!t.condvar_drops(u64::MAX, u64::MAX));
     }
 
     #[test]
