@@ -230,7 +230,7 @@ impl Protego {
     fn paper_update(&mut self) {
         let (inc, outc) = (self.in_cur as f64, self.out_cur as f64);
         let (din, dout) = (inc - self.in_last as f64, outc - self.out_last as f64);
-        let grow = !(self.drop_cur as f64 > self.td * inc) && din * dout > 0.0 && dout.abs() > self.te * din.abs();
+        let grow = self.drop_cur as f64 <= self.td * inc && din * dout > 0.0 && dout.abs() > self.te * din.abs();
         let next = if grow { self.pool + self.a } else { self.pool * (1.0 - self.d) };
         self.set(next);
         self.in_last = self.in_cur;

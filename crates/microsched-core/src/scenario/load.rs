@@ -89,38 +89,40 @@ fn deserialize(tree: &serde_json::Value) -> Result<Scenario, ScenarioError> {
     // A missing field is found after the table's keys are read: eliminating a key would only
     // swap one missing field for another.
     let missing = message.starts_with("missing field");
-    'descend: while !missing {
-        let node = pointer(tree, &at).cloned();
-        let children: Vec<String> = match &node {
-            Some(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
-            Some(serde_json::Value::Array(a)) => (0..a.len()).map(|i| i.to_string()).collect(),
-            _ => break,
-        };
-        for child in children {
-            if matches!(child.as_str(), "kind" | "dist" | "op") {
-                continue;
-            }
-            let mut t = tree.clone();
-            let culprit = match pointer_mut(&mut t, &at) {
-                Some(serde_json::Value::Object(m)) => {
-                    m.remove(&child);
-                    !same(&t)
-                }
-                // A list element is the culprit if the list holding it alone fails the same way
-                // (blanking another element would make an error of its own).
-                Some(serde_json::Value::Array(a)) => {
-                    let i: usize = child.parse().expect("an index");
-                    *a = vec![a[i].clone()];
-                    same(&t)
-                }
-                _ => false,
+    if !missing {
+        'descend: loop {
+            let node = pointer(tree, &at).cloned();
+            let children: Vec<String> = match &node {
+                Some(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+                Some(serde_json::Value::Array(a)) => (0..a.len()).map(|i| i.to_string()).collect(),
+                _ => break,
             };
-            if culprit {
-                at.push(child);
-                continue 'descend;
+            for child in children {
+                if matches!(child.as_str(), "kind" | "dist" | "op") {
+                    continue;
+                }
+                let mut t = tree.clone();
+                let culprit = match pointer_mut(&mut t, &at) {
+                    Some(serde_json::Value::Object(m)) => {
+                        m.remove(&child);
+                        !same(&t)
+                    }
+                    // A list element is the culprit if the list holding it alone fails the same way
+                    // (blanking another element would make an error of its own).
+                    Some(serde_json::Value::Array(a)) => {
+                        let i: usize = child.parse().expect("an index");
+                        *a = vec![a[i].clone()];
+                        same(&t)
+                    }
+                    _ => false,
+                };
+                if culprit {
+                    at.push(child);
+                    continue 'descend;
+                }
             }
+            break;
         }
-        break;
     }
     let mut field = dotted(&at);
     let mut message = message;
