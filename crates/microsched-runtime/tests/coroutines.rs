@@ -5,98 +5,26 @@
 //! of yielding, a flag the test holds) are far longer than any scheduling noise of a shared
 //! 2-CPU machine.
 
-use std::net::{SocketAddr, UdpSocket};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use microsched_core::scenario::{Format, Loaded, Scenario};
 use microsched_runtime::clock::spin_for;
 use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::loadgen::{self, LoadgenOpts};
-use microsched_runtime::wire::{decode, encode, Msg, Status};
 use microsched_runtime::{ServeOpts, Server};
 
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn load(text: &str, overrides: &[&str]) -> Loaded {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Scenario::load(text, Format::Toml, Path::new("."), &o).expect("valid scenario")
-}
+use common::{load, serial, Client};
 
 fn opts() -> ServeOpts {
-    ServeOpts {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
-        duration: Some(Duration::from_secs(20)),
-        once: false,
-    }
+    common::opts(false)
 }
 
-/// A raw client session (no overload control on the server: every request is admitted).
-struct Client {
-    sock: UdpSocket,
-    server: SocketAddr,
-    token: u64,
-}
-
-impl Client {
-    fn connect(server: SocketAddr) -> Self {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        sock.send_to(
-            &encode(&Msg::Connect {
-                cookie: 1,
-                demand: 0,
-            }),
-            server,
-        )
-        .unwrap();
-        let mut buf = [0u8; 256];
-        let (n, _) = sock.recv_from(&mut buf).unwrap();
-        let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else {
-            panic!("{:?}", decode(&buf[..n]))
-        };
-        Client {
-            sock,
-            server,
-            token,
-        }
-    }
-
-    fn send(&self, req_id: u64, rtype: u16, service_ns: u64) {
-        let m = Msg::Request {
-            token: self.token,
-            req_id,
-            demand: 0,
-            service_ns,
-            rtype,
-        };
-        self.sock.send_to(&encode(&m), self.server).unwrap();
-    }
-
-    /// The next response: (request id, queueing delay at the server).
-    fn recv(&self) -> (u64, u64) {
-        let mut buf = [0u8; 256];
-        let (n, _) = self
-            .sock
-            .recv_from(&mut buf)
-            .expect("a response within 2 s");
-        match decode(&buf[..n]) {
-            Ok(Msg::Response {
-                req_id,
-                status: Status::Ok,
-                qdelay_ns,
-                ..
-            }) => (req_id, qdelay_ns),
-            other => panic!("{other:?}"),
-        }
-    }
+/// Sessions of these tests: every response within 2 s.
+fn connect(server: std::net::SocketAddr) -> Client {
+    Client::connect(server, Duration::from_secs(2))
 }
 
 const ONE_WORKER: &str = r#"
@@ -142,13 +70,13 @@ service = {{ dist = \"constant\", value_us = 10 }}
     );
     let sc = load(&text, &[queue]);
     let server = Server::start(&sc, opts()).expect("server starts");
-    let c = Client::connect(server.addr());
+    let c = connect(server.addr());
     let gap = Duration::from_millis(5);
     c.send(1, 0, 10_000_000);
     std::thread::sleep(gap);
     c.send(2, 1, 10_000);
-    let (first, _) = c.recv();
-    let (second, qdelay_yielder) = c.recv();
+    let (first, _) = c.ok();
+    let (second, qdelay_yielder) = c.ok();
     let rep = server.stop();
     assert_eq!(
         (first, second),
@@ -194,12 +122,12 @@ service = { dist = "constant", value_us = 500 }
     let server = Server::start(&sc, opts()).expect("server starts");
     // One session: d-FCFS would queue all of it at one home core (the other only stealing);
     // c-FCFS queues it where both workers take from.
-    let c = Client::connect(server.addr());
+    let c = connect(server.addr());
     let n = 100;
     for id in 0..n {
         c.send(id, 0, 500_000);
     }
-    let mut got: Vec<u64> = (0..n).map(|_| c.recv().0).collect();
+    let mut got: Vec<u64> = (0..n).map(|_| c.ok().0).collect();
     let rep = server.stop();
     got.sort_unstable();
     assert_eq!(got, (0..n).collect::<Vec<_>>());
@@ -292,14 +220,14 @@ name = \"m\"
     let flags = Arc::new(Flags::default());
     let server =
         Server::start_with(&sc, opts(), Arc::new(Locking(flags.clone()))).expect("server starts");
-    let c = Client::connect(server.addr());
+    let c = connect(server.addr());
     c.send(1, A, 10_000);
     wait_for(&flags.a_holds);
     c.send(2, B, 10_000);
     wait_for(&flags.b_asks);
     // B reached the mutex on the only worker; A holds it, suspended at a yield point.
     c.send(3, C, 10_000);
-    let (first, _) = c.recv();
+    let (first, _) = c.ok();
     assert_eq!(
         first, 3,
         "C ran on the worker while A held the mutex and B waited for it"
@@ -309,8 +237,8 @@ name = \"m\"
         "B waits until A releases"
     );
     flags.release_a.store(true, Ordering::SeqCst);
-    let (second, _) = c.recv();
-    let (third, _) = c.recv();
+    let (second, _) = c.ok();
+    let (third, _) = c.ok();
     assert_eq!((second, third), (1, 2), "A releases, then B gets the mutex");
     std::thread::sleep(Duration::from_millis(20));
     let rep = server.stop();

@@ -6,60 +6,23 @@
 //! sent 2 ms after it: far longer than any scheduling noise). The load test compares two runs
 //! made back to back on the same arrivals and asserts a loose, machine-independent margin.
 
-use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
 use std::time::Duration;
 
-use microsched_core::scenario::{Format, Loaded, Scenario};
+use microsched_core::scenario::Loaded;
 use microsched_runtime::loadgen::{self, LoadgenOpts};
-use microsched_runtime::wire::{decode, encode, Msg, Status};
-use microsched_runtime::{merge, ServeOpts, Server, ServerReport};
+use microsched_runtime::{merge, Server, ServerReport};
 
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::{opts, serial, Client};
 
 fn load(text: &str, base: &Path, overrides: &[&str]) -> Loaded {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Scenario::load(text, Format::Toml, base, &o).expect("valid scenario")
+    common::load_in(text, base, overrides)
 }
 
-fn opts(once: bool) -> ServeOpts {
-    ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(30)), once }
-}
-
-struct Client {
-    sock: UdpSocket,
-    server: SocketAddr,
-    token: u64,
-}
-
-impl Client {
-    fn connect(server: SocketAddr) -> Self {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        sock.send_to(&encode(&Msg::Connect { cookie: 1, demand: 0 }), server).unwrap();
-        let mut buf = [0u8; 256];
-        let (n, _) = sock.recv_from(&mut buf).unwrap();
-        let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else { panic!("{:?}", decode(&buf[..n])) };
-        Client { sock, server, token }
-    }
-
-    fn send(&self, req_id: u64, rtype: u16, service_ns: u64) {
-        let m = Msg::Request { token: self.token, req_id, demand: 0, service_ns, rtype };
-        self.sock.send_to(&encode(&m), self.server).unwrap();
-    }
-
-    fn recv(&self) -> u64 {
-        let mut buf = [0u8; 256];
-        let (n, _) = self.sock.recv_from(&mut buf).expect("a response within 2 s");
-        match decode(&buf[..n]) {
-            Ok(Msg::Response { req_id, status: Status::Ok, .. }) => req_id,
-            other => panic!("{other:?}"),
-        }
-    }
+fn connect(server: std::net::SocketAddr) -> Client {
+    Client::connect(server, Duration::from_secs(2))
 }
 
 const ONE_WORKER: &str = r#"
@@ -82,11 +45,11 @@ service = { dist = "constant", value_us = 2 }
 fn long_then_short(overrides: &[&str]) -> ([u64; 2], ServerReport) {
     let sc = load(ONE_WORKER, Path::new("."), overrides);
     let server = Server::start(&sc, opts(false)).expect("server starts");
-    let c = Client::connect(server.addr());
+    let c = connect(server.addr());
     c.send(1, 0, 20_000_000);
     std::thread::sleep(Duration::from_millis(2));
     c.send(2, 1, 2_000);
-    let order = [c.recv(), c.recv()];
+    let order = [c.ok().0, c.ok().0];
     (order, server.stop())
 }
 

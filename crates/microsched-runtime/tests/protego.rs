@@ -2,7 +2,7 @@
 //! millisecond gaps (orders and counts, not durations), the key-value handler's dropped-SET
 //! cleanup, and the overload claim on the shipped experiments/protego/real-synthetic*.toml.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,57 +13,29 @@ use microsched_runtime::asqm::{AsqmCondvar, AsqmMutex};
 use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::kv::KvStore;
 use microsched_runtime::loadgen::{self, LoadgenOpts};
-use microsched_runtime::wire::{decode, encode, Msg, Status};
-use microsched_runtime::{merge, ServeOpts, Server, ServerReport};
+use microsched_runtime::wire::Status;
+use microsched_runtime::{merge, Server, ServerReport};
 
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::{load, opts, serial};
 
-fn load(text: &str, overrides: &[&str]) -> Loaded {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Scenario::load(text, Format::Toml, Path::new("."), &o).expect("valid scenario")
-}
-
-fn opts(once: bool) -> ServeOpts {
-    ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(30)), once }
-}
-
-/// A raw session (no credits: every request is admitted).
-struct Client {
-    sock: UdpSocket,
-    server: SocketAddr,
-    token: u64,
-}
+/// A raw session whose program's lock steps without a time of their own take the service time.
+struct Client(common::Client);
 
 impl Client {
     fn connect(server: SocketAddr) -> Self {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        sock.send_to(&encode(&Msg::Connect { cookie: 1, demand: 0 }), server).unwrap();
-        let mut buf = [0u8; 256];
-        let (n, _) = sock.recv_from(&mut buf).unwrap();
-        let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else { panic!("{:?}", decode(&buf[..n])) };
-        Client { sock, server, token }
+        Client(common::Client::connect(server, Duration::from_secs(5)))
     }
 
-    /// The program's lock steps without a time of their own take the service time.
     fn send(&self, req_id: u64, rtype: u16) {
-        let service_ns = if rtype == 0 { 40_000_000 } else { 100_000 };
-        let m = Msg::Request { token: self.token, req_id, demand: 0, service_ns, rtype };
-        self.sock.send_to(&encode(&m), self.server).unwrap();
+        self.0.send(req_id, rtype, if rtype == 0 { 40_000_000 } else { 100_000 });
     }
 
     /// The next response: (request id, status).
     fn recv(&self) -> (u64, Status) {
-        let mut buf = [0u8; 256];
-        let (n, _) = self.sock.recv_from(&mut buf).expect("a response within 5 s");
-        match decode(&buf[..n]) {
-            Ok(Msg::Response { req_id, status, .. }) => (req_id, status),
-            other => panic!("{other:?}"),
-        }
+        let r = self.0.reply();
+        (r.req_id, r.status)
     }
 }
 

@@ -1,0 +1,81 @@
+//! What the runtime's loopback tests share: one server at a time, scenarios from text, and a
+//! raw client session (no credits: a server without overload control admits every request).
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::time::Duration;
+
+use microsched_core::scenario::{Format, Loaded, Scenario};
+use microsched_runtime::wire::{decode, encode, Msg, Status};
+use microsched_runtime::ServeOpts;
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Tests that start a server run one at a time: they measure, and the machine has 2 CPUs.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn load_in(text: &str, base: &Path, overrides: &[&str]) -> Loaded {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    Scenario::load(text, Format::Toml, base, &o).expect("valid scenario")
+}
+
+pub fn load(text: &str, overrides: &[&str]) -> Loaded {
+    load_in(text, Path::new("."), overrides)
+}
+
+/// Loopback, an ephemeral port, at most 30 s; `once`: stop when the load generator is done.
+pub fn opts(once: bool) -> ServeOpts {
+    ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(30)), once }
+}
+
+/// A response as the client sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    pub req_id: u64,
+    pub status: Status,
+    /// Queueing delay at the server (ns), as the response carries it.
+    pub qdelay_ns: u64,
+}
+
+pub struct Client {
+    sock: UdpSocket,
+    server: SocketAddr,
+    token: u64,
+}
+
+impl Client {
+    /// Connects; responses are awaited at most `timeout`.
+    pub fn connect(server: SocketAddr, timeout: Duration) -> Self {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(timeout)).unwrap();
+        sock.send_to(&encode(&Msg::Connect { cookie: 1, demand: 0 }), server).unwrap();
+        let mut buf = [0u8; 256];
+        let (n, _) = sock.recv_from(&mut buf).unwrap();
+        let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else { panic!("{:?}", decode(&buf[..n])) };
+        Client { sock, server, token }
+    }
+
+    pub fn send(&self, req_id: u64, rtype: u16, service_ns: u64) {
+        let m = Msg::Request { token: self.token, req_id, demand: 0, service_ns, rtype };
+        self.sock.send_to(&encode(&m), self.server).unwrap();
+    }
+
+    pub fn reply(&self) -> Reply {
+        let mut buf = [0u8; 256];
+        let (n, _) = self.sock.recv_from(&mut buf).expect("a response in time");
+        match decode(&buf[..n]) {
+            Ok(Msg::Response { req_id, status, qdelay_ns, .. }) => Reply { req_id, status, qdelay_ns },
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The next response, which must be a success: (request id, queueing delay at the server).
+    pub fn ok(&self) -> (u64, u64) {
+        let r = self.reply();
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        (r.req_id, r.qdelay_ns)
+    }
+}
