@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -73,46 +74,61 @@ def register(addr: str, msg: dict) -> bytes:
         return s.recv(4)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_registration_and_restore_on_signal(tmp_path: Path, sig: int) -> None:
+@pytest.fixture
+def tenants():
+    """A sleeping Primary and a three-thread Secondary; `agent(*flags)` starts `microsched
+    harvest --listen 127.0.0.1:0 ... --json`. Whatever is still running at the end is killed,
+    the agent first."""
+    started: list[subprocess.Popen] = []
     primary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started.append(primary)
     sec = subprocess.Popen([sys.executable, "-c", SLEEPER])
-    agent = None
+    started.append(sec)
+
+    def agent(*flags: str) -> subprocess.Popen:
+        a = subprocess.Popen([sys.executable, "-m", "microsched", "harvest", "--listen", "127.0.0.1:0", *flags, "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+        started.append(a)
+        return a
+
     try:
         assert wait_for(lambda: len(os.listdir(f"/proc/{sec.pid}/task")) >= 3)
-        before = allowed(sec.pid)
-        log = tmp_path / "log.jsonl"
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "microsched", "harvest", "--listen", "127.0.0.1:0", "--poll-ms", "5",
-             "--controller", '{"kind": "harvest_static", "buffer": 1}', "--log", str(log), "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
-        addr = listening(agent)
-        # The artifact's messages (string values), with the pid extension.
-        assert register(addr, {"ctr_type": "Primary", "cpuList": "0-1", "LOWIDLEFREQ_THRESHOLD": "0.001",
-                               "LOW_TIC": "1", "targetIdleCores": "1", "static_targetIdleCores": "2",
-                               "minSecondaryCores": "0", "pid": str(primary.pid)}) == b"ACK\0"
-        assert register(addr, {"ctr_type": "Secondary", "pid": str(sec.pid)}) == b"ACK\0"
-        assert register(addr, {"ctr_type": "Secondary"}) == b"NAK\0"
-        # The idle Primary keeps a buffer of 1 idle core and lends the other, its highest (1).
-        assert wait_for(lambda: set(allowed(sec.pid).values()) == {"1"}), allowed(sec.pid)
-        agent.send_signal(sig)
-        out, err = agent.communicate(timeout=20)
-        assert agent.returncode == 0, err.decode()
-        rep = json.loads(out)
-        assert rep["stopped_by"] == "signal"
-        assert rep["restore"]["errors"] == [] and rep["restore"]["affinities"] == 3
-        assert rep["actuation"]["stray_threads"] == 0
-        assert allowed(sec.pid) == before
-        assert state(sec.pid) != "T"
-        events = [json.loads(line) for line in log.read_text().splitlines()]
-        assert events[-1]["event"] == "end"
-        assert any(e["event"] == "lend" and e["cpu"] == 1 for e in events), events
-        assert any(e["event"] == "refused" for e in events)
+        yield SimpleNamespace(primary=primary, sec=sec, agent=agent)
     finally:
-        for p in (agent, sec, primary):
-            if p is not None and p.poll() is None:
+        for p in reversed(started):
+            if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_registration_and_restore_on_signal(tmp_path: Path, sig: int, tenants) -> None:
+    primary, sec = tenants.primary, tenants.sec
+    before = allowed(sec.pid)
+    log = tmp_path / "log.jsonl"
+    agent = tenants.agent("--poll-ms", "5", "--controller", '{"kind": "harvest_static", "buffer": 1}', "--log", str(log))
+    addr = listening(agent)
+    # The artifact's messages (string values), with the pid extension.
+    assert register(addr, {"ctr_type": "Primary", "cpuList": "0-1", "LOWIDLEFREQ_THRESHOLD": "0.001",
+                           "LOW_TIC": "1", "targetIdleCores": "1", "static_targetIdleCores": "2",
+                           "minSecondaryCores": "0", "pid": str(primary.pid)}) == b"ACK\0"
+    assert register(addr, {"ctr_type": "Secondary", "pid": str(sec.pid)}) == b"ACK\0"
+    assert register(addr, {"ctr_type": "Secondary"}) == b"NAK\0"
+    # The idle Primary keeps a buffer of 1 idle core and lends the other, its highest (1).
+    assert wait_for(lambda: set(allowed(sec.pid).values()) == {"1"}), allowed(sec.pid)
+    agent.send_signal(sig)
+    out, err = agent.communicate(timeout=20)
+    assert agent.returncode == 0, err.decode()
+    rep = json.loads(out)
+    assert rep["stopped_by"] == "signal"
+    assert rep["restore"]["errors"] == [] and rep["restore"]["affinities"] == 3
+    assert rep["actuation"]["stray_threads"] == 0
+    assert allowed(sec.pid) == before
+    assert state(sec.pid) != "T"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert events[-1]["event"] == "end"
+    assert any(e["event"] == "lend" and e["cpu"] == 1 for e in events), events
+    assert any(e["event"] == "refused" for e in events)
 
 
 def test_bad_options_are_one_line_errors() -> None:
@@ -205,52 +221,41 @@ def test_pod_messages_follow_the_artifact() -> None:
     assert message_for_pod(pod("u5", "primary")) is None  # no cores annotated
 
 
-def test_pods_registered_by_label_from_a_fake_cgroup_tree(tmp_path: Path) -> None:
+def test_pods_registered_by_label_from_a_fake_cgroup_tree(tmp_path: Path, tenants) -> None:
     """The whole Kubernetes path but the API server: labelled pod objects -> the artifact's
     messages by pod UID -> the agent finds the processes in a cgroup tree laid out as the
     kubelet does (v1 cgroupfs for the Secondary, v2 systemd for the Primary) -> lends a core to
     the Secondary pod's process -> restores it on SIGTERM."""
     from microsched import harvest_k8s
 
-    primary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    sec = subprocess.Popen([sys.executable, "-c", SLEEPER])
-    agent = None
-    try:
-        assert wait_for(lambda: len(os.listdir(f"/proc/{sec.pid}/task")) >= 3)
-        before = allowed(sec.pid)
-        su, pu = "8f0e5a4c-0000-4000-8000-00000000000a", "8f0e5a4c-0000-4000-8000-00000000000b"
-        root = tmp_path / "cgroup"
-        d = root / "cpuset" / "kubepods" / "besteffort" / f"pod{su}" / "c0ffee"
-        d.mkdir(parents=True)
-        (d / "cgroup.procs").write_text(f"{sec.pid}\n")
-        d = root / "unified" / "kubepods.slice" / f"kubepods-pod{pu.replace('-', '_')}.slice" / "cri-containerd-1.scope"
-        d.mkdir(parents=True)
-        (d / "cgroup.procs").write_text(f"{primary.pid}\n")
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "microsched", "harvest", "--listen", "127.0.0.1:0", "--cgroup-root", str(root),
-             "--controller", '{"kind": "harvest_static", "buffer": 1}', "--log", str(tmp_path / "log.jsonl"), "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
-        addr = listening(agent)
-        pods = [pod(pu, "primary", **{"microsched.io/cpus": "0-1"}), pod(su, "secondary"),
-                pod("00000000-0000-0000-0000-000000000000", "secondary"),  # no cgroup: refused, retried
-                pod("11111111-0000-0000-0000-000000000000", None)]
-        done: set[str] = set()
-        assert harvest_k8s.register_once(pods, addr, done, log=lambda m: None) == 2
-        assert done == {pu, su}
-        assert harvest_k8s.register_once(pods, addr, done, log=lambda m: None) == 0  # registered once
-        assert wait_for(lambda: set(allowed(sec.pid).values()) == {"1"}), allowed(sec.pid)
-        agent.send_signal(signal.SIGTERM)
-        out, err = agent.communicate(timeout=20)
-        assert agent.returncode == 0, err.decode()
-        rep = json.loads(out)
-        assert rep["primaries"][0]["pids"] == [primary.pid]
-        assert rep["secondary"]["pids"] == [sec.pid]
-        assert allowed(sec.pid) == before
-    finally:
-        for p in (agent, sec, primary):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+    primary, sec = tenants.primary, tenants.sec
+    before = allowed(sec.pid)
+    su, pu = "8f0e5a4c-0000-4000-8000-00000000000a", "8f0e5a4c-0000-4000-8000-00000000000b"
+    root = tmp_path / "cgroup"
+    d = root / "cpuset" / "kubepods" / "besteffort" / f"pod{su}" / "c0ffee"
+    d.mkdir(parents=True)
+    (d / "cgroup.procs").write_text(f"{sec.pid}\n")
+    d = root / "unified" / "kubepods.slice" / f"kubepods-pod{pu.replace('-', '_')}.slice" / "cri-containerd-1.scope"
+    d.mkdir(parents=True)
+    (d / "cgroup.procs").write_text(f"{primary.pid}\n")
+    agent = tenants.agent("--cgroup-root", str(root), "--controller", '{"kind": "harvest_static", "buffer": 1}',
+                          "--log", str(tmp_path / "log.jsonl"))
+    addr = listening(agent)
+    pods = [pod(pu, "primary", **{"microsched.io/cpus": "0-1"}), pod(su, "secondary"),
+            pod("00000000-0000-0000-0000-000000000000", "secondary"),  # no cgroup: refused, retried
+            pod("11111111-0000-0000-0000-000000000000", None)]
+    done: set[str] = set()
+    assert harvest_k8s.register_once(pods, addr, done, log=lambda m: None) == 2
+    assert done == {pu, su}
+    assert harvest_k8s.register_once(pods, addr, done, log=lambda m: None) == 0  # registered once
+    assert wait_for(lambda: set(allowed(sec.pid).values()) == {"1"}), allowed(sec.pid)
+    agent.send_signal(signal.SIGTERM)
+    out, err = agent.communicate(timeout=20)
+    assert agent.returncode == 0, err.decode()
+    rep = json.loads(out)
+    assert rep["primaries"][0]["pids"] == [primary.pid]
+    assert rep["secondary"]["pids"] == [sec.pid]
+    assert allowed(sec.pid) == before
 
 
 def test_daemonset_manifest_is_valid_kubernetes() -> None:
@@ -279,39 +284,27 @@ def test_daemonset_manifest_is_valid_kubernetes() -> None:
         kv.validate(d, kv.latest_version(), strict=True)
 
 
-def test_exited_primary_stops_lending_and_overlaps_are_refused(tmp_path: Path) -> None:
-    primary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    sec = subprocess.Popen([sys.executable, "-c", SLEEPER])
-    agent = None
-    try:
-        assert wait_for(lambda: len(os.listdir(f"/proc/{sec.pid}/task")) >= 3)
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "microsched", "harvest", "--listen", "127.0.0.1:0",
-             "--controller", '{"kind": "harvest_static", "buffer": 1}', "--log", str(tmp_path / "log.jsonl"), "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
-        addr = listening(agent)
-        assert register(addr, {"ctr_type": "Primary", "cpuList": "0-1", "pid": primary.pid}) == b"ACK\0"
-        # A second Primary on the same cores, and one whose process does not exist.
-        assert register(addr, {"ctr_type": "Primary", "cpuList": "1", "pid": primary.pid}) == b"NAK\0"
-        assert register(addr, {"ctr_type": "Secondary", "pid": 999999999}) == b"NAK\0"
-        assert register(addr, {"ctr_type": "Secondary", "pid": sec.pid}) == b"ACK\0"
-        assert wait_for(lambda: state(sec.pid) != "T" and set(allowed(sec.pid).values()) == {"1"})
-        # The Primary exits: its core is no longer lent, the Secondary (no core of its own) stops.
-        primary.kill()
-        primary.wait()
-        assert wait_for(lambda: "primary_exited" in (tmp_path / "log.jsonl").read_text())
-        assert wait_for(lambda: state(sec.pid) == "T"), state(sec.pid)
-        agent.send_signal(signal.SIGTERM)
-        out, err = agent.communicate(timeout=20)
-        assert agent.returncode == 0, err.decode()
-        assert state(sec.pid) != "T"
-        events = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
-        assert sum(e["event"] == "refused" for e in events) == 2
-    finally:
-        for p in (agent, sec, primary):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+def test_exited_primary_stops_lending_and_overlaps_are_refused(tmp_path: Path, tenants) -> None:
+    primary, sec = tenants.primary, tenants.sec
+    agent = tenants.agent("--controller", '{"kind": "harvest_static", "buffer": 1}', "--log", str(tmp_path / "log.jsonl"))
+    addr = listening(agent)
+    assert register(addr, {"ctr_type": "Primary", "cpuList": "0-1", "pid": primary.pid}) == b"ACK\0"
+    # A second Primary on the same cores, and one whose process does not exist.
+    assert register(addr, {"ctr_type": "Primary", "cpuList": "1", "pid": primary.pid}) == b"NAK\0"
+    assert register(addr, {"ctr_type": "Secondary", "pid": 999999999}) == b"NAK\0"
+    assert register(addr, {"ctr_type": "Secondary", "pid": sec.pid}) == b"ACK\0"
+    assert wait_for(lambda: state(sec.pid) != "T" and set(allowed(sec.pid).values()) == {"1"})
+    # The Primary exits: its core is no longer lent, the Secondary (no core of its own) stops.
+    primary.kill()
+    primary.wait()
+    assert wait_for(lambda: "primary_exited" in (tmp_path / "log.jsonl").read_text())
+    assert wait_for(lambda: state(sec.pid) == "T"), state(sec.pid)
+    agent.send_signal(signal.SIGTERM)
+    out, err = agent.communicate(timeout=20)
+    assert agent.returncode == 0, err.decode()
+    assert state(sec.pid) != "T"
+    events = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert sum(e["event"] == "refused" for e in events) == 2
 
 
 def test_irqs_found_by_name_in_proc_interrupts() -> None:
