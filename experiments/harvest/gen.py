@@ -122,7 +122,7 @@ def three_sets(level: str, ctl: str) -> list[str]:
             f'sigma={a["sigma"]}}}}}]}}, load={{rps={a["levels"][level]}, on_off={{period_ms={a["period_ms"]}, '
             f'duty=0.3, off_ratio=0.2}}}}, clients={{sessions=100}}, allocator={allocator_inline(app, ctl)}}}')
     first = app_sets("memcached", APPS["memcached"]["levels"][level])
-    sets = first + ["server.per_application_cores=true", f"policy.allocator={allocator_inline('memcached', ctl)}"]
+    sets = ["name=memcached"] + first + ["server.per_application_cores=true", f"policy.allocator={allocator_inline('memcached', ctl)}"]
     return sets + ["applications=[" + ", ".join(apps) + "]"]
 
 
