@@ -10,7 +10,7 @@ use microsched_core::rng::{stream, Stream};
 use microsched_core::overload::seda::Seda;
 use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
-use microsched_core::summary::{CoreTime, Cores, LockDrops, Requests, Sched, SimStats, Summary};
+use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -969,20 +969,20 @@ impl Sim {
             c
         });
         // Several nodes: the Primaries' harvests add up (node 0's eviction latency).
-        let harvest = nodes.iter().filter_map(|n| n.harvest.as_ref()).enumerate().fold(None, |acc, (k, h)| match acc {
-                None => Some(h.clone()),
-                Some(mut t) => {
-                    t.add(h, k);
-                    Some(t)
-                }
-            });
-        let irq = nodes.iter().filter_map(|n| n.irq.as_ref()).fold(None, |acc, i| match acc {
-                None => Some(i.clone()),
-                Some(mut t) => {
-                    t.add(i);
-                    Some(t)
-                }
-            });
+        let harvest = nodes.iter().filter_map(|n| n.harvest.as_ref()).enumerate().fold(None, |acc: Option<Harvest>, (k, h)| match acc {
+            None => Some(h.clone()),
+            Some(mut t) => {
+                t.add(h, k);
+                Some(t)
+            }
+        });
+        let irq = nodes.iter().filter_map(|n| n.irq.as_ref()).fold(None, |acc: Option<Irq>, i| match acc {
+            None => Some(i.clone()),
+            Some(mut t) => {
+                t.add(i);
+                Some(t)
+            }
+        });
         let first = &self.apps[0];
         let generated: u64 = self.apps.iter().map(|a| a.generated).sum();
         let summary = Summary {

@@ -306,8 +306,12 @@ def _claims_fig8(s: Seeds) -> list[Claim]:
         paper=None, measured=_r(diff), holds=bool(diff < 0.25),
         extra={"measure": "max over Primary × load of |harvest(steered) − harvest(ACBF, no IRQ)|", "unit": "cores",
                "by_point": gap,
-               "note": "steered_net_of_irq subtracts the handlers' time (0.6 cores: on the Secondary's dedicated "
-                       "core and its harvested cores, which this model does not tell apart)"},
+               "note": "with steering the Primary's cores see no handler, so the cores granted are those without "
+                       "IRQs by construction; steered_net_of_irq subtracts the handlers' time (0.6 cores, on the "
+                       "Secondary's dedicated core and its harvested cores, which this model does not tell apart: "
+                       "negative where the harvest is below 0.6 cores, i.e. the dedicated core absorbs it); 'spread' "
+                       "harvests less where the handlers make the Primary busier and ACBF keeps a larger buffer "
+                       "(§2.3: IRQs 'necessitate reserving an even larger buffer')"},
     ))
     return out
 
@@ -336,9 +340,9 @@ def _claims_three(s: Seeds) -> list[Claim]:
         hl = [h[l][0] for l in LEVELS]
         out.append(Claim(
             id=f"three-primaries-harvest/{ctl}",
-            claim=f"The cores harvested from three Primaries together add up to what each yields alone, and grow as "
-                  f"the load falls (Fig. 5: 0.2 to 6 cores per Primary); holds if the total at low load exceeds the "
-                  f"total at high load",
+            claim=f"The cores harvested from three Primaries together (summed over their core sets) grow as the load "
+                  f"falls (Fig. 5: 0.2 to 6 cores per Primary); holds if the total at low load exceeds the total at "
+                  f"high load (by_level compares it with the sum of the one-Primary runs)",
             paper=None, measured=_r(hl[0]), holds=bool(hl[0] > hl[2]),
             extra={"measure": "cores harvested in all (sum over the three nodes) at low load", "unit": "cores",
                    "by_level": {l: {"together": _r(h[l][0]), "ci95": _r(h[l][1]),
