@@ -147,6 +147,16 @@ pub struct Server {
     /// Identical server nodes (replicas), each with its own cores, queues, locks and policies.
     #[serde(default = "default_replicas")]
     pub replicas: u32,
+    /// Per-application core sets: each application gets a node of its own (`max_cores` cores,
+    /// its own queues and core allocator, `applications[i].allocator` or else
+    /// `policy.allocator`), as HarvestContainers' Primaries each own a cpuset; their harvests
+    /// add up in the flat keys. Needs `replicas = 1`. See [`crate::topology`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_application_cores: bool,
+    /// NIC interrupt load on the cores and where it is steered (see [`crate::sched::irq`]);
+    /// absent: no interrupts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq: Option<crate::sched::irq::Config>,
 }
 
 fn default_replicas() -> u32 {

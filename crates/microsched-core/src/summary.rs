@@ -186,6 +186,11 @@ pub struct NodeSummary {
     pub sched: Sched,
     #[serde(default)]
     pub credits: Option<Credits>,
+    /// This node's harvesting controller (with per-application core sets, its Primary's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harvest: Option<Harvest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq: Option<Irq>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -235,9 +240,13 @@ pub struct Summary {
     /// their totals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeSummary>,
-    /// Harvesting controllers only (node 0): the Secondary's share is `be_cores_mean`.
+    /// Harvesting controllers only, summed over the nodes (one Primary per node): the
+    /// Secondary's share is `be_cores_mean`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harvest: Option<Harvest>,
+    /// NIC interrupt load (`server.irq`), summed over the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq: Option<Irq>,
     /// Lock-level drops and per-lock statistics, with `server.lock_control` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_control: Option<LockDrops>,
@@ -290,4 +299,46 @@ pub struct Harvest {
     /// Request-time the Primary spent waiting while an eviction was under way and no held core
     /// was idle, ms (sampled at the controller's poll period).
     pub eviction_wait_ms: f64,
+}
+
+impl Harvest {
+    /// Adds the harvest of another node's Primary (`k` nodes added before it): counts and
+    /// buffers add up, the all-busy fraction is the mean over the Primaries.
+    pub fn add(&mut self, o: &Harvest, k: usize) {
+        self.buffer_mean += o.buffer_mean;
+        self.all_busy_fraction = (self.all_busy_fraction * k as f64 + o.all_busy_fraction) / (k + 1) as f64;
+        self.lends += o.lends;
+        self.evictions += o.evictions;
+        self.demand_evictions += o.demand_evictions;
+        self.eviction_wait_ms += o.eviction_wait_ms;
+    }
+}
+
+/// NIC interrupt handling over the whole run (warm-up included), see `server.irq`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Irq {
+    /// `spread` or `secondary`.
+    pub steering: String,
+    /// Handlers per second on a core the Primary holds (0 when steered to the Secondary).
+    pub held_core_rate_per_s: f64,
+    /// Core time handlers took out of running requests (drawn, exact): part of `busy_ns`.
+    pub in_service_ns: u64,
+    pub in_service_count: u64,
+    /// Expected handler time on idle held cores (rate × idle time: it delays no request).
+    pub held_idle_ns: f64,
+    /// Expected handler time on the Secondary's cores (its lent cores, and with steering its
+    /// dedicated core): core time the Secondary loses.
+    pub secondary_ns: f64,
+    /// `secondary_ns` over the run, in cores.
+    pub secondary_cores_mean: f64,
+}
+
+impl Irq {
+    pub fn add(&mut self, o: &Irq) {
+        self.in_service_ns += o.in_service_ns;
+        self.in_service_count += o.in_service_count;
+        self.held_idle_ns += o.held_idle_ns;
+        self.secondary_ns += o.secondary_ns;
+        self.secondary_cores_mean += o.secondary_cores_mean;
+    }
 }

@@ -7,6 +7,8 @@
 //! its own cores, queues, locks, core allocator and credit controller); a client session talks
 //! to one of them (`clients.replica_choice`) and may resend a request answered with a failure
 //! (an AQM drop) to the next replica (`clients.retries`), as Protego's clients do.
+//! `server.per_application_cores` instead gives each application a node of its own (its core
+//! set, queues and allocator): HarvestContainers' several Primaries, each on its own cpuset.
 
 use std::path::Path;
 
@@ -28,6 +30,9 @@ pub struct ApplicationCfg {
     /// Its latency objective for goodput; default 10 × (its mean service time + RTT).
     #[serde(default)]
     pub slo_us: Option<f64>,
+    /// Its own core allocator, with `server.per_application_cores` (default: `policy.allocator`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<crate::scenario::AllocatorCfg>,
 }
 
 /// Which replica a client session talks to.
@@ -109,6 +114,26 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// Server nodes of the run: one per application with `server.per_application_cores`, else
+    /// the replicas.
+    pub fn node_count(&self) -> u32 {
+        if self.server.per_application_cores {
+            1 + self.applications.len() as u32
+        } else {
+            self.server.replicas
+        }
+    }
+
+    /// The core allocator of node `index`: its application's own with per-application cores.
+    pub fn node_allocator(&self, index: usize) -> &crate::scenario::AllocatorCfg {
+        match index.checked_sub(1).and_then(|i| self.applications.get(i)) {
+            Some(a) if self.server.per_application_cores => a.allocator.as_ref().unwrap_or(&self.policy.allocator),
+            _ => &self.policy.allocator,
+        }
+    }
+}
+
 /// Checks the applications after the first and the replica settings.
 pub fn validate(sc: &Scenario, base_dir: &Path) -> Result<(), ScenarioError> {
     if sc.server.replicas == 0 || sc.server.replicas > 64 {
@@ -128,6 +153,23 @@ pub fn validate(sc: &Scenario, base_dir: &Path) -> Result<(), ScenarioError> {
         if let Some(v) = a.slo_us {
             positive(&format!("{f}.slo_us"), v)?;
         }
+        if let Some(c) = &a.allocator {
+            if !sc.server.per_application_cores {
+                return Err(ScenarioError::new(format!("{f}.allocator"), "needs server.per_application_cores = true (else the applications share one node's cores)"));
+            }
+            crate::alloc::validate(c, &format!("{f}.allocator"))?;
+        }
+    }
+    if sc.server.per_application_cores {
+        // A retry goes to the next node, which would be another application's cores.
+        for a in sc.apps() {
+            if a.clients.retries > 0 {
+                return Err(ScenarioError::new(format!("{}clients.retries", a.field), "must be 0 with server.per_application_cores (a retry would reach another application's cores)"));
+            }
+        }
+    }
+    if sc.server.per_application_cores && sc.server.replicas != 1 {
+        return Err(ScenarioError::new("server.replicas", format!("{} is not allowed with server.per_application_cores: use 1 (each application gets one node)", sc.server.replicas)));
     }
     Ok(())
 }

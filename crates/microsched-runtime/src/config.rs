@@ -103,7 +103,8 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   `clients.{sessions, queue_capacity, timeout_us}`, `load.*`, `workload.types` with their
 ///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
 /// * honoured only at its default (one server and one application: `server.replicas`,
-///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`; the cost
+///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`,
+///   `server.per_application_cores`, `server.irq`; the cost
 ///   models of the simulator, which the runtime pays
 ///   for real, and mechanisms it does not have): the table below.
 const UNSUPPORTED: &[Unsupported] = &[
@@ -209,6 +210,14 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the load generator talks to one server (replica choice \"hash\", the default)",
     },
     Unsupported {
+        check: |s| set("server.per_application_cores", s.server.per_application_cores, s.server.per_application_cores),
+        supported: "the runtime serves one application on one core set",
+    },
+    Unsupported {
+        check: |s| set("server.irq", s.server.irq.as_ref().map(|i| i.rate_per_s), s.server.irq.is_some()),
+        supported: "real NIC interrupts are the machine's own (see `microsched harvest --irq` for steering them)",
+    },
+    Unsupported {
         check: |s| (!s.applications.is_empty()).then(|| ("applications".to_string(), format!("{} co-tenant application(s)", s.applications.len()))),
         supported: "the runtime serves one application (the top-level workload); the best-effort co-tenant is runtime.be_threads",
     },
@@ -292,6 +301,8 @@ count = 4
             ("server.replicas=2", "server.replicas", "one node"),
             ("clients.retries=1", "clients.retries", "resend"),
             ("clients.replica_choice=\"primary\"", "clients.replica_choice", "one server"),
+            ("server.per_application_cores=true", "server.per_application_cores", "one core set"),
+            ("server.irq.rate_per_s=1000", "server.irq", "interrupts"),
             ("applications=[{name=\"b\",load={rps=10},workload={types=[{name=\"x\",service={dist=\"constant\",value_us=1}}]}}]", "applications", "one application"),
         ] {
             let e = refused(&[o]);

@@ -148,6 +148,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         core_time: s.core_time.clone(),
         sched: s.sched.clone().unwrap_or_default(),
         credits: s.credits.clone(),
+        harvest: None,
+        irq: None,
     }];
     // Per-lock statistics are the server's, over its whole run (see above).
     if let Some(l) = s.lock_control.as_mut() {

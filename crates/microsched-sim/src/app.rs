@@ -35,6 +35,8 @@ pub struct App {
     next: usize,
     primed: bool,
     replicas: u16,
+    /// With per-application core sets: the node holding its cores, where all its sessions go.
+    pub own_node: Option<u16>,
     pub sessions: u32,
     /// Its first session's number across applications.
     pub session_base: u32,
@@ -82,7 +84,7 @@ impl App {
         let c = a.clients;
         let clients = if credit_based {
             // The simulated network loses nothing: a credit request is never retried.
-            (0..sc.server.replicas).map(|_| Clients::new(c.sessions, c.queue_capacity, us(c.timeout_us), true, None).with_first_request_only(c.first_request_only)).collect()
+            (0..sc.node_count()).map(|_| Clients::new(c.sessions, c.queue_capacity, us(c.timeout_us), true, None).with_first_request_only(c.first_request_only)).collect()
         } else {
             Vec::new()
         };
@@ -95,7 +97,8 @@ impl App {
             upcoming: [0; SESSION_LOOKAHEAD],
             next: 0,
             primed: false,
-            replicas: sc.server.replicas as u16,
+            replicas: sc.node_count() as u16,
+            own_node: None,
             sessions: c.sessions,
             session_base,
             mutex_base,
@@ -161,6 +164,9 @@ impl App {
 
     /// The node a session talks to first.
     pub fn home_node(&self, session: u32, replicas: u16) -> u16 {
+        if let Some(n) = self.own_node {
+            return n;
+        }
         match self.replica_choice {
             _ if replicas == 1 => 0,
             ReplicaChoice::Primary => 0,

@@ -6,7 +6,7 @@ use microsched_core::alloc::{self, CoreAllocator, ParkMode};
 use microsched_core::overload::{self, CreditController, SessionId};
 use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::sched;
-use microsched_core::summary::{CoreTime, Cores, Credits, NodeSummary, Sched, Spread};
+use microsched_core::summary::{CoreTime, Cores, Credits, Harvest, Irq, NodeSummary, Sched, Spread};
 use microsched_core::time::{us, NS_PER_US};
 use microsched_core::Nanos;
 
@@ -55,6 +55,8 @@ pub struct Node {
     /// `server.wake_latency`: each grant's wake-up drawn from its own stream; `None`: the
     /// constant allocation delay.
     pub wake: Option<(microsched_core::wake::WakeSampler, microsched_core::rng::Stream)>,
+    /// `server.irq`, for the summary.
+    irq_cfg: Option<microsched_core::sched::irq::Config>,
 }
 
 impl Node {
@@ -62,7 +64,7 @@ impl Node {
     /// the mutexes of every application.
     pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, spin_locks: Vec<bool>) -> Self {
         let workers = sched::worker_cores(sc);
-        let allocator = alloc::build(&sc.policy.allocator, sc.server.max_cores);
+        let allocator = alloc::build(sc.node_allocator(index as usize), sc.server.max_cores);
         let mut server = Server::new(
             index,
             ServerCfg {
@@ -82,6 +84,9 @@ impl Node {
         let node_seed = if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) };
         if let Some(search) = sched::work_search(sc).build(workers as usize, microsched_core::rng::stream(node_seed, "search")) {
             server.set_search(search);
+        }
+        if let Some(irq) = sc.server.irq.as_ref().filter(|c| c.rate_per_s > 0.0) {
+            server.irq = Some(Box::new(irq.build(workers as usize, microsched_core::rng::stream(node_seed, "irq"))));
         }
         let rtt = us(sc.network.rtt_us);
         let credit = overload::build(&sc.policy.overload, sessions, sc.server.max_cores, rtt).map(|ctl| {
@@ -112,6 +117,7 @@ impl Node {
             window_start_core_busy: Vec::new(),
             last_sample_times: [0; 5],
             wake: None,
+            irq_cfg: sc.server.irq.clone(),
         }
     }
 
@@ -188,6 +194,48 @@ impl Node {
                     ..Credits::default()
                 }
             }),
+            harvest: self.harvest(),
+            irq: self.irq(end, &times),
         }
+    }
+
+    /// The harvesting controller's counters (whole run).
+    pub fn harvest(&self) -> Option<Harvest> {
+        self.allocator.harvest_report().map(|r| Harvest {
+            buffer_mean: r.buffer_mean,
+            all_busy_fraction: r.all_busy_fraction,
+            lends: r.lends,
+            evictions: r.evictions,
+            demand_evictions: r.demand_evictions,
+            evict_us: self.allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
+            eviction_wait_ms: r.eviction_wait_ns / 1e6,
+        })
+    }
+
+    /// Interrupt handling over the whole run: the time drawn inside requests, and the expected
+    /// time elsewhere (rate × core time in that state).
+    fn irq(&self, end: Nanos, times: &[Nanos; 5]) -> Option<Irq> {
+        use microsched_core::sched::irq::IrqSteering;
+        let cfg = self.irq_cfg.as_ref()?;
+        let held = self.server.irq.as_ref().map_or(0.0, |i| i.rate_per_core_s());
+        let (in_service_ns, in_service_count) = self.server.irq.as_ref().map_or((0, 0), |i| (i.in_service_ns, i.in_service_count));
+        let per_ns = |rate: f64| rate * 1e-9 * cfg.cost_us * 1e3;
+        let secondary_ns = match cfg.steering {
+            IrqSteering::Spread => per_ns(held) * (times[CoreMode::Parked as usize] + times[CoreMode::Waking as usize]) as f64,
+            IrqSteering::Secondary => per_ns(cfg.rate_per_s) * end as f64,
+        };
+        Some(Irq {
+            steering: match cfg.steering {
+                IrqSteering::Spread => "spread",
+                IrqSteering::Secondary => "secondary",
+            }
+            .to_string(),
+            held_core_rate_per_s: held,
+            in_service_ns,
+            in_service_count,
+            held_idle_ns: per_ns(held) * times[CoreMode::Search as usize] as f64,
+            secondary_ns,
+            secondary_cores_mean: secondary_ns / end.max(1) as f64,
+        })
     }
 }

@@ -441,6 +441,8 @@ pub struct Server {
     pub start_drop: Option<StartDrop>,
     /// The probe-cost work search (`server.search.kind = "probe"`); None: the instant search.
     probe: Option<Box<search::ProbeState>>,
+    /// NIC interrupt handlers interleaved with requests (`server.irq`); None: no interrupts.
+    pub irq: Option<Box<microsched_core::sched::irq::Irq>>,
 }
 
 /// Breakwater v2's worker-start drop: a request whose worker starts while the delay signal
@@ -568,6 +570,7 @@ impl Server {
             locks: None,
             start_drop: None,
             probe: None,
+            irq: None,
         }
     }
 
@@ -728,7 +731,10 @@ impl Server {
         }
         r.preempted = false;
         c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
-        let service = self.cfg.preemption.inflate(r.service);
+        let mut service = self.cfg.preemption.inflate(r.service);
+        if let Some(irq) = &mut self.irq {
+            service += irq.stolen(service);
+        }
         if !r.has_program && !r.in_op && service <= c.budget {
             // The common case, kept short: no program and no preemption, the whole request in
             // one slice after its packet cost (what `run` would decide, without its generality).
@@ -796,6 +802,9 @@ impl Server {
                     if !r.in_op {
                         r.in_op = true;
                         r.left = self.cfg.preemption.inflate(d);
+                        if let Some(irq) = &mut self.irq {
+                            r.left += irq.stolen(r.left);
+                        }
                     }
                     if r.left == 0 {
                         r.in_op = false;

@@ -10,7 +10,7 @@ use microsched_core::rng::{stream, Stream};
 use microsched_core::overload::seda::Seda;
 use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
-use microsched_core::summary::{CoreTime, Cores, LockDrops, Requests, Sched, SimStats, Summary};
+use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -98,7 +98,8 @@ impl Sim {
         let (mut sessions, mut mutexes) = (0u32, 0u32);
         let mut spin_locks = Vec::new();
         for a in sc.apps() {
-            let app = App::new(&sc, &a, base, seed, sessions, mutexes, credit_based)?;
+            let mut app = App::new(&sc, &a, base, seed, sessions, mutexes, credit_based)?;
+            app.own_node = sc.server.per_application_cores.then_some(apps.len() as u16);
             sessions += app.sessions;
             mutexes += app.programs.mutexes();
             spin_locks.extend((0..app.programs.mutexes()).map(|m| app.programs.is_spin(m)));
@@ -111,7 +112,7 @@ impl Sim {
             }
             _ => None,
         };
-        let mut nodes: Vec<Node> = (0..sc.server.replicas as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
+        let mut nodes: Vec<Node> = (0..sc.node_count() as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
         if let OverloadCfg::Breakwater(b) = &sc.policy.overload {
             if let Some(budget) = b.latency_budget_us {
                 let exact = sc.server.delay_signal == microsched_core::scenario::DelaySignal::Exact;
@@ -967,6 +968,21 @@ impl Sim {
             c.client_drops = c.client_timeouts + c.client_overflows;
             c
         });
+        // Several nodes: the Primaries' harvests add up (node 0's eviction latency).
+        let harvest = nodes.iter().filter_map(|n| n.harvest.as_ref()).enumerate().fold(None, |acc: Option<Harvest>, (k, h)| match acc {
+            None => Some(h.clone()),
+            Some(mut t) => {
+                t.add(h, k);
+                Some(t)
+            }
+        });
+        let irq = nodes.iter().filter_map(|n| n.irq.as_ref()).fold(None, |acc: Option<Irq>, i| match acc {
+            None => Some(i.clone()),
+            Some(mut t) => {
+                t.add(i);
+                Some(t)
+            }
+        });
         let first = &self.apps[0];
         let generated: u64 = self.apps.iter().map(|a| a.generated).sum();
         let summary = Summary {
@@ -993,15 +1009,8 @@ impl Sim {
             sched: Some(total.sched),
             applications: self.apps.iter().map(|a| a.summary(window_s)).collect(),
             nodes,
-            harvest: self.nodes[0].allocator.harvest_report().map(|r| microsched_core::summary::Harvest {
-                buffer_mean: r.buffer_mean,
-                all_busy_fraction: r.all_busy_fraction,
-                lends: r.lends,
-                evictions: r.evictions,
-                demand_evictions: r.demand_evictions,
-                evict_us: self.nodes[0].allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
-                eviction_wait_ms: r.eviction_wait_ns / 1e6,
-            }),
+            harvest,
+            irq,
             lock_control: self.failure_reply.as_ref().map(|f| {
                 let stats: Vec<&LockStats> = self.nodes.iter().filter_map(|n| n.server.locks.as_ref().map(|l| &l.stats)).collect();
                 let n = f.delay.len();

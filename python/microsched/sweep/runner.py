@@ -57,6 +57,15 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
                 for t in v:
                     name = str(t.get("name", "?"))
                     out.update(flatten({kk: vv for kk, vv in t.items() if kk != "name"}, f"{key}.{name}."))
+        elif k in ("applications", "nodes") and isinstance(v, list) and not prefix:
+            # Several applications or nodes (co-tenants, replicas, per-application core sets):
+            # one column group each, `applications.NAME.` / `nodes.I.`; a single one is the
+            # flat keys already.
+            if len(v) > 1:
+                for i, t in enumerate(v):
+                    name = str(t.get("name", "?")) if k == "applications" else str(i)
+                    out.update(flatten({kk: vv for kk, vv in t.items() if kk not in ("name", "node", "by_type")},
+                                       f"{key}.{name}."))
         elif isinstance(v, (list, tuple)):
             continue
         else:

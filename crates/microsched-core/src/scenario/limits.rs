@@ -156,7 +156,7 @@ impl Loaded {
     pub fn estimate(&self) -> Result<Estimate, ScenarioError> {
         let sc = &self.scenario;
         let (warmup, end) = (ms(sc.warmup_ms) as f64, (ms(sc.warmup_ms) + ms(sc.duration_ms)) as f64);
-        let replicas = sc.server.replicas.max(1) as f64;
+        let replicas = sc.node_count().max(1) as f64;
         let credit = !matches!(sc.policy.overload, OverloadCfg::None);
         let mut warnings = Vec::new();
         let (mut sessions, mut requests, mut measured, mut backlog) = (0u64, 0.0, 0.0, 0.0f64);

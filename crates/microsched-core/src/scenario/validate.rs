@@ -42,6 +42,9 @@ impl Scenario {
             lc.validate("server.lock_control", &names)?;
         }
         crate::topology::validate(self, base_dir)?;
+        if let Some(irq) = &self.server.irq {
+            irq.validate("server.irq", self.server.max_cores)?;
+        }
         positive(
             "metrics.sample_interval_us",
             self.metrics.sample_interval_us,

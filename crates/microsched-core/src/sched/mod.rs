@@ -26,6 +26,7 @@ pub mod darc;
 pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
+pub mod irq;
 pub mod preemption;
 pub mod search;
 pub mod shinjuku;

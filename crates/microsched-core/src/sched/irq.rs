@@ -1,0 +1,182 @@
+//! NIC interrupt (IRQ) interference and IRQ steering, as in HarvestContainers (Hall et al.,
+//! NSDI'26, §2.3, §3.5, Fig. 8; artifact: `irq_set_affinity` onto the Secondary's cores, see
+//! shared/reference/preemptive-scheduling-and-harvesting.md §6.4).
+//!
+//! **What is modelled.** Packet processing (hard IRQ + NET_RX softirq, three veth/bridge
+//! traversals per packet in a container) arrives at a core as a Poisson stream of handlers of a
+//! fixed length, and runs *before* whatever the core was running: a request hit by an IRQ is
+//! suspended for the handler and resumes where it was (preemptive-resume, the handler invisible
+//! to the scheduler, §3.5). Interrupts that land while the handler runs queue behind it.
+//!
+//! **How.** Because the handler stream is Poisson, the handlers that land inside a request's
+//! execution are drawn when the request's compute starts, exactly distributed as if each had
+//! been an event interleaved on the core: Poisson(λ·w) handlers during its work `w`, each
+//! opening an M/D/1 busy period (handlers arriving during a handler extend it). The request's
+//! slice is lengthened by that time, which is core time stolen from it (`irq.in_service_ns`).
+//! This keeps the event count independent of the IRQ rate (10⁵–10⁶ per second would otherwise
+//! dominate the run) and needs no cancelling of scheduled completions. Not modelled: a thread
+//! dispatched onto an idle core that is mid-handler waits for the rest of that handler (mean
+//! λ·c·c/2, well under 0.1 µs at the rates used here); IRQ time on idle held cores and on the
+//! Secondary's cores changes no request and is reported as its expectation (rate × time).
+//!
+//! **Steering.** `spread` (irqbalance / RSS: the node's IRQs spread evenly over its cores, lent
+//! or not: each core gets rate / cores) or `secondary` (HarvestContainers: IRQs affinitized to
+//! the Secondary's dedicated core and its harvested cores, never to a core the Primary holds).
+
+use rand_distr::{Distribution, Poisson};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ScenarioError;
+use crate::rng::Stream;
+use crate::time::Nanos;
+
+/// Where the node's IRQs are handled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IrqSteering {
+    /// Spread evenly over every core of the node (irqbalance, RSS), the Primary's included.
+    #[default]
+    Spread,
+    /// Affinitized to the Secondary's cores (its dedicated core and the harvested ones): the
+    /// Primary's held cores handle none (HarvestContainers' IRQ shielding).
+    Secondary,
+}
+
+/// `server.irq`: NIC interrupt load on the node's cores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Interrupt handlers per second on the node (all its cores together), e.g. a NetworkBully
+    /// co-tenant's packets × handlers per packet.
+    pub rate_per_s: f64,
+    /// CPU time of one handler, µs.
+    pub cost_us: f64,
+    /// `spread` (default: every core takes rate / cores) or `secondary` (IRQ steering onto the
+    /// Secondary's cores: the Primary's cores take none).
+    pub steering: IrqSteering,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { rate_per_s: 0.0, cost_us: 2.0, steering: IrqSteering::Spread }
+    }
+}
+
+/// Highest per-core IRQ utilization allowed: at 1 a core's handler busy periods never end.
+const MAX_CORE_LOAD: f64 = 0.9;
+
+impl Config {
+    pub fn validate(&self, field: &str, cores: u32) -> Result<(), ScenarioError> {
+        if !(self.rate_per_s.is_finite() && self.rate_per_s >= 0.0) {
+            return Err(ScenarioError::new(format!("{field}.rate_per_s"), format!("{} is not allowed: must be a number >= 0", self.rate_per_s)));
+        }
+        if !(self.cost_us.is_finite() && self.cost_us > 0.0 && self.cost_us <= 1000.0) {
+            return Err(ScenarioError::new(format!("{field}.cost_us"), format!("{} is not allowed: must be a number of µs > 0 and <= 1000", self.cost_us)));
+        }
+        let per_core = self.rate_per_s / cores.max(1) as f64 * self.cost_us * 1e-6;
+        if per_core >= MAX_CORE_LOAD {
+            return Err(ScenarioError::new(
+                format!("{field}.rate_per_s"),
+                format!("{} is not allowed: each of the {cores} cores would spend {per_core:.2} of its time in IRQ handlers (must be < {MAX_CORE_LOAD})", self.rate_per_s),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The interference on one of the node's `cores` cores while the Primary holds it.
+    pub fn build(&self, cores: usize, rng: Stream) -> Irq {
+        let per_core = match self.steering {
+            IrqSteering::Spread => self.rate_per_s / cores.max(1) as f64,
+            IrqSteering::Secondary => 0.0,
+        };
+        Irq {
+            rate_per_ns: per_core * 1e-9,
+            cost: (self.cost_us * 1e3).round().max(1.0) as Nanos,
+            nested: Poisson::new(per_core * self.cost_us * 1e-6).ok(),
+            rng,
+            in_service_ns: 0,
+            in_service_count: 0,
+        }
+    }
+}
+
+/// The IRQ interference on the Primary's held cores, with its counters (whole run).
+#[derive(Debug, Clone)]
+pub struct Irq {
+    /// Handlers per ns on one held core.
+    rate_per_ns: f64,
+    cost: Nanos,
+    /// Handlers arriving during one handler.
+    nested: Option<Poisson<f64>>,
+    rng: Stream,
+    /// Core time taken from running requests by handlers.
+    pub in_service_ns: Nanos,
+    pub in_service_count: u64,
+}
+
+impl Irq {
+    /// Per-core handler rate on a held core, per second.
+    pub fn rate_per_core_s(&self) -> f64 {
+        self.rate_per_ns * 1e9
+    }
+
+    /// The time handlers take out of `work` ns of a request's computing: the request's slice
+    /// lasts `work` + this.
+    pub fn stolen(&mut self, work: Nanos) -> Nanos {
+        if self.rate_per_ns == 0.0 || work == 0 {
+            return 0;
+        }
+        let mean = self.rate_per_ns * work as f64;
+        // Poisson::new rejects a zero mean only; `work` > 0 and the rate > 0 here.
+        let mut pending = Poisson::new(mean).map_or(0, |p| p.sample(&mut self.rng) as u64);
+        let mut n = 0u64;
+        while pending > 0 {
+            pending -= 1;
+            n += 1;
+            if let Some(p) = &self.nested {
+                pending += p.sample(&mut self.rng) as u64;
+            }
+        }
+        let t = n * self.cost;
+        self.in_service_ns += t;
+        self.in_service_count += n;
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+
+    #[test]
+    fn stolen_time_matches_the_mg1_interruption_mean() {
+        // Per core 100 k/s × 2 µs = 0.2 of the core: a request's completion time with
+        // preemptive-resume interruptions has mean w / (1 − ρ) (each unit of work brings λ·c of
+        // handler time, itself stretched by 1/(1 − ρ)).
+        let cfg = Config { rate_per_s: 800_000.0, cost_us: 2.0, steering: IrqSteering::Spread };
+        cfg.validate("server.irq", 8).unwrap();
+        let mut irq = cfg.build(8, stream(7, "irq"));
+        assert!((irq.rate_per_core_s() - 100_000.0).abs() < 1e-6);
+        let w = 50_000;
+        let n = 20_000;
+        let total: Nanos = (0..n).map(|_| irq.stolen(w)).sum();
+        let mean = total as f64 / n as f64;
+        let expect = w as f64 * 0.2 / 0.8;
+        assert!((mean / expect - 1.0).abs() < 0.03, "{mean} vs {expect}");
+        assert_eq!(irq.in_service_ns, total);
+        // Steered away: nothing on a held core.
+        let mut s = Config { steering: IrqSteering::Secondary, ..cfg.clone() }.build(8, stream(7, "irq"));
+        assert_eq!(s.stolen(w), 0);
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let bad = Config { rate_per_s: 4e6, cost_us: 2.0, steering: IrqSteering::Spread };
+        assert_eq!(bad.validate("server.irq", 8).unwrap_err().field, "server.irq.rate_per_s");
+        let bad = Config { cost_us: 0.0, ..Config::default() };
+        assert_eq!(bad.validate("server.irq", 8).unwrap_err().field, "server.irq.cost_us");
+        assert!(Config::default().validate("server.irq", 8).is_ok());
+    }
+}
