@@ -11,10 +11,10 @@ use microsched_core::program::Op;
 use microsched_core::sched::asqm::{LockControl, LockStats, Seed};
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::sched::preemption::Preemption;
-use microsched_core::sched::{Next, Place, QueuePolicy, Requeue, ServerView};
+use microsched_core::sched::{Next, Place, QueuePolicy, Requeue, ServerView, Slack};
 use microsched_core::Nanos;
 
-use crate::dispatcher::Dispatcher;
+use crate::dispatcher::{Dispatcher, WorkEvent};
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
 
@@ -396,6 +396,9 @@ pub struct SchedCounters {
     pub preempt_send_ns: u64,
     /// Quantum expiries at which the policy let the request run on (conditional preemption).
     pub avoided_preemptions: u64,
+    /// Requests the dispatcher core ran itself, and its time running them.
+    pub dispatcher_requests: u64,
+    pub dispatcher_work_ns: u64,
 }
 
 pub struct Server {
@@ -408,6 +411,8 @@ pub struct Server {
     per_request: bool,
     /// The policy's `preempts_only_for_own_queue`, read once: expiries are lazy.
     lazy: bool,
+    /// The policy's `pushes`, read once: shared-queue work is pushed to cores' own queues.
+    pushes: bool,
     /// Concrete programs of live requests that have one, by request slot.
     programs: Vec<Vec<Op>>,
     pub mutexes: MutexTable<u32>,
@@ -538,12 +543,14 @@ impl Server {
         };
         let per_request = policy.per_request();
         let lazy = policy.preempts_only_for_own_queue();
+        let pushes = policy.pushes();
         Self {
             node,
             q,
             cfg,
             per_request,
             lazy,
+            pushes,
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
@@ -618,6 +625,82 @@ impl Server {
         }
         let place = self.policy.steer_typed(r.flow, r.rtype, &self.q);
         self.make_runnable(req, place, now, slab, evq);
+        if next.is_none() {
+            self.dispatcher_try_work(now, slab, evq);
+        }
+    }
+
+    /// An idle dispatcher core runs a request of its own if the policy finds slack: the one it
+    /// has begun, else the oldest never-started one of the shared queue.
+    fn dispatcher_try_work(&mut self, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        let Some(d) = self.dispatcher.as_ref() else { return };
+        if !d.idle() {
+            return;
+        }
+        let slack = self.policy.dispatcher_slack(now);
+        if slack == Slack::Never {
+            return;
+        }
+        let d = self.dispatcher.as_mut().expect("checked");
+        let pick = if d.job.is_some() {
+            None
+        } else {
+            match self.q.shared.iter().position(|&r| !slab[r].started && !slab[r].has_program) {
+                Some(i) => Some(i),
+                None => return,
+            }
+        };
+        match slack {
+            Slack::Never => {}
+            Slack::After(at) => d.retry_at(at, evq),
+            Slack::Run(len) => {
+                if let Some(i) = pick {
+                    let req = self.q.shared.remove(i).expect("found");
+                    self.q.queued -= 1;
+                    let r = &mut slab[req];
+                    r.queued_ns += now - r.enqueued_at;
+                    r.started = true;
+                    r.received = true;
+                    slab.stamp(req, |s| s.start = now);
+                    let work = self.cfg.packet_cost + self.cfg.preemption.inflate(slab[req].service);
+                    d.job = Some((req, work.max(1)));
+                }
+                d.run_chunk(len, now, evq);
+            }
+        }
+    }
+
+    /// A dispatcher core's own-request event: returns the request it finished, if any (the
+    /// driver answers it).
+    pub fn dispatcher_work(&mut self, gen: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Option<u32> {
+        let d = self.dispatcher.as_mut()?;
+        let before = d.work_ns;
+        match d.work_event(gen, now) {
+            WorkEvent::Stale => None,
+            WorkEvent::Retry => {
+                self.dispatcher_try_work(now, slab, evq);
+                None
+            }
+            WorkEvent::ChunkEnd(done) => {
+                self.counters.dispatcher_work_ns += d.work_ns - before;
+                if let Some(req) = done {
+                    self.counters.dispatcher_requests += 1;
+                    let r = &mut slab[req];
+                    r.left = 0;
+                    r.in_op = false;
+                    r.pc = 1;
+                }
+                // Back to dispatching: arrivals that waited first.
+                match d.resume(now, evq) {
+                    Some(n) => {
+                        let r = &mut slab[n];
+                        r.queued_ns += now - r.enqueued_at;
+                    }
+                    None => self.dispatcher_try_work(now, slab, evq),
+                }
+                done
+            }
+        }
     }
 
     /// Puts a runnable request on `place`: straight onto a spinning core that serves it, else
@@ -1178,6 +1261,9 @@ impl Server {
                 Next::Run(place) => {
                     let r = self.q.pop(place).expect("the policy saw work there");
                     if self.start(core, r, now, slab, evq) {
+                        if self.pushes {
+                            self.push_shared(now, slab, evq);
+                        }
                         return Idle::Working;
                     }
                 }
@@ -1194,6 +1280,16 @@ impl Server {
         }
         self.q.spinners.insert(core);
         Idle::Spinning
+    }
+
+    /// A core took work, so a slot may have freed: the dispatcher pushes shared-queue work to
+    /// the cores the policy names (JBSQ's `dispatch_requests`).
+    fn push_shared(&mut self, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        while !self.q.shared.is_empty() {
+            let Some(c) = self.policy.push_target(&self.q) else { break };
+            let r = self.q.pop(Place::Shared).expect("non-empty");
+            self.make_runnable(r, Place::Core(c), now, slab, evq);
+        }
     }
 
     fn end_steal(&mut self, core: u16) {
