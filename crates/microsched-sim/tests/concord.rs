@@ -76,6 +76,6 @@ fn concord_needs_a_dispatcher_core() {
     let text = BASE.replace("[server.dispatcher]\n    cost_ns = 150\n", "");
     assert_ne!(text, BASE);
     let o = vec!["policy.sched.kind=concord".to_string()];
-    let e = microsched_sim::Scenario::load(&text, microsched_sim::Format::Toml, std::path::Path::new("."), &o).err().expect("rejected");
+    let e = microsched_sim::Scenario::load(&text, microsched_sim::Format::Toml, std::path::Path::new("."), &o).expect_err("rejected");
     assert!(e.to_string().contains("policy.sched.kind") && e.to_string().contains("server.dispatcher"), "{e}");
 }

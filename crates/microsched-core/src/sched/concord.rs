@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn slack_is_the_shortest_time_into_a_quantum_less_the_threshold() {
         let mut p = policy();
-        let mut at = |p: &mut Concord, core: u16, t: Nanos| {
+        let at = |p: &mut Concord, core: u16, t: Nanos| {
             QueuePolicy::<View>::clock(p, t);
             QueuePolicy::<View>::quantum(p, core, 0, 0, 5000);
         };
