@@ -94,3 +94,20 @@ def test_darc_reserves_cores_and_is_not_work_conserving(systems):
     assert r["generated"] == r["completed"] + r["dropped"] + r["in_flight"]
     u = s["sched"]["worker_utilization"]
     assert u["max"] - u["min"] > 0.3, u  # the reserved short cores idle while long cores work
+
+
+def test_concord_dispatcher_runs_requests_in_its_slack_and_tq_knobs_validate(systems):
+    # High at load 0.9: every JBSQ(2) mailbox is often full, so Concord's dispatcher runs some
+    # requests itself; with dispatcher_work = false it runs none (and the field is left out).
+    high = REPO / "experiments/synergy/high.toml"
+    on = microsched.run(high, seed=1, overrides=[*SHORT, *systems["high/concord"], "load.fraction=0.9"]).summary
+    assert on["sched"]["queue_policy"] == "concord"
+    assert on["sched"]["dispatcher_requests"] > 0 and on["sched"]["dispatcher_work_ns"] > 0
+    off = microsched.run(high, seed=1, overrides=[*SHORT, *systems["high/concord"], "load.fraction=0.9",
+                                                   "policy.sched.dispatcher_work=false"]).summary
+    assert "dispatcher_requests" not in off["sched"]
+    # Tiny Quanta's artifact knobs are checked with their field named.
+    with pytest.raises(Exception, match="ring_poll_quanta"):
+        microsched.run(EXTREME, overrides=[*SHORT, *systems["extreme/tq"], "policy.sched.ring_poll_quanta=0"])
+    with pytest.raises(Exception, match="policy.sched.jbsq"):
+        microsched.run(EXTREME, overrides=[*SHORT, *systems["extreme/concord"], "policy.sched.jbsq=0"])

@@ -114,6 +114,16 @@ pub struct Sched {
     /// Per worker core: the share of the window it ran requests (busy and preemption overhead).
     #[serde(default)]
     pub worker_utilization: Spread,
+    /// Requests a dispatcher core ran itself when it had slack (Concord), and its time running
+    /// them; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dispatcher_requests: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dispatcher_work_ns: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Mean, minimum and maximum over a set (cores).

@@ -188,6 +188,7 @@ const UNSUPPORTED: &[Unsupported] = &[
                 SchedCfg::TinyQuanta(_) => "tiny_quanta",
                 SchedCfg::Darc(_) => "darc",
                 SchedCfg::Shinjuku(_) => "shinjuku",
+                SchedCfg::Concord(_) => "concord",
             };
             Some(("policy.sched.kind".to_string(), format!("{kind:?}")))
         },

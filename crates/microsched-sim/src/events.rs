@@ -24,6 +24,8 @@ pub enum Event {
     LockGranted { node: u16, core: u16, gen: u32 },
     /// The dispatcher core finishes dispatching its current request.
     DispatchDone { node: u16 },
+    /// A dispatcher core's own request: a chunk of it ends, or it asks for slack again.
+    DispatcherWork { node: u16, gen: u32 },
     /// A core finishes a steal and can run what it took.
     StealDone { node: u16, core: u16 },
     /// A granted core becomes usable.

@@ -180,6 +180,8 @@ impl Node {
                 },
                 preempt_send_ns: sc1.preempt_send_ns - sc0.preempt_send_ns,
                 avoided_preemptions: sc1.avoided_preemptions - sc0.avoided_preemptions,
+                dispatcher_requests: sc1.dispatcher_requests - sc0.dispatcher_requests,
+                dispatcher_work_ns: sc1.dispatcher_work_ns - sc0.dispatcher_work_ns,
                 worker_utilization: self.worker_utilization(end, window_ns),
             },
             credits: self.credit.as_ref().map(|c| {

@@ -11,10 +11,10 @@ use microsched_core::program::Op;
 use microsched_core::sched::asqm::{LockControl, LockStats, Seed};
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::sched::preemption::Preemption;
-use microsched_core::sched::{Next, Place, QueuePolicy, Requeue, ServerView};
+use microsched_core::sched::{Next, Place, QueuePolicy, Requeue, ServerView, Slack};
 use microsched_core::Nanos;
 
-use crate::dispatcher::Dispatcher;
+use crate::dispatcher::{Dispatcher, WorkEvent};
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
 
@@ -408,6 +408,9 @@ pub struct SchedCounters {
     pub preempt_send_ns: u64,
     /// Quantum expiries at which the policy let the request run on (conditional preemption).
     pub avoided_preemptions: u64,
+    /// Requests the dispatcher core ran itself, and its time running them.
+    pub dispatcher_requests: u64,
+    pub dispatcher_work_ns: u64,
 }
 
 pub struct Server {
@@ -420,6 +423,8 @@ pub struct Server {
     per_request: bool,
     /// The policy's `preempts_only_for_own_queue`, read once: expiries are lazy.
     lazy: bool,
+    /// The policy's `pushes`, read once: shared-queue work is pushed to cores' own queues.
+    pushes: bool,
     /// Concrete programs of live requests that have one, by request slot.
     programs: Vec<Vec<Op>>,
     pub mutexes: MutexTable<u32>,
@@ -552,12 +557,14 @@ impl Server {
         };
         let per_request = policy.per_request();
         let lazy = policy.preempts_only_for_own_queue();
+        let pushes = policy.pushes();
         Self {
             node,
             q,
             cfg,
             per_request,
             lazy,
+            pushes,
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
@@ -633,6 +640,82 @@ impl Server {
         }
         let place = self.policy.steer_typed(r.flow, r.rtype, &self.q);
         self.make_runnable(req, place, now, slab, evq);
+        if next.is_none() {
+            self.dispatcher_try_work(now, slab, evq);
+        }
+    }
+
+    /// An idle dispatcher core runs a request of its own if the policy finds slack: the one it
+    /// has begun, else the oldest never-started one of the shared queue.
+    fn dispatcher_try_work(&mut self, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        let Some(d) = self.dispatcher.as_ref() else { return };
+        if !d.idle() {
+            return;
+        }
+        let slack = self.policy.dispatcher_slack(now);
+        if slack == Slack::Never {
+            return;
+        }
+        let d = self.dispatcher.as_mut().expect("checked");
+        let pick = if d.job.is_some() {
+            None
+        } else {
+            match self.q.shared.iter().position(|&r| !slab[r].started && !slab[r].has_program) {
+                Some(i) => Some(i),
+                None => return,
+            }
+        };
+        match slack {
+            Slack::Never => {}
+            Slack::After(at) => d.retry_at(at, evq),
+            Slack::Run(len) => {
+                if let Some(i) = pick {
+                    let req = self.q.shared.remove(i).expect("found");
+                    self.q.queued -= 1;
+                    let r = &mut slab[req];
+                    r.queued_ns += now - r.enqueued_at;
+                    r.started = true;
+                    r.received = true;
+                    slab.stamp(req, |s| s.start = now);
+                    let work = self.cfg.packet_cost + self.cfg.preemption.inflate(slab[req].service);
+                    d.job = Some((req, work.max(1)));
+                }
+                d.run_chunk(len, now, evq);
+            }
+        }
+    }
+
+    /// A dispatcher core's own-request event: returns the request it finished, if any (the
+    /// driver answers it).
+    pub fn dispatcher_work(&mut self, gen: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Option<u32> {
+        let d = self.dispatcher.as_mut()?;
+        let before = d.work_ns;
+        match d.work_event(gen, now) {
+            WorkEvent::Stale => None,
+            WorkEvent::Retry => {
+                self.dispatcher_try_work(now, slab, evq);
+                None
+            }
+            WorkEvent::ChunkEnd(done) => {
+                self.counters.dispatcher_work_ns += d.work_ns - before;
+                if let Some(req) = done {
+                    self.counters.dispatcher_requests += 1;
+                    let r = &mut slab[req];
+                    r.left = 0;
+                    r.in_op = false;
+                    r.pc = 1;
+                }
+                // Back to dispatching: arrivals that waited first.
+                match d.resume(now, evq) {
+                    Some(n) => {
+                        let r = &mut slab[n];
+                        r.queued_ns += now - r.enqueued_at;
+                    }
+                    None => self.dispatcher_try_work(now, slab, evq),
+                }
+                done
+            }
+        }
     }
 
     /// Puts a runnable request on `place`: straight onto a spinning core that serves it, else
@@ -1199,6 +1282,9 @@ impl Server {
                 Next::Run(place) => {
                     let r = self.q.pop(place).expect("the policy saw work there");
                     if self.start(core, r, now, slab, evq) {
+                        if self.pushes {
+                            self.push_shared(now, slab, evq);
+                        }
                         return Idle::Working;
                     }
                 }
@@ -1215,6 +1301,16 @@ impl Server {
         }
         self.q.spinners.insert(core);
         Idle::Spinning
+    }
+
+    /// A core took work, so a slot may have freed: the dispatcher pushes shared-queue work to
+    /// the cores the policy names (JBSQ's `dispatch_requests`).
+    fn push_shared(&mut self, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        while !self.q.shared.is_empty() {
+            let Some(c) = self.policy.push_target(&self.q) else { break };
+            let r = self.q.pop(Place::Shared).expect("non-empty");
+            self.make_runnable(r, Place::Core(c), now, slab, evq);
+        }
     }
 
     fn end_steal(&mut self, core: u16) {
@@ -1601,5 +1697,124 @@ mod tests {
             }
         }
         assert!(ticks > 200 && saw_queued, "{ticks} ticks");
+    }
+
+    /// A server of `workers` worker cores and a 100 ns dispatcher with the scenario's
+    /// `[policy.sched]` (2 µs quantum, costless preemption), fed random arrivals of 0.3–8 µs
+    /// (a share `long` of 40 µs) at `load` (of the workers); `check` runs after every event.
+    /// Returns how many requests finished on workers and on the dispatcher, and the latter's
+    /// service.
+    fn drive(workers: usize, load: f64, long: f64, sched: &str, mut check: impl FnMut(&Server, &Slab)) -> (u64, u64, Nanos) {
+        use microsched_core::rng::stream;
+        use microsched_core::scenario::{Format, Scenario};
+        use rand::Rng;
+
+        let toml = format!(
+            "duration_ms = 10\n[load]\nfraction = 0.5\n[server]\nmax_cores = {}\n[server.dispatcher]\ncost_ns = 100\n[server.preemption]\nquantum_us = 2\n\
+             [[workload.types]]\nname = \"t\"\nservice = {{ dist = \"constant\", value_us = 1 }}\n\
+             [policy.allocator]\nkind = \"static\"\n[policy.sched]\n{sched}\n",
+            workers + 1
+        );
+        let sc = Scenario::load(&toml, Format::Toml, std::path::Path::new("."), &[]).expect("valid").scenario;
+        let cfg = ServerCfg {
+            max_cores: workers,
+            dispatcher: Some(100),
+            steal_cost: 0,
+            packet_cost: 0,
+            alloc_delay: 0,
+            preemption: sc.server.preemption.build(),
+        };
+        let mut s = Server::new(0, cfg, workers, microsched_core::sched::build(&sc, 1), vec![]);
+        let (mut slab, mut evq, mut rng) = (Slab::default(), EventQueue::with_capacity(64), stream(1, "test"));
+        evq.push(0, Event::Generate { app: 0 });
+        let (mut on_workers, mut on_dispatcher, mut generated, mut dispatcher_ns) = (0, 0, 0, 0);
+        let mean = (1.0 - long) * 4_150.0 + long * 40_000.0;
+        let gap = (mean / workers as f64 / load) as u64;
+        while let Some((t, ev)) = evq.pop() {
+            match ev {
+                Event::Generate { .. } if t < 2_000_000 => {
+                    let service = if rng.gen_bool(long) { 40_000 } else { rng.gen_range(300..8_000) };
+                    let req = slab.insert(Req { service, ..Req::default() }, generated);
+                    generated += 1;
+                    s.arrive(req, t, &mut slab, &mut evq);
+                    evq.push(t + rng.gen_range(0..2 * gap), Event::Generate { app: 0 });
+                }
+                Event::DispatchDone { .. } => s.dispatch_done(t, &mut slab, &mut evq),
+                Event::DispatcherWork { gen, .. } => {
+                    if let Some(r) = s.dispatcher_work(gen, t, &mut slab, &mut evq) {
+                        dispatcher_ns += slab.remove(r).service;
+                        on_dispatcher += 1;
+                    }
+                }
+                Event::CoreDone { core, gen, .. } | Event::OverheadDone { core, gen, .. } => {
+                    let end = if matches!(ev, Event::CoreDone { .. }) {
+                        s.slice_end(core, gen, t, &mut slab, &mut evq)
+                    } else {
+                        s.overhead_done(core, gen, t, &mut slab, &mut evq)
+                    };
+                    match end {
+                        SliceEnd::Finished(r) => {
+                            slab.remove(r);
+                            on_workers += 1;
+                            s.find_work(core, t, &mut slab, &mut evq);
+                        }
+                        SliceEnd::Freed => {
+                            s.find_work(core, t, &mut slab, &mut evq);
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+            check(&s, &slab);
+        }
+        assert_eq!(on_workers + on_dispatcher, generated, "every request finishes once");
+        assert_eq!(slab.live(), 0);
+        assert_eq!((s.counters.dispatcher_requests, s.counters.dispatcher_work_ns), (on_dispatcher, dispatcher_ns));
+        (on_workers, on_dispatcher, dispatcher_ns)
+    }
+
+    #[test]
+    fn concord_never_exceeds_its_jbsq_bound_and_its_dispatcher_works_in_its_slack() {
+        for k in [1usize, 2, 3] {
+            let mut full_seen = false;
+            let (workers, dispatcher, _) = drive(4, 0.95, 0.05, &format!("kind = \"concord\"\njbsq = {k}"), |s, _| {
+                let occupancy = |c: &Core| c.queue.len() + (c.current != NONE) as usize;
+                for c in &s.q.cores {
+                    assert!(occupancy(c) <= k, "core {} holds {} > JBSQ({k})", c.id, occupancy(c));
+                }
+                // Central work waits only while every mailbox is full (the dispatcher pushes
+                // as soon as a slot frees).
+                if !s.q.shared.is_empty() {
+                    full_seen = true;
+                    for c in &s.q.cores {
+                        assert_eq!(occupancy(c), k, "core {} has a free slot while {} wait centrally", c.id, s.q.shared.len());
+                    }
+                }
+            });
+            assert!(full_seen, "JBSQ({k}): the central queue never held work");
+            assert!(dispatcher > 0 && workers > 1000, "JBSQ({k}): {dispatcher} on the dispatcher, {workers} on workers");
+        }
+        // Without its slack work the dispatcher runs nothing.
+        let (_, dispatcher, _) = drive(4, 0.95, 0.05, "kind = \"concord\"\ndispatcher_work = false", |_, _| {});
+        assert_eq!(dispatcher, 0);
+    }
+
+    #[test]
+    fn tiny_quanta_never_serves_more_than_its_coroutines_on_a_worker() {
+        for cap in [8, 3] {
+            let mut most = 0;
+            drive(3, 1.05, 0.5, &format!("kind = \"tiny_quanta\"\ncoroutines = {cap}"), |s, slab| {
+                for c in &s.q.cores {
+                    // Requests on this worker that hold a coroutine and have run: its busy list
+                    // and the one it runs (none migrates).
+                    let busy = s.q.classes.get(c.id as usize).map_or(0, |q| q.len()) + (c.current != NONE) as usize;
+                    assert!(busy <= cap, "worker {} time-slices {busy} requests", c.id);
+                    assert!(c.queue.iter().all(|&r| !slab[r].started), "a started request back in the ring");
+                    most = most.max(busy);
+                }
+            });
+            assert_eq!(most, cap, "the cap never bound");
+        }
     }
 }

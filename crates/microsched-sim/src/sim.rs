@@ -268,6 +268,11 @@ impl Sim {
                 self.after_slice(node, core, end);
             }
             Event::DispatchDone { node } => self.nodes[node as usize].server.dispatch_done(now, &mut self.slab, &mut self.evq),
+            Event::DispatcherWork { node, gen } => {
+                if let Some(req) = self.nodes[node as usize].server.dispatcher_work(gen, now, &mut self.slab, &mut self.evq) {
+                    self.respond(node, req);
+                }
+            }
             Event::StealDone { node, core } => {
                 let idle = self.nodes[node as usize].server.steal_done(core, now, &mut self.slab, &mut self.evq);
                 self.after_idle(node, core, idle);
@@ -368,14 +373,7 @@ impl Sim {
                 }
             }
             SliceEnd::Finished(req) => {
-                self.slab.stamp(req, |s| s.done = now);
-                let dropped = self.slab[req].dropped;
-                let credited = self.nodes[node as usize].credit.is_some();
-                let credits = if credited { self.credit_response(req, dropped) } else { 0 };
-                self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
-                if credited {
-                    self.send_wakeups(node);
-                }
+                let dropped = self.respond(node, req);
                 if dropped && self.cleanup(node, core, req) {
                     return;
                 }
@@ -384,6 +382,21 @@ impl Sim {
         }
         let idle = self.nodes[node as usize].server.find_work(core, now, &mut self.slab, &mut self.evq);
         self.after_idle(node, core, idle);
+    }
+
+    /// A finished request's response (or failure reply) leaves the server; true if it was
+    /// dropped.
+    fn respond(&mut self, node: u16, req: u32) -> bool {
+        let now = self.now;
+        self.slab.stamp(req, |s| s.done = now);
+        let dropped = self.slab[req].dropped;
+        let credited = self.nodes[node as usize].credit.is_some();
+        let credits = if credited { self.credit_response(req, dropped) } else { 0 };
+        self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
+        if credited {
+            self.send_wakeups(node);
+        }
+        dropped
     }
 
     /// After the failure reply of a request dropped at a lock step: its thread re-takes the
@@ -943,6 +956,8 @@ impl Sim {
             a.lock_waits = waits;
             a.preempt_send_ns += b.preempt_send_ns;
             a.avoided_preemptions += b.avoided_preemptions;
+            a.dispatcher_requests += b.dispatcher_requests;
+            a.dispatcher_work_ns += b.dispatcher_work_ns;
             let (ua, ub) = (&mut a.worker_utilization, &b.worker_utilization);
             ua.mean = (ua.mean * k as f64 + ub.mean) / (k + 1) as f64;
             ua.min = ua.min.min(ub.min);

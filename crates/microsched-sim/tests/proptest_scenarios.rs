@@ -80,6 +80,7 @@ const KINDS: &[&str] = &[
     "policy.sched.kind=tiny_quanta",
     "policy.sched.kind=darc",
     "policy.sched.kind=shinjuku",
+    "policy.sched.kind=concord",
     "server.queue=per_core",
     "server.replicas=2",
     "workload.types.0.service.dist=lognormal",

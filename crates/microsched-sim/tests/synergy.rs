@@ -1,7 +1,7 @@
 //! Synergy and Tiny Quanta against theory and against the policies they reduce to: Synergy with
 //! preemption and stealing off is d-FCFS (to the bit, on one queue and on several); on one core
 //! it is an M/G/1 FCFS queue (Pollaczek–Khinchine); Tiny Quanta on one core with a tiny quantum
-//! and no cost is processor sharing. Tolerances are 4 batch-means standard errors of the run.
+//! and no cost is processor sharing, and with one coroutine FCFS. Tolerances are 4 batch-means standard errors of the run.
 
 mod common;
 
@@ -73,10 +73,25 @@ fn synergy_on_one_queue_without_preemption_is_mg1_fcfs() {
 }
 
 #[test]
+fn tiny_quanta_with_one_coroutine_is_mg1_fcfs() {
+    // One coroutine: a request is time-sliced alone, so it runs to completion in arrival order
+    // whatever the quantum (P-K as above).
+    let toml = server(1, "per_core", "[policy.sched]\nkind = \"tiny_quanta\"\ncoroutines = 1\n[server.preemption]\nquantum_us = 2");
+    let (m, se) = mean_sojourn(&toml, 3);
+    assert!((m - 51_450.0).abs() < Z * se, "E[T] = {m:.0} ns, P-K 51450 ns, se {se:.0}");
+}
+
+#[test]
 fn tiny_quanta_on_one_core_with_a_tiny_costless_quantum_is_processor_sharing() {
     // M/G/1-PS: E[T] = E[S] / (1 − ρ) = 20 µs whatever the distribution; the bias of round
     // robin is of the order of the quantum (0.1 µs).
-    let toml = server(1, "per_core", "[policy.sched]\nkind = \"tiny_quanta\"\n[server.preemption]\nquantum_us = 0.1");
+    // No coroutine cap and a look at the ring after every run: round robin over everything
+    // queued (the artifact's 8 coroutines and 4-run ring period are options away from it).
+    let toml = server(
+        1,
+        "per_core",
+        "[policy.sched]\nkind = \"tiny_quanta\"\ncoroutines = 0\nring_poll_quanta = 1\n[server.preemption]\nquantum_us = 0.1",
+    );
     let (m, se) = mean_sojourn(&toml, 3);
     assert!((m - 20_000.0).abs() < Z * se + 100.0, "E[T] = {m:.0} ns, PS 20000 ns, se {se:.0}");
 }

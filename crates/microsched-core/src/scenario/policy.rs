@@ -39,6 +39,7 @@ pub enum SchedCfg {
     TinyQuanta(crate::sched::tiny_quanta::Config),
     Darc(crate::sched::darc::Config),
     Shinjuku(crate::sched::shinjuku::Config),
+    Concord(crate::sched::concord::Config),
 }
 
 /// Core allocation policy. Defaults follow the CoreSync evaluation (§IV-A).

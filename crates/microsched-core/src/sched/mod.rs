@@ -11,6 +11,8 @@
 //! * [`tiny_quanta`]: Tiny Quanta (a dispatcher steers by JSQ, per-worker round robin).
 //! * [`darc`]: Perséphone's DARC (per-type central queues, cores reserved by type).
 //! * [`shinjuku`]: Shinjuku (per-type central queues, the head with the largest wait / SLO).
+//! * [`concord`]: Concord (a central FCFS queue pushed to per-worker JBSQ(2) mailboxes by a
+//!   dispatcher that also runs requests itself when it has slack).
 //!
 //! How an idle core searches the queues (instantly, or probe by probe with a cost per probe) is
 //! the [`search`] policy (`server.search`).
@@ -22,6 +24,7 @@
 
 pub mod asqm;
 pub mod cfcfs;
+pub mod concord;
 pub mod darc;
 pub mod dfcfs;
 pub mod dispatcher;
@@ -149,6 +152,33 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     }
     /// A request of nominal service time `service` finished on `core`.
     fn finished(&mut self, _core: u16, _service: Nanos) {}
+    /// Whether the driver pushes shared-queue work to cores ([`Self::push_target`]) after a
+    /// core took work (a dispatcher filling bounded per-worker queues, JBSQ). Read once.
+    fn pushes(&self) -> bool {
+        false
+    }
+    /// While the shared queue holds work: the core whose own queue its head is pushed to (a
+    /// spinning core runs it at once), or None to leave it there.
+    fn push_target(&mut self, _view: &V) -> Option<u16> {
+        None
+    }
+    /// An idle dispatcher core with a request of its own to run (Concord's work-conserving
+    /// dispatcher): for how long it may run it now, or when to ask again. Called at `now`
+    /// after [`Self::clock`].
+    fn dispatcher_slack(&mut self, _now: Nanos) -> Slack {
+        Slack::Never
+    }
+}
+
+/// What an idle dispatcher core may do with its slack ([`QueuePolicy::dispatcher_slack`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slack {
+    /// It never runs requests.
+    Never,
+    /// Run its own request for at most this long, then come back.
+    Run(Nanos),
+    /// No slack now; ask again at this time.
+    After(Nanos),
 }
 
 /// The queueing policy of a scenario, for a driver whose view is `V`.
@@ -156,9 +186,10 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
     match &sc.policy.sched {
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => return Box::new(c.build()),
-        SchedCfg::TinyQuanta(c) => return Box::new(c.build()),
+        SchedCfg::TinyQuanta(c) => return Box::new(c.build(sc)),
         SchedCfg::Darc(c) => return Box::new(c.build(sc)),
         SchedCfg::Shinjuku(c) => return Box::new(c.build(sc)),
+        SchedCfg::Concord(c) => return Box::new(c.build(sc)),
     }
     match sc.server.queue {
         QueueMode::Central => Box::new(cfcfs::CentralFcfs),
@@ -193,9 +224,10 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     match &sc.policy.sched {
         SchedCfg::Queue => {}
         SchedCfg::Synergy(c) => c.validate("policy.sched")?,
-        SchedCfg::TinyQuanta(c) => c.validate("policy.sched")?,
+        SchedCfg::TinyQuanta(c) => c.validate("policy.sched", sc)?,
         SchedCfg::Darc(c) => c.validate("policy.sched", sc)?,
         SchedCfg::Shinjuku(c) => c.validate("policy.sched", sc)?,
+        SchedCfg::Concord(c) => c.validate("policy.sched", sc)?,
     }
     if let Some(d) = &sc.server.dispatcher {
         d.validate("server.dispatcher", sc.server.max_cores)?;

@@ -1,39 +1,143 @@
 //! Tiny Quanta (Luo et al., ASPLOS'24), as Synergy's fork (`Synergy-repo/TinyQuanta`
-//! `tq_server.cpp`) schedules: a dispatcher core (`server.dispatcher`, its per-request cost)
-//! sends each request to the worker with the fewest requests queued or running (JSQ; ties go
-//! round robin from the last choice), and each worker time-slices its own requests round robin
-//! with a tiny quantum (`server.preemption.quantum_us`, 2 µs in the paper; compiler-interrupt
-//! costs): a preempted request goes to the back of its own worker's queue. Nothing is stolen.
+//! `tq_server.cpp`, built by its `run.sh`: `NUM_WORKER_COROS=8`, `QUANTUM_CYCLE=5000`,
+//! `NEW_DISPATCHER`, `MSQ`) schedules:
 //!
-//! Simplified: new arrivals join the back of the worker's round robin (the code puts them at
-//! the front), the bound of 8 (or 14) coroutines per worker and the MSQ tie-break on serviced
-//! quanta are not modelled.
+//! * A dispatcher core (`server.dispatcher`, its per-request cost) sends each request to a
+//!   worker's dispatch ring (`Place::Core`): the worker with the fewest requests dispatched and
+//!   not finished (ring + coroutines, JSQ); ties go to the one whose unfinished requests have
+//!   received the most quanta (`MSQ`, the heap's comparator), then round robin from the last
+//!   choice.
+//! * Each worker time-slices up to `coroutines` (8) requests, one coroutine each, with a tiny
+//!   quantum (`server.preemption.quantum_us`, ≈ 2 µs; compiler-interrupt costs): it pops the
+//!   front of its busy list, runs it one quantum, and pushes it back if unfinished. Its busy
+//!   list lives in `Place::Class(worker)`; requests beyond the cap wait in the ring.
+//! * The worker looks at its ring only when its busy list is empty, or after
+//!   `ring_poll_quanta` (4, `DISPATCH_RING_DEQUEUE_PERIOD`) runs if a coroutine is free; it
+//!   takes as many requests as it has free coroutines and puts them at the *front* of the busy
+//!   list in arrival order ("prioritize new jobs"), so they get their first quantum before
+//!   the older, preempted ones. A request never leaves its worker.
+//!
+//! Simplified: the dispatcher sends request by request, not in bursts split into
+//! `ceil(n / workers)` chunks, and counts completions exactly (the code refreshes its counts
+//! after each burst).
+//!
+//! Options: `coroutines = 0` (no cap) with `ring_poll_quanta = 1` (look every run) is round
+//! robin over everything queued (processor sharing as the quantum shrinks); `coroutines = 1` is
+//! FCFS per worker; `msq = false` breaks JSQ ties round robin only.
+
+use std::collections::VecDeque;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Next, Place, QueuePolicy, Requeue, ServerView};
-use crate::ScenarioError;
+use crate::scenario::Scenario;
+use crate::{Nanos, ScenarioError};
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Config {}
+pub struct Config {
+    /// Requests a worker time-slices at once (`NUM_WORKER_COROS`: 8 in `run.sh`, 14 in the
+    /// Makefile's default); more wait in its ring. 0: no cap.
+    #[serde(default = "default_coroutines")]
+    pub coroutines: u32,
+    /// Runs between two looks at the ring while requests are in service
+    /// (`DISPATCH_RING_DEQUEUE_PERIOD`).
+    #[serde(default = "default_poll")]
+    pub ring_poll_quanta: u32,
+    /// JSQ ties go to the worker whose requests received the most quanta (`MSQ`).
+    #[serde(default = "yes")]
+    pub msq: bool,
+}
+
+fn default_coroutines() -> u32 {
+    8
+}
+
+fn default_poll() -> u32 {
+    4
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { coroutines: default_coroutines(), ring_poll_quanta: default_poll(), msq: true }
+    }
+}
 
 impl Config {
-    pub fn validate(&self, _field: &str) -> Result<(), ScenarioError> {
+    pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
+        if self.ring_poll_quanta == 0 {
+            return Err(ScenarioError::new(format!("{field}.ring_poll_quanta"), "0 is not allowed: use 1 (look at the ring after every run) or more (the artifact: 4)"));
+        }
+        if super::worker_cores(sc) > 256 {
+            return Err(ScenarioError::new("server.max_cores", "tiny_quanta keeps a run list per worker: use at most 256 workers"));
+        }
+        if let Some(i) = sc.workload.locks.iter().position(|l| !l.spin) {
+            return Err(ScenarioError::new(
+                format!("workload.locks[{i}].spin"),
+                "tiny_quanta keeps each request on its worker, which a blocking mutex would take it off: use spin = true",
+            ));
+        }
         Ok(())
     }
 
-    pub fn build(&self) -> TinyQuanta {
-        TinyQuanta { last: 0, idle: Vec::new() }
+    pub fn build(&self, sc: &Scenario) -> TinyQuanta {
+        let n = super::worker_cores(sc) as usize;
+        TinyQuanta {
+            cap: if self.coroutines == 0 { u32::MAX } else { self.coroutines },
+            period: self.ring_poll_quanta,
+            msq: self.msq,
+            last: 0,
+            w: vec![Worker::default(); n],
+        }
     }
+}
+
+/// What the policy knows of one worker.
+#[derive(Debug, Clone, Default)]
+struct Worker {
+    /// Requests holding a coroutine: running, in the busy list, or taken from the ring and not
+    /// yet run.
+    in_flight: u32,
+    /// Of those, the ones still at the head of the ring (taken, to be run first, in order).
+    admitted: u32,
+    /// Runs since the worker last looked at its ring (`dispatch_index`).
+    runs: u32,
+    /// Quanta received by each request of the busy list, in its order (the policy's copy).
+    quanta: VecDeque<u32>,
+    /// Quanta received by the running request.
+    current: u32,
+    /// Quanta received by all requests in flight (`serviced_quanta`).
+    serviced: u64,
 }
 
 #[derive(Debug, Clone)]
 pub struct TinyQuanta {
+    cap: u32,
+    period: u32,
+    msq: bool,
     last: u16,
-    /// Scratch: which workers spin (nothing running).
-    idle: Vec<bool>,
+    w: Vec<Worker>,
+}
+
+impl TinyQuanta {
+    fn worker(&mut self, core: u16) -> &mut Worker {
+        let i = core as usize;
+        if self.w.len() <= i {
+            self.w.resize(i + 1, Worker::default());
+        }
+        &mut self.w[i]
+    }
+
+    /// Requests sent to `core` and not finished (`num_running_jobs`).
+    fn load<V: ServerView + ?Sized>(&self, core: u16, view: &V) -> usize {
+        let w = self.w.get(core as usize).cloned().unwrap_or_default();
+        view.queue_len(Place::Core(core)) + (w.in_flight - w.admitted) as usize
+    }
 }
 
 impl<V: ServerView + ?Sized> QueuePolicy<V> for TinyQuanta {
@@ -43,21 +147,25 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for TinyQuanta {
 
     fn steer(&mut self, _flow: u32, view: &V) -> Place {
         let n = view.max_cores();
-        self.idle.clear();
-        self.idle.resize(n, false);
-        for &c in view.spinners() {
-            self.idle[c as usize] = true;
-        }
-        let mut best = (usize::MAX, 0u16);
+        let mut best: Option<(usize, u64, u16)> = None;
         for i in 1..=n {
             let c = ((self.last as usize + i) % n) as u16;
-            let load = view.queue_len(Place::Core(c)) + !self.idle[c as usize] as usize;
-            if load < best.0 {
-                best = (load, c);
+            let load = self.load(c, view);
+            let sq = if self.msq { self.w.get(c as usize).map_or(0, |w| w.serviced) } else { 0 };
+            if best.is_none_or(|(l, s, _)| load < l || (load == l && sq > s)) {
+                best = Some((load, sq, c));
             }
         }
-        self.last = best.1;
-        Place::Core(best.1)
+        let c = best.map_or(0, |b| b.2);
+        self.last = c;
+        if view.spinners().contains(&c) {
+            // An idle worker looks at its ring at once and runs the request.
+            let w = self.worker(c);
+            w.in_flight += 1;
+            w.current = 0;
+            w.runs = 0;
+        }
+        Place::Core(c)
     }
 
     fn notify(&mut self, _place: Place, _view: &V) -> Option<u16> {
@@ -65,14 +173,52 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for TinyQuanta {
     }
 
     fn next(&mut self, core: u16, view: &V) -> Next {
-        if view.queue_len(Place::Core(core)) > 0 {
-            Next::Run(Place::Core(core))
-        } else {
-            Next::Idle
+        let (cap, period) = (self.cap, self.period);
+        let ring = view.queue_len(Place::Core(core));
+        let busy = view.queue_len(Place::Class(core as u8));
+        let w = self.worker(core);
+        if w.admitted > 0 {
+            w.admitted -= 1;
+            w.current = 0;
+            return Next::Run(Place::Core(core));
         }
+        let free = cap - w.in_flight;
+        if busy == 0 || (w.runs >= period && free > 0) {
+            w.runs = 0;
+            let k = (free as usize).min(ring) as u32;
+            if k > 0 {
+                w.in_flight += k;
+                w.admitted = k - 1;
+                w.current = 0;
+                return Next::Run(Place::Core(core));
+            }
+        }
+        if busy > 0 {
+            w.current = w.quanta.pop_front().unwrap_or(0);
+            return Next::Run(Place::Class(core as u8));
+        }
+        Next::Idle
     }
 
     fn requeue(&mut self, core: u16, _why: Requeue, _view: &V) -> Place {
-        Place::Core(core)
+        let w = self.worker(core);
+        w.quanta.push_back(w.current + 1);
+        w.serviced += 1;
+        Place::Class(core as u8)
+    }
+
+    fn per_request(&self) -> bool {
+        true
+    }
+
+    fn quantum(&mut self, core: u16, _rtype: u16, _service: Nanos, default: Nanos) -> Nanos {
+        self.worker(core).runs += 1;
+        default
+    }
+
+    fn finished(&mut self, core: u16, _service: Nanos) {
+        let w = self.worker(core);
+        w.in_flight -= 1;
+        w.serviced -= w.current as u64;
     }
 }
