@@ -44,6 +44,7 @@ pub mod report;
 pub mod rpc;
 pub(crate) mod sched;
 pub mod server;
+pub(crate) mod startdrop;
 pub mod wire;
 pub(crate) mod worker;
 
