@@ -247,6 +247,8 @@ def test_worker_start_drop_bounds_the_queueing_delay():
     on = microsched.run(BASE, seed=1, overrides=[*common, "policy.overload.latency_budget_us=20"]).summary
     assert on["requests"]["dropped"] > off["requests"]["dropped"]
     assert on["latency_us"]["p99"] < off["latency_us"]["p99"]
+    # reported as their own kind of drop, not as AQM drops (issue 12 (e))
+    assert on["credits"]["start_drops"] > off["credits"]["start_drops"] >= 0
 
 
 def test_quick_claims_explain_failures(quick_outcome):

@@ -91,6 +91,10 @@ pub struct Credits {
     pub credit_requests: u64,
     /// Cores parked while at least one session was drained (CoreSync never does this).
     pub parks_while_drained: u64,
+    /// Requests dropped at worker start (Breakwater v2's `latency_budget_us`), answered with a
+    /// failure reply; not in `aqm_drops`, which counts drops on arrival. Absent without a budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_drops: Option<u64>,
 }
 
 /// What the scheduling mechanism did over the measured window: preemptions, yields, lock

@@ -100,7 +100,7 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   `server.preemption.quantum_us` (time slicing by a timer thread and yield points,
 ///   `crate::preempt`),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
-///   `clients.{sessions, queue_capacity, timeout_us}`, `load.*`, `workload.types` with their
+///   `clients.{sessions, queue_capacity, timeout_us, first_request_only}`, `load.*`, `workload.types` with their
 ///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
 /// * honoured only at its default (one server and one application: `server.replicas`,
 ///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`,
@@ -119,20 +119,6 @@ const UNSUPPORTED: &[Unsupported] = &[
     Unsupported {
         check: |s| set("server.wake_latency", &s.server.wake_latency, s.server.wake_latency.is_some()),
         supported: "waking a parked worker takes what the kernel takes (measured: the report's cores.wake_us); leave it unset",
-    },
-    Unsupported {
-        check: |s| set("clients.first_request_only", true, s.clients.first_request_only),
-        supported: "the load generator asks for credit at every drain; leave it at its default (false)",
-    },
-    Unsupported {
-        check: |s| {
-            let b = match &s.policy.overload {
-                microsched_core::scenario::OverloadCfg::Breakwater(b) => b.latency_budget_us,
-                _ => None,
-            };
-            set("policy.overload.latency_budget_us", b, b.is_some())
-        },
-        supported: "the runtime's Breakwater has no worker-start drop yet; leave it unset",
     },
     Unsupported {
         check: |s| set("server.packet_cost_ns", s.server.packet_cost_ns, s.server.packet_cost_ns != 0.0),

@@ -20,6 +20,7 @@
 //!   mutexes they wait on.
 //! * [`asqm`], [`kv`]: Protego's latency-aware locks (`server.lock_control`) and the key-value
 //!   store handler.
+//! * `startdrop`: Breakwater v2's worker-start drop (`policy.overload.latency_budget_us`).
 //! * [`be`]: the best-effort co-tenant.
 //! * [`loadgen`], [`client`]: the load generator and Breakwater's client sessions.
 //! * [`merge`]: the load generator's summary completed with the server's report.
@@ -44,6 +45,7 @@ pub mod report;
 pub mod rpc;
 pub(crate) mod sched;
 pub mod server;
+pub(crate) mod startdrop;
 pub mod wire;
 pub(crate) mod worker;
 

@@ -67,6 +67,10 @@ pub struct ClientCounters {
     /// Failure replies of requests dropped by ASQM at a lock (`LockDropped`).
     #[serde(default)]
     pub lock_dropped: u64,
+    /// Failure replies of requests dropped at worker start (`StartDropped`,
+    /// `policy.overload.latency_budget_us`).
+    #[serde(default)]
+    pub start_dropped: u64,
     /// Refused at the client by SEDA's rate limit (never sent).
     #[serde(default)]
     pub seda_rejected: u64,
@@ -137,6 +141,7 @@ impl ClientCounters {
                 + self.aqm_dropped
                 + self.rejected
                 + self.lock_dropped
+                + self.start_dropped
                 + self.seda_rejected
                 + self.client_timeouts
                 + self.client_overflows
@@ -196,6 +201,8 @@ struct Gen {
     w_aqm: u64,
     /// Failure replies over the window, and their delay from the request's scheduled send (ns).
     w_lock: u64,
+    /// Worker-start drops over the window.
+    w_start: u64,
     failure_reply: Histogram<u64>,
     failure_reply_sum: u128,
     /// SEDA's per-session rate limiters (`policy.overload.kind = "seda"`): the simulator's object.
@@ -319,6 +326,11 @@ impl Gen {
                             self.failure_reply.saturating_record(d);
                             self.failure_reply_sum += u128::from(d);
                         }
+                        self.ended_dropped(&p);
+                    }
+                    Status::StartDropped => {
+                        self.c.start_dropped += 1;
+                        self.w_start += p.measured as u64;
                         self.ended_dropped(&p);
                     }
                 }
@@ -513,7 +525,8 @@ pub fn run(
         us(sc.clients.timeout_us),
         credit_based,
         Some(CREDIT_RETRY_NS),
-    );
+    )
+    .with_first_request_only(sc.clients.first_request_only);
     for (i, &(_, credits)) in conn.iter().enumerate() {
         clients.set_granted(i as u32, credits);
     }
@@ -532,6 +545,7 @@ pub fn run(
         schedule_lag: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
         w_aqm: 0,
         w_lock: 0,
+        w_start: 0,
         failure_reply: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
         failure_reply_sum: 0,
         seda: match &sc.policy.overload {
@@ -731,6 +745,7 @@ pub fn run(
             dropped: c.aqm_dropped
                 + c.rejected
                 + c.lock_dropped
+                + c.start_dropped
                 + c.seda_rejected
                 + c.client_timeouts
                 + c.client_overflows
@@ -749,6 +764,7 @@ pub fn run(
             client_overflows: g.w_overflows,
             credit_requests: c.credit_requests,
             credit_messages: c.credit_messages,
+            start_drops: crate::startdrop::budget(sc).map(|_| g.w_start),
             ..Credits::default()
         }),
         sim: SimStats {

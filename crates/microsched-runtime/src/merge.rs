@@ -190,6 +190,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             "client_rejected": lg.client.rejected,
             "client_lock_dropped": lg.client.lock_dropped,
             "server_lock_dropped": rep.counter("lock_dropped"),
+            "client_start_dropped": lg.client.start_dropped,
+            "server_start_dropped": rep.counter("start_dropped"),
             "server_rejected_no_credit": rep.counter("rejected_no_credit"),
             "server_kernel_drops": rep.kernel_drops,
             "client_kernel_drops": lg.client.kernel_drops,
@@ -202,6 +204,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
                 && lg.client.rejected == rep.counter("rejected_no_credit")
                 && lg.client.lock_dropped + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
                     >= rep.counter("lock_dropped")
+                && lg.client.start_dropped + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
+                    >= rep.counter("start_dropped")
                 && lg.client.completed + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
                     >= rep.counter("completed"),
         },

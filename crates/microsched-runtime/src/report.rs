@@ -80,6 +80,9 @@ counters!(
         lock_drops,
         /// Failure replies sent for requests dropped inside the application (wire `LockDropped`).
         lock_dropped,
+        /// Failure replies of requests dropped at worker start (`latency_budget_us`, wire
+        /// `StartDropped`).
+        start_dropped,
         /// Locks taken by a request after its failure reply (cleanups, never dropped).
         lock_cleanups,
         /// Lock waits that ended with the waiter's accumulated delay past the ASQM budget.

@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub asqm: Option<crate::asqm::Asqm>,
     /// Time-slice preemption: quantum deadlines, the timer's flags, a shared policy instance.
     pub preempt: crate::preempt::Preempt,
+    /// Breakwater v2's worker-start drop budget ([`crate::startdrop`]).
+    pub start_budget_ns: Option<microsched_core::Nanos>,
 }
 
 impl Shared {
@@ -238,6 +240,7 @@ impl Server {
             replay: Mutex::new(Default::default()),
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
             preempt: crate::preempt::Preempt::new(sc, n as usize),
+            start_budget_ns: crate::startdrop::budget(sc),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();

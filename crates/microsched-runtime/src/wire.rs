@@ -51,6 +51,9 @@ pub enum Status {
     /// Dropped inside the application by ASQM (a lock it would have waited too long for): a
     /// failure reply sent at once, the credit returned.
     LockDropped = 3,
+    /// Dropped at worker start (Breakwater v2's latency budget): a failure reply, the credit
+    /// returned.
+    StartDropped = 4,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +196,7 @@ pub fn decode(buf: &[u8]) -> Result<Msg, DecodeError> {
                 1 => Status::Dropped,
                 2 => Status::Rejected,
                 3 => Status::LockDropped,
+                4 => Status::StartDropped,
                 s => return Err(DecodeError::BadStatus(s)),
             };
             Msg::Response { req_id, credits, status, qdelay_ns: r.u64() }
@@ -300,6 +304,7 @@ mod tests {
             Msg::Response { req_id: 43, credits: 0, status: Status::Dropped, qdelay_ns: 0 },
             Msg::Response { req_id: 44, credits: 1, status: Status::Rejected, qdelay_ns: 0 },
             Msg::Response { req_id: 45, credits: 2, status: Status::LockDropped, qdelay_ns: 7 },
+            Msg::Response { req_id: 46, credits: 3, status: Status::StartDropped, qdelay_ns: 8 },
             Msg::Credit { cookie: 1, credits: 5 },
             Msg::Disconnect { token: 5 },
             Msg::CreditRequest { token: 5, demand: 16 },
@@ -332,8 +337,8 @@ mod tests {
         v.push(0);
         assert_eq!(decode(&v).unwrap_err().reason(), "bad_length");
         let mut r = encode(&Msg::Response { req_id: 1, credits: 1, status: Status::Ok, qdelay_ns: 0 }).to_vec();
-        r[HEADER_LEN + 12] = 4;
-        assert_eq!(decode(&r), Err(DecodeError::BadStatus(4)));
+        r[HEADER_LEN + 12] = 5;
+        assert_eq!(decode(&r), Err(DecodeError::BadStatus(5)));
         // Every truncation of every message is an error, never a panic.
         for m in all() {
             let e = encode(&m);

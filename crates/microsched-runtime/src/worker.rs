@@ -215,6 +215,9 @@ fn woke(sh: &Shared, me: usize, msgs: &mut Vec<CreditMsg>) {
 fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job: Job, msgs: &mut Vec<CreditMsg>) -> bool {
     let core = &sh.cores[me];
     let start = sh.clock.now();
+    if crate::startdrop::check(sh, &job, start, msgs) {
+        return false;
+    }
     core.parker.set(start, Phase::Busy);
     // Time-slice preemption: this run's quantum, as the policy gives it (`Nanos::MAX`: it runs
     // to completion or to its own suspension points, directly on the worker's stack if it can).

@@ -193,6 +193,7 @@ impl Node {
                     aqm_drops: c.aqm_drops,
                     credit_messages: c.credit_messages,
                     parks_while_drained: c.parks_while_drained,
+                    start_drops: self.server.start_drop.map(|sd| sd.drops),
                     ..Credits::default()
                 }
             }),

@@ -459,7 +459,7 @@ pub struct StartDrop {
     /// which the driver refreshes when it samples the signal.
     pub exact: bool,
     pub sampled: Nanos,
-    /// Requests dropped so far.
+    /// Requests dropped in the measured window (reset when it starts).
     pub drops: u64,
 }
 

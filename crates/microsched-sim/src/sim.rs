@@ -303,6 +303,9 @@ impl Sim {
                         l.stats.start_window(now);
                         l.drops = 0;
                     }
+                    if let Some(sd) = &mut n.server.start_drop {
+                        sd.drops = 0;
+                    }
                 }
             }
             Event::DropReply { req } => self.drop_reply(req),
@@ -969,6 +972,9 @@ impl Sim {
                 a.aqm_drops += b.aqm_drops;
                 a.credit_messages += b.credit_messages;
                 a.parks_while_drained += b.parks_while_drained;
+                if let Some(d) = b.start_drops {
+                    a.start_drops = Some(a.start_drops.unwrap_or(0) + d);
+                }
             }
         }
         total.cpu_utilization = if nodes.len() == 1 { total.cpu_utilization } else { total.cores.allocated_mean / total.cores.max as f64 };

@@ -48,6 +48,10 @@ pub enum WakingSkip {
     /// `ias`: the congestion test comes first; the skip is kept until a congested interval
     /// spends it.
     Ias,
+    /// `none`: no skip, a core every congested interval: the simulation study's simulator
+    /// (estuhr1206/scheduling-policies-sim, `reallocate_threads_default`), whose new core is
+    /// still on its way (the allocation delay) when the next interval grants another.
+    None,
 }
 
 impl CoreAllocator for CaladanAllocator {
@@ -68,7 +72,7 @@ impl CoreAllocator for CaladanAllocator {
         // Caladan would mark the process congested when no core is free, to get the next idle
         // one; here every free core is parked, so there is nothing to wait for.
         if congested && obs.any_parked() {
-            self.granted_last = true;
+            self.granted_last = self.waking_skip != WakingSkip::None;
             AllocAction::Grant
         } else {
             AllocAction::Nothing
@@ -106,7 +110,8 @@ pub struct Config {
     /// Time an idle core polls and steals without finding work before it parks.
     pub poll_us: f64,
     /// The IOKernel policy's order of the post-wake skip and the congestion test: `simple`
-    /// (simple.c) or `ias` (ias.c, which the CoreSync artifact's Caladan baselines ran).
+    /// (simple.c) or `ias` (ias.c, which the CoreSync artifact's Caladan baselines ran); `none`:
+    /// no skip (the simulation study's simulator).
     pub waking_skip: WakingSkip,
 }
 
@@ -188,6 +193,16 @@ mod tests {
         assert_eq!(tick(&mut a, 25_000, &[active(), active(), parked()]), AllocAction::Nothing);
         // The first congested interval spends it; the next one grants.
         assert_eq!(tick(&mut a, 30_000, &congested(30_000)), AllocAction::Nothing);
+        assert_eq!(tick(&mut a, 35_000, &congested(35_000)), AllocAction::Grant);
+    }
+
+    #[test]
+    fn none_grants_every_congested_interval() {
+        let congested = |now: Nanos| [queued(active(), 9, now - 20_000), parked(), parked()];
+        let mut a = Driven::new(CaladanAllocator::new(5_000, 5_000, 2_000).with_waking_skip(WakingSkip::None));
+        assert_eq!(tick(&mut a, 20_000, &congested(20_000)), AllocAction::Grant);
+        assert_eq!(tick(&mut a, 25_000, &congested(25_000)), AllocAction::Grant);
+        assert_eq!(tick(&mut a, 30_000, &[active(), active(), parked()]), AllocAction::Nothing);
         assert_eq!(tick(&mut a, 35_000, &congested(35_000)), AllocAction::Grant);
     }
 

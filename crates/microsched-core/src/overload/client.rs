@@ -226,6 +226,9 @@ impl<R: Copy> Clients<R> {
         let s = &mut self.sessions[session as usize];
         let may_ask = (s.flags & ASKED == 0
             || self.credit_retry.is_some_and(|r| now.saturating_sub(self.asked_at[session as usize]) >= r))
+            // The artifact's client never asks again, not even to re-send a lost ask (it runs
+            // over TCP): the server leaves an ask it cannot serve unanswered and wakes the
+            // session from its drained list later, so a retry would be most of the asks.
             && !(self.first_request_only && s.flags & ASKED_EVER != 0);
         if s.len() > 0 && s.granted == 0 && s.outstanding == 0 && may_ask {
             s.flags |= ASKED | ASKED_EVER;
@@ -377,6 +380,19 @@ mod tests {
             let n = out.iter().filter(|o| matches!(o, Out::CreditRequest { .. })).count();
             assert_eq!(n, asks, "first_only = {first_only}: {out:?}");
         }
+    }
+
+    #[test]
+    fn first_request_only_never_retries_its_ask() {
+        let mut c: Clients<u32> = Clients::new(1, 16, 1_000, true, Some(100)).with_first_request_only(true);
+        let mut out = vec![];
+        c.submit(0, 0, 0, &mut out);
+        c.submit(0, 1, 150, &mut out); // unanswered past the retry period: still not asked again
+        c.on_credits(0, 1, false, 160, &mut out);
+        c.on_credits(0, 0, true, 170, &mut out);
+        c.submit(0, 2, 400, &mut out);
+        let n = out.iter().filter(|o| matches!(o, Out::CreditRequest { .. })).count();
+        assert_eq!(n, 1, "{out:?}");
     }
 
     #[test]
