@@ -22,6 +22,7 @@ import pandas as pd
 
 from .claims import Claim, rounded as _r
 from .framework import Context, register
+from .search_cause import SWITCH, point_figures, wakes_per_ms
 from .stats import Seeds, by_point, extreme
 
 LOAD = "load.fraction"
@@ -63,6 +64,7 @@ def analyze(ctx: Context) -> list[Claim]:
     claims: list[Claim] = []
     claims += claims_dynamic_fewer_cores(seeds)
     claims += claims_proactive_vs_reactive(seeds)
+    add_proactive_causes(seeds, claims)
     claims += claims_caladan_poll(seeds)
     claims += claims_caladan_vs_shenango(seeds)
     claims += claims_core_accounting(df, ctx)
@@ -133,6 +135,26 @@ def claims_proactive_vs_reactive(s: Seeds) -> list[Claim]:
                    "by_load": by_point(ratios)},
         ))
     return out
+
+
+def add_proactive_causes(s: Seeds, claims: list[Claim]) -> None:
+    """A measured `cause` on each proactive claim that fails: the numbers at the load that decides
+    it. Three of these claims changed verdict with the probe-cost search (README "Work search")."""
+    for c in claims:
+        if c.holds or not c.id.startswith("proactive-") or "cause" in c.extra:
+            continue
+        p = c.id.split("/", 1)[1]
+        load = c.extra.get("at_load")
+        if load is None:
+            continue
+        load = float(load)
+        rows = "; ".join(point_figures(s, v, load) for v in (p, *REACTIVE))
+        wakes = ", ".join(f"{v} {wakes_per_ms(s, v, load, 5):.1f}" for v in (p, *REACTIVE))
+        c.extra["cause"] = (f"at load {load:g}: {rows}; core wake-ups per ms: {wakes}. The proactive policy's "
+                            f"margin is a fraction of a core (or a p99 histogram bucket) here, and the work "
+                            f"search decides it: with the probe search queued work waits for an idle core's "
+                            f"probe instead of being stolen at once, so the reactive allocators, which grant on "
+                            f"queued work, grant more often and keep more cores; {SWITCH}")
 
 
 def claims_caladan_poll(s: Seeds) -> list[Claim]:

@@ -25,6 +25,7 @@ import pandas as pd
 from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .loadshift import binned, run_timeseries, setup_plt
+from .search_cause import gated_fix_churn
 from .stats import Seeds
 
 RTT = "network.rtt_us"
@@ -105,7 +106,9 @@ def claim_fix(s: Seeds, rtt: float) -> Claim:
         extra={"unit": "of capacity", "ci95": _r(ci),
                "measure": f"fix throughput / capacity over the measured window, mean over seeds; holds if > "
                           f"{HEALTHY_ABOVE}", "baseline": _r(base), "cores_allocated_mean": _r(cores, 3),
-               "min_pool": min_pool},
+               "min_pool": min_pool,
+               **({} if frac > HEALTHY_ABOVE else
+                  {"cause": gated_fix_churn(s, FIX, rtt, max_cores=32, wake_us=5, target_us=10, drop_us=20)})},
     )
 
 

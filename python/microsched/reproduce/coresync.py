@@ -877,7 +877,15 @@ def _cause(d: Data, c: Claim, ts: pd.DataFrame | None) -> str:
         try:
             key, load = at.rsplit("@", 1)
             e = key.split("/", 1)[0]
-            return f"{what} at {at}. {_policies_state(d, e, float(load), (CORES, P99, THR))}"
+            out = f"{what} at {at}. {_policies_state(d, e, float(load), (CORES, P99, THR))}"
+            own = {r: d.mean(var, float(load), P99) for r, var in R_VARIANTS.items() if e == "exp10" and d.has(var)}
+            if len(own) > 1 and c.id.endswith("p99-beyond-capacity"):
+                lo, hi = min(own.values()), max(own.values())
+                out += (f". CoreSync alone with R = {', '.join(map(str, own))} (every setting keeps the same cores "
+                        f"beyond capacity): p99 {lo:.1f}–{hi:.1f} µs, {(hi / lo - 1) * 100:.1f} % apart, so a gap "
+                        f"of this size between policies is within the spread of one seed's run (the work search "
+                        f"moves it either way: README \"Work search\")")
+            return out
         except ValueError:
             return what
     if cid.startswith("pareto/"):

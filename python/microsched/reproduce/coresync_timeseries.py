@@ -13,6 +13,9 @@ Writes ``fig_coresync_timeseries.png`` and ``timeseries_coresync.parquet``.
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pandas as pd
 
 from .framework import Context
@@ -31,9 +34,14 @@ def run(ctx: Context) -> pd.DataFrame | None:
     var = next((x for x in ctx.spec.variants if x.name == VARIANT), None)
     if var is None:
         return None
+    # `--semantics NAME`: its overrides too (run_reproduction put them in the spec's overrides,
+    # which the series does not take whole: it sets its own duration and warm-up).
+    sem = []
+    if ctx.semantics:
+        sem = tomllib.loads((Path(ctx.spec.path).parent / f"semantics-{ctx.semantics}.toml").read_text())["overrides"]
     frames = []
     for load in LOADS:
-        ovr = list(var.set) + ["warmup_ms=0", f"duration_ms={DURATION_MS}", "policy.overload.initial_pool=16",
+        ovr = [*sem, *var.set] + ["warmup_ms=0", f"duration_ms={DURATION_MS}", "policy.overload.initial_pool=16",
                                f"metrics.sample_interval_us={SAMPLE_US}", f"load.fraction={load}"]
         # the condition's overrides are already in var.set (run_reproduction appended them)
         res = api.run(str(ctx.spec.base), seed=1, overrides=ovr)

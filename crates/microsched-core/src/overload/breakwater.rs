@@ -620,10 +620,81 @@ pub struct Config {
     /// The core fix ramps only in a period whose AQM drops reach this fraction of the pool, and
     /// then as the study's simulator does (`ramp_alpha`, drops ≥ 0.25 · 0.2 = 5 % of the pool):
     /// the ramp computed at one update is added at the next one whatever the delay. Absent: the
-    /// ramp follows every net core gain in a period whose delay is below target. Ignored without
-    /// `core_fix`.
+    /// ramp follows every net core gain in a period whose delay is below target, which ratchets
+    /// the pool to its ceiling under core churn at low load (53 889 → 64 000 in the load-shift's
+    /// 0.2 phase, switching admission control off). Ignored without `core_fix`. `"none"`: the
+    /// ungated ramp (TOML has no null, and the re-serialised scenario of `--set` must keep the
+    /// choice).
+    #[serde(with = "drop_gate_serde")]
+    #[schemars(with = "drop_gate_serde::Repr")]
     pub core_fix_drop_gate: Option<f64>,
 }
+
+/// `core_fix_drop_gate`: a fraction of the pool, or `"none"` for the ungated ramp.
+mod drop_gate_serde {
+    use serde::{de, Deserializer, Serializer};
+
+    #[allow(dead_code)] // schema only
+    #[derive(schemars::JsonSchema)]
+    #[serde(untagged)]
+    pub enum Repr {
+        Fraction(f64),
+        Word(Word),
+    }
+
+    #[allow(dead_code)] // schema only
+    #[derive(schemars::JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Word {
+        None,
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(g) => s.serialize_f64(*g),
+            None => s.serialize_str("none"),
+        }
+    }
+
+    struct V;
+
+    impl de::Visitor<'_> for V {
+        type Value = Option<f64>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a fraction of the pool >= 0 (the study's simulator: 0.05) or \"none\" (the ungated ramp)")
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            if v == "none" {
+                Ok(None)
+            } else {
+                Err(E::invalid_value(de::Unexpected::Str(v), &self))
+            }
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        d.deserialize_any(V)
+    }
+}
+
 
 impl Default for Config {
     fn default() -> Self {
@@ -642,7 +713,7 @@ impl Default for Config {
             core_fix: false,
             latency_budget_us: None,
             max_pool: None,
-            core_fix_drop_gate: None,
+            core_fix_drop_gate: Some(0.05),
         }
     }
 }
@@ -1200,6 +1271,7 @@ mod tests {
     fn core_fix_proportional_increase() {
         let mut c = cfg();
         c.core_fix = true;
+        c.core_fix_drop_gate = None; // the ungated ramp (the gated one: core_fix_drop_gate_ramps_only_after_drops)
         c.target_us = 10.0;
         c.alpha = 0.0; // isolate the fix from the additive increase
         // Study setting: 32 cores, RTT 30 µs, target 10 µs → floor 128.
@@ -1287,6 +1359,22 @@ mod tests {
         c.core_fix_drop_gate = None;
         c.max_pool = Some(0);
         assert!(c.validate("policy.overload").unwrap_err().to_string().contains("policy.overload.max_pool"));
+    }
+
+    /// `"none"` selects the ungated ramp from TOML and survives re-serialisation (`--set`
+    /// re-serialises the scenario; a skipped None would come back as the default gate).
+    #[test]
+    fn drop_gate_none_round_trips() {
+        let c: Config = toml::from_str("core_fix = true\ncore_fix_drop_gate = \"none\"").unwrap();
+        assert_eq!(c.core_fix_drop_gate, None);
+        let back: Config = toml::from_str(&toml::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back.core_fix_drop_gate, None);
+        let c: Config = toml::from_str("core_fix_drop_gate = 0.1").unwrap();
+        assert_eq!(c.core_fix_drop_gate, Some(0.1));
+        let c: Config = toml::from_str("core_fix_drop_gate = 0").unwrap();
+        assert_eq!(c.core_fix_drop_gate, Some(0.0));
+        let e = toml::from_str::<Config>("core_fix_drop_gate = \"off\"").unwrap_err().to_string();
+        assert!(e.contains("none"), "{e}");
     }
 
     #[test]
