@@ -129,6 +129,10 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "a work-search pass takes what it really takes; leave the simulator's cost model at its default (250)",
     },
     Unsupported {
+        check: |s| set("server.search", &s.server.search, !matches!(s.server.search, microsched_core::sched::search::SearchCfg::Instant)),
+        supported: "idle workers look for work as the runtime's queues let them, at their real cost; leave the simulator's search model at its default (instant)",
+    },
+    Unsupported {
         check: |s| set("server.delay_signal", "exact", s.server.delay_signal == DelaySignal::Exact),
         supported: "the controller thread samples the congestion signal every runtime.tick_us (\"sampled\")",
     },
@@ -306,6 +310,7 @@ count = 4
             ("server.allocation_delay_us=20", "server.allocation_delay_us"),
             ("server.packet_cost_ns=50", "server.packet_cost_ns"),
             ("server.search_pass_ns=100", "server.search_pass_ns"),
+            ("server.search.kind=\"probe\"", "server.search"),
             ("server.preemption.receive_ns=100", "server.preemption.receive_ns"),
             ("network.jitter_us=3", "network.jitter_us"),
         ] {
