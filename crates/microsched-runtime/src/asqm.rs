@@ -353,6 +353,13 @@ pub(crate) fn signalled(job: &mut Job, since: Nanos, now: Nanos) {
 /// The failure reply of a request dropped at a lock: the credit goes back as a drop (Protego's
 /// controller counts no success for it) and the client hears at once.
 pub(crate) fn reply_dropped(sh: &Shared, job: &Job, started: Nanos, msgs: &mut Vec<CreditMsg>) {
+    Counters::bump(&sh.counters.lock_dropped);
+    reply_failure(sh, job, started, msgs, Status::LockDropped);
+}
+
+/// A failure reply sent at once for a request the server dropped after admitting it (at a lock,
+/// or at worker start): its credit goes back as a drop and the client hears `status`.
+pub(crate) fn reply_failure(sh: &Shared, job: &Job, started: Nanos, msgs: &mut Vec<CreditMsg>, status: Status) {
     let done = sh.clock.now();
     let credits = if sh.credit_based {
         let delay = sh.delay_ns.load(Ordering::Relaxed);
@@ -367,8 +374,7 @@ pub(crate) fn reply_dropped(sh: &Shared, job: &Job, started: Nanos, msgs: &mut V
     } else {
         0
     };
-    Counters::bump(&sh.counters.lock_dropped);
-    let msg = Msg::Response { req_id: job.req_id, credits, status: Status::LockDropped, qdelay_ns: started.saturating_sub(job.arrived) };
+    let msg = Msg::Response { req_id: job.req_id, credits, status, qdelay_ns: started.saturating_sub(job.arrived) };
     sh.send(&encode(&msg), job.peer);
 }
 

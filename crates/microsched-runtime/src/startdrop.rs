@@ -17,7 +17,7 @@ use crate::queue::Job;
 use crate::report::Counters;
 use crate::rpc::CreditMsg;
 use crate::server::Shared;
-use crate::wire::{encode, Msg, Status};
+use crate::wire::Status;
 
 /// The budget of `sc`, if its Breakwater has one.
 pub(crate) fn budget(sc: &Scenario) -> Option<Nanos> {
@@ -41,26 +41,6 @@ pub(crate) fn check(sh: &Shared, job: &Job, started: Nanos, msgs: &mut Vec<Credi
 
 #[cold]
 fn reply(sh: &Shared, job: &Job, started: Nanos, msgs: &mut Vec<CreditMsg>) {
-    let done = sh.clock.now();
-    let credits = if sh.credit_based {
-        let delay = sh.delay_ns.load(Ordering::Relaxed);
-        let mut rpc = sh.rpc.lock();
-        let c = rpc.complete_as(done, job.session, delay, true);
-        rpc.wakeups(msgs);
-        drop(rpc);
-        for m in msgs.drain(..) {
-            sh.send_credit(m);
-        }
-        c
-    } else {
-        0
-    };
     Counters::bump(&sh.counters.start_dropped);
-    let msg = Msg::Response {
-        req_id: job.req_id,
-        credits,
-        status: Status::StartDropped,
-        qdelay_ns: started.saturating_sub(job.arrived),
-    };
-    sh.send(&encode(&msg), job.peer);
+    crate::asqm::reply_failure(sh, job, started, msgs, Status::StartDropped);
 }

@@ -4,12 +4,9 @@
 //! scenario keys. One worker (it spins; the load generator and the controller share the other
 //! CPU), 1 s runs at twice its capacity.
 
-use std::path::Path;
-use std::time::Duration;
-
-use microsched_core::scenario::{Format, Loaded, Scenario};
-use microsched_runtime::loadgen::{self, LoadgenOpts, LoadgenResult};
-use microsched_runtime::{merge, ServeOpts, Server, ServerReport};
+use microsched_core::scenario::Loaded;
+use microsched_runtime::loadgen::LoadgenResult;
+use microsched_runtime::{merge, ServerReport};
 
 /// One worker, exponential 100 µs (capacity ≈ 10 k req/s), offered 20 k req/s; Breakwater with
 /// the delay target and AQM threshold of its table for 100 µs requests.
@@ -39,27 +36,15 @@ tick_us = 50
 drain_ms = 300
 "#;
 
+mod common;
+
 fn scenario(overrides: &[&str]) -> Loaded {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Scenario::load(BASE, Format::Toml, Path::new("."), &o).expect("valid scenario")
+    common::load(BASE, overrides)
 }
 
-/// Runs measure, and the machine has 2 CPUs: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn run(loaded: &Loaded) -> (LoadgenResult, ServerReport) {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let opts = ServeOpts {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
-        duration: Some(Duration::from_secs(20)),
-        once: true,
-    };
-    let server = Server::start(loaded, opts).expect("server starts");
-    let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
-    let lg = loadgen::run(loaded, &lo, &|| false).expect("load generator runs");
-    let rep = server.wait(|| false);
-    (lg, rep)
+    let _g = common::serial();
+    common::serve_and_load(loaded)
 }
 
 /// Every request ended once at the client; the server answered every request it admitted

@@ -12,7 +12,6 @@ use microsched_core::scenario::{Format, Loaded, Scenario};
 use microsched_runtime::asqm::{AsqmCondvar, AsqmMutex};
 use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::kv::KvStore;
-use microsched_runtime::loadgen::{self, LoadgenOpts};
 use microsched_runtime::wire::Status;
 use microsched_runtime::{merge, Server, ServerReport};
 
@@ -269,10 +268,7 @@ fn experiment(file: &str, overrides: &[&str]) -> Loaded {
 }
 
 fn run(loaded: &Loaded) -> serde_json::Value {
-    let server = Server::start(loaded, opts(true)).expect("server starts");
-    let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
-    let lg = loadgen::run(loaded, &lo, &|| false).expect("load generator runs");
-    let rep = server.wait(|| false);
+    let (lg, rep) = common::serve_and_load(loaded);
     merge::merge(&lg, &rep)
 }
 

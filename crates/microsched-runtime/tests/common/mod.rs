@@ -7,8 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use microsched_core::scenario::{Format, Loaded, Scenario};
+use microsched_runtime::loadgen::{self, LoadgenOpts, LoadgenResult};
 use microsched_runtime::wire::{decode, encode, Msg, Status};
-use microsched_runtime::ServeOpts;
+use microsched_runtime::{ServeOpts, Server, ServerReport};
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -29,6 +30,15 @@ pub fn load(text: &str, overrides: &[&str]) -> Loaded {
 /// Loopback, an ephemeral port, at most 30 s; `once`: stop when the load generator is done.
 pub fn opts(once: bool) -> ServeOpts {
     ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(30)), once }
+}
+
+/// Serves `loaded` on loopback until the real load generator (the scenario's own) is done.
+pub fn serve_and_load(loaded: &Loaded) -> (LoadgenResult, ServerReport) {
+    let server = Server::start(loaded, opts(true)).expect("server starts");
+    let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
+    let lg = loadgen::run(loaded, &lo, &|| false).expect("load generator runs");
+    let rep = server.wait(|| false);
+    (lg, rep)
 }
 
 /// A response as the client sees it.
