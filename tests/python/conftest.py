@@ -9,6 +9,7 @@ import copy
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,12 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+# A suite started in the background (`cmd &`, some CI launchers) inherits SIGINT ignored, and
+# every child would inherit that too: the tests that check Ctrl-C would then test nothing. A
+# handler (unlike SIG_IGN) is reset to the default in children at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # A small M/M/4 with a central queue: 30 ms measured at 200 k requests/s (~6000 requests).
 SMALL: dict[str, Any] = {

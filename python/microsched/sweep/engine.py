@@ -23,12 +23,15 @@ rows differ only in the wall-clock columns :data:`WALL_COLUMNS`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import multiprocessing
 import os
 import shutil
+import signal
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -333,6 +336,25 @@ def part_path(out: Path, pid: str) -> Path:
     return out / PARTS_DIR / f"{pid}.parquet"
 
 
+@contextlib.contextmanager
+def _ctrl_c_after():
+    """Holds a Ctrl-C back until the block ends, then raises it. Python prints and swallows an
+    exception raised inside a finaliser: a Ctrl-C landing in pyarrow's ``ParquetWriter.__del__``
+    while a part is written was lost, and the sweep ran on to its end."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def write_part(out: Path, row: Mapping[str, Any]) -> Path:
     """Writes one point's row to ``DIR/parts/<point_id>.parquet`` atomically: a temporary file
     in the same directory, then a rename, so a part is either whole or absent."""
@@ -567,7 +589,8 @@ def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, job
 
     def on_row(row: dict[str, Any]) -> None:
         nonlocal done
-        write_part(out, row)
+        with _ctrl_c_after():
+            write_part(out, row)
         done += 1
         if progress:
             progress(done, len(tasks))
