@@ -33,10 +33,11 @@ pub enum Event {
     /// An idle core has polled long enough to consider parking.
     ParkCheck { node: u16, core: u16, epoch: u32 },
     /// Probe search: searching core `core` probes `victim`'s queue (its own: an own-queue
-    /// check) in its sweep number `sweep`.
-    Probe { node: u16, core: u16, victim: u16, sweep: u32 },
-    /// Probe search: the end of `core`'s sweep number `sweep`.
-    SweepEnd { node: u16, core: u16, sweep: u32 },
+    /// check) in its search number `search`.
+    Probe { node: u16, core: u16, victim: u16, search: u32 },
+    /// Probe search under the study's park rule: the end of a sweep of `core`'s search number
+    /// `search`.
+    SweepEnd { node: u16, core: u16, search: u32 },
     /// A response (or drop notice) reaches its client, with the absolute credits it carries
     /// (credit-based overload control only).
     ResponseArrive { req: u32, credits: u32 },

@@ -959,6 +959,9 @@ impl Server {
                     self.q.cores[core as usize].current = NONE;
                     let place = self.policy.requeue(core, Requeue::Yielded, &self.q);
                     self.q.push(place, req);
+                    if let Place::Core(c) = place {
+                        self.stealable_again(c, now, evq);
+                    }
                     return Ran::Left;
                 }
             }
@@ -1166,6 +1169,9 @@ impl Server {
         let place = self.policy.requeue(core, Requeue::Preempted, &self.q);
         // Onto a queue, not straight to a spinner: the freed core itself looks for work next.
         self.q.push(place, req);
+        if let Place::Core(c) = place {
+            self.stealable_again(c, now, evq);
+        }
         // A shared queue that idle cores poll (Synergy's wait queue): one of them takes it.
         if place == Place::Shared {
             if let Some(idle) = self.policy.notify(place, &self.q) {

@@ -185,8 +185,11 @@ impl Sim {
             self.evq.push(self.warmup, Event::WarmupEnd);
         }
         self.evq.push(self.sample_every, Event::Sample);
-        for n in &mut self.nodes {
-            n.server.begin_searches(0, &mut self.evq);
+        for node in 0..self.nodes.len() {
+            let idle = self.nodes[node].server.begin_searches(0, &mut self.evq);
+            for core in idle {
+                self.arm_sweep_park(node as u16, core);
+            }
         }
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(iv) = n.allocator.interval() {
@@ -215,7 +218,7 @@ impl Sim {
             }
             self.now = t;
             self.events += 1;
-            if self.events % CHECK_EVERY == 0 && !check(t, self.end) {
+            if self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
                 interrupted = Some(t);
                 break;
             }
@@ -284,12 +287,12 @@ impl Sim {
                 self.after_idle(node, core, idle);
             }
             Event::ParkCheck { node, core, epoch } => self.park_check(node, core, epoch),
-            Event::Probe { node, core, victim, sweep } => {
-                if let Some(idle) = self.nodes[node as usize].server.probe_event(core, victim, sweep, now, &mut self.slab, &mut self.evq) {
+            Event::Probe { node, core, victim, search } => {
+                if let Some(idle) = self.nodes[node as usize].server.probe_event(core, victim, search, now, &mut self.slab, &mut self.evq) {
                     self.after_idle(node, core, idle);
                 }
             }
-            Event::SweepEnd { node, core, sweep } => self.sweep_end(node, core, sweep),
+            Event::SweepEnd { node, core, search } => self.sweep_end(node, core, search),
             Event::ResponseArrive { req, credits } => self.response(req, credits),
             Event::AllocTick { node } => self.alloc_tick(node),
             Event::Sample => self.sample(),
@@ -734,7 +737,7 @@ impl Sim {
                 let wait = match rule.mode {
                     ParkMode::Never => return,
                     // The probe search's sweep-end rule decides (see `sweep_end`).
-                    ParkMode::AfterPoll if n.server.parks_after_sweep() => return,
+                    ParkMode::AfterPoll if n.server.parks_after_sweep() => return self.arm_sweep_park(node, core),
                     ParkMode::AfterPoll => rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass),
                     ParkMode::OnlyLastCore if n.server.active_count() == 1 => self.search_pass,
                     ParkMode::OnlyLastCore => return,
@@ -745,21 +748,32 @@ impl Sim {
         }
     }
 
-    /// The end of a probe-search sweep: the study's rule parks a core whose fruitless search
-    /// has lasted the poll period, else the next sweep begins.
-    fn sweep_end(&mut self, node: u16, core: u16, sweep: u32) {
+    /// The study's park rule (probe search, `park = "sweep"`): the first sweep end at least a
+    /// poll period into a fruitless search is a park check.
+    fn arm_sweep_park(&mut self, node: u16, core: u16) {
+        let n = &self.nodes[node as usize];
+        let rule = n.allocator.park_rule();
+        if !n.server.parks_after_sweep() || rule.mode != ParkMode::AfterPoll {
+            return;
+        }
+        let wait = rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass);
+        n.server.schedule_sweep_end(core, n.server.search_started_at(core) + wait.saturating_sub(1), &mut self.evq);
+    }
+
+    /// A sweep end under the study's park rule: the next sweep's own-queue check, then a park
+    /// check; a core that keeps searching gets the same at its next sweep end.
+    fn sweep_end(&mut self, node: u16, core: u16, search: u32) {
         let now = self.now;
         let n = &mut self.nodes[node as usize];
-        match n.server.sweep_end(core, sweep, now, &mut self.slab, &mut self.evq) {
+        match n.server.sweep_end(core, search, now, &mut self.slab, &mut self.evq) {
             None => {}
             Some(Idle::Spinning) => {
-                let rule = n.allocator.park_rule();
-                let wait = rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass);
-                if n.server.parks_after_sweep() && rule.mode == ParkMode::AfterPoll && now - n.server.search_started_at(core) + 1 >= wait {
-                    let epoch = n.server.core(core).epoch;
-                    self.park_check(node, core, epoch);
+                let epoch = n.server.core(core).epoch;
+                self.park_check(node, core, epoch);
+                let s = &self.nodes[node as usize].server;
+                if s.still_searching(core, search) {
+                    s.schedule_sweep_end(core, now + 1, &mut self.evq);
                 }
-                self.nodes[node as usize].server.next_sweep(core, now, &mut self.evq);
             }
             Some(idle) => self.after_idle(node, core, idle),
         }

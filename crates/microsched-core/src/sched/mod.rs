@@ -213,13 +213,11 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             "\"random\" picks a per-core queue: it needs server.queue = \"per_core\" and policy.sched.kind = \"queue\" (else use \"rss\")",
         ));
     }
-    if matches!(sc.server.search, search::SearchCfg::Probe(_)) {
-        if !probe_search_applies(sc) {
-            return Err(ScenarioError::new(
-                "server.search.kind",
-                "\"probe\" models d-FCFS work stealing: it needs server.queue = \"per_core\", server.steal = true, policy.sched.kind = \"queue\" and no dispatcher (else use \"instant\")",
-            ));
-        }
+    if matches!(sc.server.search, search::SearchCfg::Probe(_)) && !probe_search_applies(sc) {
+        return Err(ScenarioError::new(
+            "server.search.kind",
+            "\"probe\" models d-FCFS work stealing: it needs server.queue = \"per_core\", server.steal = true, policy.sched.kind = \"queue\" and no dispatcher (else use \"instant\")",
+        ));
     }
     match &sc.policy.sched {
         SchedCfg::Queue => {}

@@ -23,16 +23,18 @@
 //!   own-queue check, then park).
 //!
 //! The policy here only decides the probe order and holds the timing parameters; the driver
-//! (the simulator's server) keeps each searching core's sweep start and schedules the probes
+//! (the simulator's server) keeps each searching core's search start and schedules the probes
 //! that can find something (a probe of an empty queue changes nothing, so only the first probe
-//! of each queue holding stealable work is an event).
+//! of each queue holding stealable work is an event). A sweep's random start is drawn from its
+//! coordinates (run, core, search, sweep number) rather than from a stream in event order, so
+//! the sweeps of an idle core need not be played out one by one.
 
 use rand::seq::SliceRandom;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::rng::Stream;
+use crate::rng::{hash, Stream};
 use crate::{Nanos, ScenarioError};
 
 /// The work search of idle cores (`[server.search]`).
@@ -126,13 +128,16 @@ impl SearchCfg {
     }
 }
 
-/// A probe-by-probe work search. The driver calls `begin_sweep` when a core starts a sweep and
-/// then schedules the probe of queue `v` at `sweep start + position(core, v) · probe_ns()`.
+/// A probe-by-probe work search. A searching core sweeps back to back: sweep `k` (0-based) of
+/// a search that began at `t0` starts at `t0 + k · probes_per_sweep() · probe_ns()`, and the
+/// driver schedules the probe of queue `v` at that start `+ position(core, search, k, v) ·
+/// probe_ns()`. Each sweep's order is a pure function of (run, core, search, sweep): any sweep
+/// can be looked up without drawing the ones before it, so a sweep that finds nothing costs the
+/// driver no event, however long a core idles.
 pub trait WorkSearch: Send {
-    /// Draws the order of `core`'s new sweep.
-    fn begin_sweep(&mut self, core: u16);
-    /// 1-based position of `victim`'s queue in `core`'s current sweep (`victim != core`).
-    fn position(&self, core: u16, victim: u16) -> u32;
+    /// 1-based position of `victim`'s queue in sweep `sweep` of `core`'s search number `search`
+    /// (`victim != core`).
+    fn position(&mut self, core: u16, search: u32, sweep: u64, victim: u16) -> u32;
     /// Probes in one sweep (every queue but the core's own).
     fn probes_per_sweep(&self) -> u32;
     fn probe_ns(&self) -> Nanos;
@@ -149,13 +154,14 @@ pub struct ProbeSearch {
     own_check: Nanos,
     order: VictimOrder,
     park_sweep: bool,
-    rng: Stream,
-    /// Sweep order: the fixed permutation of the queues (`WS_PERMUTATION`) and its inverse.
+    /// Drawn once from the run's `search` stream; every sweep's randomness derives from it and
+    /// the sweep's coordinates (a counter-based generator).
+    key: u64,
+    /// Sweep order: the fixed permutation of the queues (`WS_PERMUTATION`) as each queue's index.
     perm_pos: Vec<u16>,
-    /// Sweep order: per core, the permutation index its current sweep starts after.
-    origin: Vec<u16>,
-    /// Random order: per core, the position of every queue in its current sweep (n × n).
-    pos: Vec<u16>,
+    /// Random order: per core, the last two sweeps' positions (n each), and which sweep each is.
+    rows: Vec<u16>,
+    row_tags: Vec<(u32, u64)>,
     scratch: Vec<u16>,
 }
 
@@ -174,45 +180,62 @@ impl ProbeSearch {
             own_check: ((cfg.own_check_us * 1e3).round() as Nanos).max(1),
             order: cfg.order,
             park_sweep: cfg.park == ParkAfter::Sweep,
-            rng,
+            key: rng.gen(),
             perm_pos,
-            origin: vec![0; cores],
-            pos: if random { vec![0; cores * cores] } else { Vec::new() },
+            rows: if random { vec![0; cores * 2 * cores] } else { Vec::new() },
+            row_tags: if random { vec![(u32::MAX, u64::MAX); cores * 2] } else { Vec::new() },
             scratch: Vec::new(),
         }
+    }
+
+    fn sweep_seed(&self, core: u16, search: u32, sweep: u64) -> u64 {
+        hash(hash(self.key ^ ((core as u64) << 32 | search as u64)) ^ sweep)
+    }
+
+    /// The random-order row of a sweep, drawn on first use (a core's probes look at its current
+    /// sweep and the next, so two rows per core are enough).
+    fn random_row(&mut self, core: u16, search: u32, sweep: u64) -> &[u16] {
+        let n = self.n;
+        let c = core as usize;
+        let slot = match self.row_tags[2 * c..2 * c + 2].iter().position(|&t| t == (search, sweep)) {
+            Some(i) => 2 * c + i,
+            None => {
+                // Replace the older of the two sweeps.
+                let [a, b] = [self.row_tags[2 * c], self.row_tags[2 * c + 1]];
+                let slot = if a.0 != search || (b.0 == search && a.1 < b.1) { 2 * c } else { 2 * c + 1 };
+                let mut rng = Stream::seed_from_u64(self.sweep_seed(core, search, sweep));
+                self.scratch.clear();
+                self.scratch.extend((0..n as u16).filter(|&q| q != core));
+                self.scratch.shuffle(&mut rng);
+                let row = &mut self.rows[slot * n..(slot + 1) * n];
+                for (i, &q) in self.scratch.iter().enumerate() {
+                    row[q as usize] = i as u16 + 1;
+                }
+                self.row_tags[slot] = (search, sweep);
+                slot
+            }
+        };
+        &self.rows[slot * n..(slot + 1) * n]
     }
 }
 
 impl WorkSearch for ProbeSearch {
-    fn begin_sweep(&mut self, core: u16) {
-        let n = self.n;
-        match self.order {
-            VictimOrder::Sweep => self.origin[core as usize] = self.rng.gen_range(0..n) as u16,
-            VictimOrder::Random => {
-                self.scratch.clear();
-                self.scratch.extend((0..n as u16).filter(|&q| q != core));
-                self.scratch.shuffle(&mut self.rng);
-                let row = &mut self.pos[core as usize * n..(core as usize + 1) * n];
-                for (i, &q) in self.scratch.iter().enumerate() {
-                    row[q as usize] = i as u16 + 1;
-                }
-            }
-        }
-    }
-
     #[inline]
-    fn position(&self, core: u16, victim: u16) -> u32 {
+    fn position(&mut self, core: u16, search: u32, sweep: u64, victim: u16) -> u32 {
         let n = self.n;
         match self.order {
             VictimOrder::Sweep => {
                 // The walk visits permutation indices origin+1, origin+2, ... (mod n), skipping
                 // the core's own queue at no cost.
-                let o = self.origin[core as usize] as usize;
-                let step = |q: u16| (self.perm_pos[q as usize] as usize + n - o - 1) % n;
+                let o = ((self.sweep_seed(core, search, sweep) as u128 * n as u128) >> 64) as usize;
+                let step = |q: u16| {
+                    let i = self.perm_pos[q as usize] as usize + n - o - 1; // < 2n: no division
+                    if i >= n { i - n } else { i }
+                };
                 let (d, own) = (step(victim), step(core));
                 (d + 1 - usize::from(own < d)) as u32
             }
-            VictimOrder::Random => self.pos[core as usize * n + victim as usize] as u32,
+            VictimOrder::Random => self.random_row(core, search, sweep)[victim as usize] as u32,
         }
     }
 
@@ -246,14 +269,37 @@ mod tests {
             let n = 7;
             let mut s = ProbeSearch::new(&cfg, n, stream(3, "search"));
             for core in 0..n as u16 {
-                for _ in 0..20 {
-                    s.begin_sweep(core);
-                    let mut seen: Vec<u32> = (0..n as u16).filter(|&v| v != core).map(|v| s.position(core, v)).collect();
-                    seen.sort();
-                    assert_eq!(seen, (1..n as u32).collect::<Vec<_>>(), "{order:?} core {core}");
+                for search in 0..3 {
+                    for sweep in 0..20 {
+                        let mut seen: Vec<u32> = (0..n as u16).filter(|&v| v != core).map(|v| s.position(core, search, sweep, v)).collect();
+                        seen.sort();
+                        assert_eq!(seen, (1..n as u32).collect::<Vec<_>>(), "{order:?} core {core}");
+                    }
                 }
             }
             assert_eq!(s.probes_per_sweep(), 6);
+        }
+    }
+
+    /// A sweep's order depends only on its coordinates, not on which sweeps were looked up
+    /// before (the driver skips the fruitless ones), and different sweeps draw different orders.
+    #[test]
+    fn a_sweeps_order_is_a_function_of_its_coordinates() {
+        for order in [VictimOrder::Sweep, VictimOrder::Random] {
+            let cfg = ProbeCfg { order, ..ProbeCfg::default() };
+            let n = 16;
+            let mut walked = ProbeSearch::new(&cfg, n, stream(5, "search"));
+            let mut direct = ProbeSearch::new(&cfg, n, stream(5, "search"));
+            let mut firsts = std::collections::HashSet::new();
+            for sweep in 0..200u64 {
+                let order_of = |s: &mut ProbeSearch| (1..n as u16).map(|v| s.position(0, 7, sweep, v)).collect::<Vec<_>>();
+                let seen = order_of(&mut walked);
+                if sweep % 17 == 0 {
+                    assert_eq!(seen, order_of(&mut direct), "{order:?} sweep {sweep}");
+                }
+                firsts.insert(seen.iter().position(|&p| p == 1));
+            }
+            assert!(firsts.len() >= 12, "{order:?}: 200 sweeps started at only {} queues", firsts.len());
         }
     }
 

@@ -1,11 +1,14 @@
 //! The probe-cost work search ([`microsched_core::sched::search`], `server.search.kind =
 //! "probe"`) carried out on the server's cores: each idle core sweeps the other queues probe by
-//! probe. A probe of an empty queue changes nothing, so only the probes that can find work are
-//! events: for each queue holding stealable work, the earliest probe of it by a searching core
-//! (re-evaluated when that probe comes too late to matter, when a core starts a sweep, and after
-//! a steal leaves work behind); for each searching core whose own queue got work, its next
-//! own-queue check; and the end of each sweep (the next sweep's random start, and the study's
-//! park rule). Nothing here runs with the instant search.
+//! probe, sweep after sweep. Sweeps are back to back and their orders are a function of (core,
+//! search, sweep number), so where a core is at any time is arithmetic and a probe of an empty
+//! queue changes nothing: only the probes that can find work are events. For each queue holding
+//! stealable work, the earliest probe of it by a searching core (re-evaluated when that probe
+//! comes too late to matter, when a core starts searching, and after a steal leaves work
+//! behind); for each searching core whose own queue got work, its next own-queue check (every
+//! `own_check` within a sweep and at each sweep's start); and, under the study's park rule, the
+//! sweep ends from the poll period on. A core idle for a second costs no event for its sweeps.
+//! Nothing here runs with the instant search.
 
 use microsched_core::sched::search::WorkSearch;
 use microsched_core::sched::Place;
@@ -17,12 +20,11 @@ use crate::requests::Slab;
 
 #[derive(Debug, Clone, Copy)]
 struct CoreSearch {
-    /// Bumped at every sweep start: events of an older sweep are stale.
-    sweep: u32,
-    sweep_start: Nanos,
+    /// Bumped at every search start: events of an older search are stale.
+    search: u32,
     /// Start of the current fruitless search (its first sweep).
     search_start: Nanos,
-    /// The own-queue check scheduled in this sweep (`Nanos::MAX`: none).
+    /// The own-queue check scheduled in this search (`Nanos::MAX`: none).
     own_at: Nanos,
 }
 
@@ -36,13 +38,42 @@ pub struct ProbeState {
     hit_at: Vec<Nanos>,
 }
 
+impl ProbeState {
+    /// The sweep `core` is in at `now` (0-based within its search) and that sweep's start.
+    fn sweep_at(&self, core: u16, now: Nanos) -> (u64, Nanos) {
+        let start = self.cores[core as usize].search_start;
+        let k = (now - start) / self.sweep_len;
+        (k, start + k * self.sweep_len)
+    }
+
+    /// The first probe of queue `v` by searching core `c` at or after `now`: in its current
+    /// sweep if not yet past, else in the next one (every sweep probes every other queue).
+    fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
+        let (k, start) = self.sweep_at(c, now);
+        let search = self.cores[c as usize].search;
+        let t = start + self.search.position(c, search, k, v) as Nanos * self.probe;
+        if t >= now {
+            return t;
+        }
+        start + self.sweep_len + self.search.position(c, search, k + 1, v) as Nanos * self.probe
+    }
+
+    /// The next own-queue check of searching core `c` at or after `now`: every `own_check`
+    /// within a sweep, and at each sweep's start.
+    fn next_own_check(&self, c: u16, now: Nanos) -> Nanos {
+        let (_, start) = self.sweep_at(c, now);
+        let t = start + (now - start).div_ceil(self.own_check) * self.own_check;
+        t.min(start + self.sweep_len)
+    }
+}
+
 impl Server {
     /// Switches the server to a probe-by-probe search (before the run starts).
     pub fn set_search(&mut self, search: Box<dyn WorkSearch>) {
         let n = self.q.cores.len();
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
-        let idle = CoreSearch { sweep: 0, sweep_start: 0, search_start: 0, own_at: Nanos::MAX };
+        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX };
         self.probe = Some(Box::new(ProbeState { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n] }));
     }
 
@@ -56,41 +87,46 @@ impl Server {
         self.probe.as_ref().map_or(0, |p| p.cores[core as usize].search_start)
     }
 
-    /// The cores idle at the start of the run begin searching.
-    pub fn begin_searches(&mut self, now: Nanos, evq: &mut EventQueue) {
+    /// The study's park rule: schedules the end of `core`'s first sweep that ends at or after
+    /// `not_before` (the core must be searching).
+    pub fn schedule_sweep_end(&self, core: u16, not_before: Nanos, evq: &mut EventQueue) {
+        let p = self.probe.as_ref().expect("sweep ends need the probe search");
+        let cs = &p.cores[core as usize];
+        let k = not_before.saturating_sub(cs.search_start).div_ceil(p.sweep_len).max(1);
+        evq.push(cs.search_start + k * p.sweep_len, Event::SweepEnd { node: self.node, core, search: cs.search });
+    }
+
+    /// The cores idle at the start of the run begin searching; returns them.
+    pub fn begin_searches(&mut self, now: Nanos, evq: &mut EventQueue) -> Vec<u16> {
         if self.probe.is_none() {
-            return;
+            return Vec::new();
         }
         let idle = self.q.spinners.items.clone();
-        for c in idle {
+        for &c in &idle {
             self.begin_search(c, now, evq);
         }
+        idle
     }
 
     fn begin_search(&mut self, core: u16, now: Nanos, evq: &mut EventQueue) {
-        self.probe.as_mut().expect("probe search").cores[core as usize].search_start = now;
-        self.begin_sweep(core, now, evq);
-    }
-
-    fn begin_sweep(&mut self, core: u16, now: Nanos, evq: &mut EventQueue) {
         let p = self.probe.as_mut().expect("probe search");
         let cs = &mut p.cores[core as usize];
-        cs.sweep = cs.sweep.wrapping_add(1);
-        cs.sweep_start = now;
+        cs.search = cs.search.wrapping_add(1);
+        cs.search_start = now;
         cs.own_at = Nanos::MAX;
-        let sweep = cs.sweep;
-        p.search.begin_sweep(core);
-        evq.push(now + p.sweep_len, Event::SweepEnd { node: self.node, core, sweep });
-        // Queues already holding stealable work: this sweep's probe of each, if it comes first.
+        let search = cs.search;
+        // Queues already holding stealable work: this core's probe of each, if it comes first.
+        // Each has the earliest probe by the other searchers pending, if there are any (see
+        // `queue_probed`), so only this core can bring it forward.
         for &v in &self.q.victims.items {
             if v == core {
                 continue;
             }
-            let t = now + p.search.position(core, v) as Nanos * p.probe;
+            let t = p.next_probe(core, v, now);
             let h = &mut p.hit_at[v as usize];
             if t < *h || *h < now {
                 *h = t;
-                evq.push(t, Event::Probe { node: self.node, core, victim: v, sweep });
+                evq.push(t, Event::Probe { node: self.node, core, victim: v, search });
             }
         }
     }
@@ -113,22 +149,25 @@ impl Server {
 
     /// `make_runnable` at a core's queue under the probe search: nobody takes it at once.
     pub(super) fn queue_probed(&mut self, req: u32, core: u16, now: Nanos, evq: &mut EventQueue) {
+        let was_victim = self.q.victims.contains(core);
         self.q.push(Place::Core(core), req);
         if self.q.cores[core as usize].lazy_from != Nanos::MAX {
             self.arm_expiry(core, now, evq);
         }
         if self.q.spinners.contains(core) {
             let p = self.probe.as_mut().expect("probe search");
+            let t = p.next_own_check(core, now);
             let cs = &mut p.cores[core as usize];
-            // The next own-queue check of this sweep (its end checks the own queue too).
-            let k = (now - cs.sweep_start).div_ceil(p.own_check).max(1);
-            let t = cs.sweep_start + k * p.own_check;
-            if t < cs.sweep_start + p.sweep_len && !(cs.own_at >= now && cs.own_at <= t) {
+            if !(cs.own_at >= now && cs.own_at <= t) {
                 cs.own_at = t;
-                evq.push(t, Event::Probe { node: self.node, core, victim: core, sweep: cs.sweep });
+                evq.push(t, Event::Probe { node: self.node, core, victim: core, search: cs.search });
             }
         }
-        if self.q.victims.contains(core) {
+        // A queue that stayed stealable keeps its pending earliest probe (new searchers were
+        // weighed at their start): only a queue that just became stealable, or whose probe
+        // fired, needs the search over every searching core.
+        let pending = self.probe.as_ref().expect("probe search").hit_at[core as usize];
+        if self.q.victims.contains(core) && !(was_victim && pending != Nanos::MAX && pending >= now) {
             self.schedule_probe(core, now, evq);
         }
     }
@@ -142,9 +181,8 @@ impl Server {
             if c == v {
                 continue;
             }
-            let cs = &p.cores[c as usize];
-            let t = cs.sweep_start + p.search.position(c, v) as Nanos * p.probe;
-            if t >= now && t < best.0 {
+            let t = p.next_probe(c, v, now);
+            if t < best.0 {
                 best = (t, c);
             }
         }
@@ -152,15 +190,15 @@ impl Server {
         if best.0 != Nanos::MAX && (best.0 < *h || *h < now) {
             *h = best.0;
             let core = best.1;
-            evq.push(best.0, Event::Probe { node: self.node, core, victim: v, sweep: p.cores[core as usize].sweep });
+            evq.push(best.0, Event::Probe { node: self.node, core, victim: v, search: p.cores[core as usize].search });
         }
     }
 
     /// A scheduled probe: `core` looks at `victim`'s queue (its own: an own-queue check). Some
     /// if the core found work (what it did next).
-    pub fn probe_event(&mut self, core: u16, victim: u16, sweep: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Option<Idle> {
+    pub fn probe_event(&mut self, core: u16, victim: u16, search: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Option<Idle> {
         let p = self.probe.as_mut().expect("probe events need the probe search");
-        let live = self.q.spinners.contains(core) && p.cores[core as usize].sweep == sweep;
+        let live = self.q.spinners.contains(core) && p.cores[core as usize].search == search;
         if victim == core {
             if live {
                 p.cores[core as usize].own_at = Nanos::MAX;
@@ -182,28 +220,30 @@ impl Server {
             }
             self.q.spinners.remove(core);
             self.steal_from(core, victim, now, slab, evq);
+            // What the thief left (a steal takes half) waits for the next searcher's probe.
+            if self.q.victims.contains(victim) {
+                self.schedule_probe(victim, now, evq);
+            }
             return Some(Idle::Working);
         }
         self.schedule_probe(victim, now, evq);
         None
     }
 
-    /// The end of one of `core`'s sweeps: the next sweep begins with an own-queue check. Some:
-    /// the core found work there (what it did next) or stays idle (`Idle::Spinning`: the driver
-    /// may park it, then calls [`Server::next_sweep`]).
-    pub fn sweep_end(&mut self, core: u16, sweep: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Option<Idle> {
+    /// A scheduled sweep end of `core` (the study's park rule): the next sweep begins with an
+    /// own-queue check. Some: the core found work there (what it did next) or is still
+    /// searching (`Idle::Spinning`: the driver may park it); None if the event is stale.
+    pub fn sweep_end(&mut self, core: u16, search: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Option<Idle> {
         let p = self.probe.as_ref().expect("sweep events need the probe search");
-        if !self.q.spinners.contains(core) || p.cores[core as usize].sweep != sweep {
+        if !self.q.spinners.contains(core) || p.cores[core as usize].search != search {
             return None;
         }
         self.take_own_work(core, now, slab, evq).or(Some(Idle::Spinning))
     }
 
-    /// Starts the next sweep of a core still searching.
-    pub fn next_sweep(&mut self, core: u16, now: Nanos, evq: &mut EventQueue) {
-        if self.q.spinners.contains(core) {
-            self.begin_sweep(core, now, evq);
-        }
+    /// Whether `core` is still in its search number `search`.
+    pub fn still_searching(&self, core: u16, search: u32) -> bool {
+        self.q.spinners.contains(core) && self.probe.as_ref().is_some_and(|p| p.cores[core as usize].search == search)
     }
 
     /// A searching core whose own queue holds work leaves the search and runs it (None if the
@@ -216,7 +256,7 @@ impl Server {
         Some(self.find_work(core, now, slab, evq))
     }
 
-    /// After a steal: what the thief left in its queue can be stolen in turn.
+    /// Work put back on `core`'s queue (after a steal, a yield or a preemption) can be stolen.
     pub(super) fn stealable_again(&mut self, core: u16, now: Nanos, evq: &mut EventQueue) {
         if self.probe.is_some() && self.q.victims.contains(core) {
             self.schedule_probe(core, now, evq);
