@@ -35,7 +35,8 @@ def _claims(out: Path) -> dict[str, dict]:
         assert c["measured"] is None or (isinstance(c["measured"], (int, float)) and math.isfinite(c["measured"]))
         assert isinstance(c["holds"], bool)
         if not c["holds"]:
-            assert c.get("note"), f"{c['id']}: a claim that does not hold explains why"
+            # `note` (the study's reasons) or `cause` (a measured mechanism, issue 12)
+            assert c.get("note") or c.get("cause"), f"{c['id']}: a claim that does not hold explains why"
     return {c["id"]: c for c in claims}
 
 
@@ -78,14 +79,20 @@ def test_loadshift_quick_claims(loadshift):
     # Direction: the fix must beat the baseline (the magnitude is reported, holds or not).
     assert imp["measured"] > 0
     assert imp["holds"] == (3.5 <= imp["measured"] <= 14.0)
-    # The baseline is slower to reach 80 % of capacity after the 25 ms shift than the fix
-    # (it does not get there at all within the phase in our model).
-    assert c["baseline-slow-ramp"]["holds"] is True
-    assert c["baseline-slow-ramp"]["measured"] > c["baseline-slow-ramp"]["fix_ms"]
+    # The baseline is slower to reach 80 % of capacity after the 25 ms shift than the fix (it does
+    # not get there at all within the phase in our model). With the defaults of issue 12 item 6
+    # the fix's cores churn and in the quick run it does not get there either (peak ~70 % of
+    # capacity, ~20 of 32 cores allocated): the failure must carry that measured cause.
+    ramp = c["baseline-slow-ramp"]
+    assert ramp["baseline_censored"] is True and ramp["measured"] == 25.0
+    assert ramp["holds"] or ("does not reach 80% of capacity" in ramp["cause"] and "tighter limit" in ramp["cause"] and ramp["fix_ms"] == 25.0), ramp
     # Bottom panel: most of the burst is dropped (measured ~0.9; bound 0.25 = "a significant portion").
     assert c["burst-dropped-cores-park"]["holds"] is True
-    # Similar latency (measured p99 ratio ~0.9; the claim's band is [2/3, 1.5]).
-    assert c["similar-latency"]["holds"] is True
+    # Similar latency (the claim's band is [2/3, 1.5]): p99 ratio ~0.9 with the instant search and
+    # the ungated ramp; with the defaults of issue 12 item 6 (probe search + drop-gated ramp) the
+    # fix's cores churn and its p99 rises (~2.4 measured): a failure must carry its measured cause.
+    lat = c["similar-latency"]
+    assert lat["holds"] or "wake-ups per ms" in lat["cause"], lat
 
 
 def test_binned_sums_counts_and_averages_levels():
@@ -124,9 +131,11 @@ def test_collapse_quick_claims(collapse):
     assert base["holds"] is True and base["measured"] < 0.25
     assert base["cores_allocated_mean"] < 8
     fix = c["fix-no-collapse@rtt30"]
-    # The fix (minimum pool 128) runs near capacity (~0.88 measured); > 0.7 is far from the
-    # collapse's 0.03 and leaves room for the AQM's drops at load 1.0.
-    assert fix["holds"] is True and fix["measured"] > 0.7 and fix["min_pool"] == 128
+    # With the defaults (probe search + drop-gated ramp) the fix collapses too at RTT 30 µs in
+    # the quick run (~0.31 measured: its cores churn, README "Work search"); a failure must carry
+    # its measured cause. The model before the switch: test_collapse_fix_holds_with_instant_semantics.
+    assert fix["min_pool"] == 128
+    assert fix["holds"] or "wake-ups per ms" in fix["cause"], fix
     # A short RTT (5 µs) with the same pool does not collapse (~0.93 measured).
     assert c["short-rtt-no-collapse"]["holds"] is True
     # Static cores with the same pool: no collapse (the interaction needs the allocator).
@@ -150,3 +159,14 @@ def test_initial_pool_is_validated():
     assert validate(base)["policy"]["overload"]["initial_pool"] == 40
     with pytest.raises(ValueError, match=r"policy\.overload\.initial_pool: 0 is not allowed"):
         validate(base, ["policy.overload.initial_pool=0"])
+
+
+def test_collapse_fix_holds_with_instant_semantics(tmp_path):
+    """`--semantics instant` (instant search, ungated ramp: the model before issue 12 item 6):
+    the fix (minimum pool 128) runs near capacity (~0.93 measured); > 0.7 is far from the
+    collapse's 0.03 and leaves room for the AQM's drops at load 1.0."""
+    out = tmp_path / "collapse-instant"
+    r = run_cli("reproduce", "collapse", "--quick", "--semantics", "instant", "--out", out, "--jobs", "1")
+    assert r.code == 0, r.err
+    fix = _claims(out)["fix-no-collapse@rtt30"]
+    assert fix["holds"] is True and fix["measured"] > 0.7 and fix["min_pool"] == 128

@@ -1,7 +1,6 @@
-"""Issue 12 item 6's model (the probe-cost search, `server.search = auto`, and the drop-gated fix
-ramp) is measured but not the default: the default stays the instant search and the ungated
-ramp (the probe search costs up to ~160x the simulator's time where cores idle), and
-`reproduce NAME --semantics probe` runs every reproduction the switch moves under it."""
+"""Issue 12 item 6's default switch: the probe-cost search (`server.search = auto`) and the
+drop-gated fix ramp are the defaults, and `reproduce NAME --semantics instant` restores the
+model before the switch (instant search, ungated ramp) for every reproduction it moved."""
 
 from __future__ import annotations
 
@@ -15,25 +14,24 @@ import microsched
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_defaults_are_the_instant_search_and_the_ungated_ramp():
+def test_defaults_are_the_probe_search_and_the_gated_ramp():
     v = microsched.validate(REPO / "experiments/collapse/base.toml", ["policy.overload.core_fix=true"])
-    assert v["server"]["search"] == {"kind": "instant"}
-    assert v["policy"]["overload"]["core_fix_drop_gate"] == "none"
+    assert v["server"]["search"] == {"kind": "auto"}
+    assert v["policy"]["overload"]["core_fix_drop_gate"] == 0.05
 
 
 @pytest.mark.parametrize("name", ["allocators", "collapse", "coresync", "load-shift"])
-def test_semantics_probe_applies_the_probe_search(name):
+def test_semantics_instant_restores_the_model_before_the_switch(name):
     spec = tomllib.loads((REPO / "experiments" / name / "sweep.toml").read_text())
-    overrides = tomllib.loads((REPO / "experiments" / name / "semantics-probe.toml").read_text())["overrides"]
+    overrides = tomllib.loads((REPO / "experiments" / name / "semantics-instant.toml").read_text())["overrides"]
     v = microsched.validate(REPO / "experiments" / name / spec["base"], overrides)
-    assert v["server"]["search"] == {"kind": "auto"}
-    if "core_fix_drop_gate" in " ".join(overrides):
-        assert v["policy"]["overload"]["core_fix_drop_gate"] == 0.05
+    assert v["server"]["search"] == {"kind": "instant"}
+    if v["policy"]["overload"].get("kind") == "breakwater" and "core_fix_drop_gate" in " ".join(overrides):
+        assert v["policy"]["overload"]["core_fix_drop_gate"] == "none"
 
 
 def test_ungated_ramp_survives_set_reserialisation():
-    """`--set` re-serialises the scenario: an explicit ungated ramp stays ungated, and a bad value
-    names the field."""
+    """`--set` re-serialises the scenario: the ungated ramp must not come back as the default gate."""
     ovr = ['policy.overload.core_fix_drop_gate="none"', "policy.overload.core_fix=true", "duration_ms=1", "warmup_ms=0"]
     v = microsched.validate(REPO / "experiments/collapse/base.toml", ovr)
     assert v["policy"]["overload"]["core_fix_drop_gate"] == "none"

@@ -117,8 +117,9 @@ pub struct Server {
     /// rules that count passes (Shenango: 4) wait at least this many times it.
     #[serde(default = "default_search_pass_ns")]
     pub search_pass_ns: f64,
-    /// How an idle core searches the queues for work: `instant` (default) or `probe` (sweeps
-    /// probe by probe, each probe costing time; see [`crate::sched::search`]).
+    /// How an idle core searches the queues for work: `auto` (default: `probe` for per-core
+    /// queues with stealing, else `instant`), `instant` or `probe` (sweeps probe by probe, each
+    /// probe costing time; see [`crate::sched::search`]).
     #[serde(default)]
     pub search: crate::sched::search::SearchCfg,
     /// Which per-core queue an arriving request joins: `rss` (default: its session hashed to a

@@ -44,7 +44,9 @@ const MCCLURE_MEAN_US: [(f64, f64); 4] = [(0.3, 1.203), (0.5, 1.296), (0.7, 1.53
 fn probe_search_matches_mcclure_simulator_mean_latency() {
     for (load, theirs) in MCCLURE_MEAN_US {
         let l = format!("load.fraction={load}");
-        let probe = run(STATIC16, &[PROBE, &l], 1).summary.latency_us.mean;
+        // The default search (`auto`) is the probe search here (per-core queues with stealing).
+        let probe = run(STATIC16, &[&l], 1).summary.latency_us.mean;
+        assert_eq!(probe, run(STATIC16, &[PROBE, &l], 1).summary.latency_us.mean, "load {load}: default = probe");
         let instant = run(STATIC16, &[INSTANT, &l], 1).summary.latency_us.mean;
         // The probe model is theirs: within their spread plus ours (±4 % at 0.3–0.7, ±8 % at 0.9).
         let tol = if load > 0.8 { 0.08 } else { 0.04 };
@@ -84,7 +86,7 @@ fn queueing_delay_grows_with_the_probe_cost() {
     };
     let instant = q(&[INSTANT]);
     let cheap = q(&[r#"server.search={kind="probe",probe_ns=1,own_check_us=0.001}"#]);
-    let study = q(&[PROBE]);
+    let study = q(&[]); // the default: the probe search with the study's costs
     let slow = q(&[r#"server.search={kind="probe",probe_ns=400}"#]);
     assert!(instant <= cheap && cheap < study && study < slow, "{instant} {cheap} {study} {slow}");
     assert!(cheap - instant < 0.1 * (study - instant), "a 1 ns search is nearly instant: {instant} {cheap} {study}");

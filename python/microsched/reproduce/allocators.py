@@ -64,7 +64,7 @@ def analyze(ctx: Context) -> list[Claim]:
     claims: list[Claim] = []
     claims += claims_dynamic_fewer_cores(seeds)
     claims += claims_proactive_vs_reactive(seeds)
-    add_proactive_causes(seeds, claims, probe=ctx.semantics == "probe")
+    add_proactive_causes(seeds, claims)
     claims += claims_caladan_poll(seeds)
     claims += claims_caladan_vs_shenango(seeds)
     claims += claims_core_accounting(df, ctx)
@@ -137,7 +137,7 @@ def claims_proactive_vs_reactive(s: Seeds) -> list[Claim]:
     return out
 
 
-def add_proactive_causes(s: Seeds, claims: list[Claim], probe: bool) -> None:
+def add_proactive_causes(s: Seeds, claims: list[Claim]) -> None:
     """A measured `cause` on each proactive claim that fails: the numbers at the load that decides
     it. Three of these claims changed verdict with the probe-cost search (README "Work search")."""
     for c in claims:
@@ -150,12 +150,11 @@ def add_proactive_causes(s: Seeds, claims: list[Claim], probe: bool) -> None:
         load = float(load)
         rows = "; ".join(point_figures(s, v, load) for v in (p, *REACTIVE))
         wakes = ", ".join(f"{v} {wakes_per_ms(s, v, load, 5):.1f}" for v in (p, *REACTIVE))
-        search = ("the work search decides it: with the probe search queued work waits for an idle core's "
-                  "probe instead of being stolen at once, so the reactive allocators, which grant on queued "
-                  "work, grant more often and keep more cores" if probe else
-                  "the work search moves it (three of these claims change verdict under the probe search)")
         c.extra["cause"] = (f"at load {load:g}: {rows}; core wake-ups per ms: {wakes}. The proactive policy's "
-                            f"margin is a fraction of a core (or a p99 histogram bucket) here, and {search}; {SWITCH}")
+                            f"margin is a fraction of a core (or a p99 histogram bucket) here, and the work "
+                            f"search decides it: with the probe search queued work waits for an idle core's "
+                            f"probe instead of being stolen at once, so the reactive allocators, which grant on "
+                            f"queued work, grant more often and keep more cores; {SWITCH}")
 
 
 def claims_caladan_poll(s: Seeds) -> list[Claim]:

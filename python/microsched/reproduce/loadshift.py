@@ -28,11 +28,12 @@ from .claims import Claim, rounded as _r
 from .framework import Context, register
 from .runner import default_jobs, mean_ci95
 from .spec import Point
-from .search_cause import gated_fix_churn
+from .search_cause import SWITCH, gated_fix_churn
 from .stats import Seeds, safe_ratio
 
 BASE, FIX, INIT32 = "baseline", "fix", "baseline-init32"
 CAPACITY_RPS = 32e6          # 32 cores × 1 µs mean service
+RTT_US, SERVICE_US, MAX_CORES = 30.0, 1.0, 32
 SHIFTS_MS = (25.0, 75.0)     # 0.2 → 1.2 and 0.5 → 1.2
 PHASE_MS = 25.0
 BIN_MS = 0.1                 # the top panel's resolution (100 µs)
@@ -190,6 +191,28 @@ def claim_slow_ramp(ts: pd.DataFrame) -> Claim:
     note = ("the baseline never reaches the level within the 25 ms phase: its pool does not ramp up at all but "
             "stays in the collapse cycle (see fix-throughput-improvement's note), a stronger form of the "
             "study's slow ramp") if base_censored else ""
+    cause = {}
+    if fix_t >= PHASE_MS:
+        # The fix never reaches the level either: what it did in the phase, from this run.
+        ph = binned(ts[ts["variant"] == FIX], BIN_MS)
+        ph = ph[(ph["t_ms"] > SHIFTS_MS[0]) & (ph["t_ms"] <= SHIFTS_MS[0] + PHASE_MS)]
+        peak = float(ph["throughput_rps"].max()) / CAPACITY_RPS
+        mean = float(ph["throughput_rps"].mean()) / CAPACITY_RPS
+        cores = float(ph["cores_allocated"].mean())
+        pool = float(ph["credit_pool"].mean())
+        issued = float(ph["credits_issued"].mean())
+        # A credit admits one request per round trip (RTT + mean service).
+        bound = issued / ((RTT_US + SERVICE_US) * 1e-6) / CAPACITY_RPS
+        by_cores = cores / MAX_CORES
+        tighter = ("the allocated cores (load 1.2 needs all 32)" if by_cores <= bound else
+                   "admission (the drop-gated ramp, core_fix_drop_gate = 0.05, adds credits only in periods "
+                   "whose AQM drops reach 5 % of the pool)")
+        text = (f"the fix does not reach {RAMP_LEVEL:.0%} of capacity in the 1.2 phase either: its 100 µs "
+                f"throughput peaks at {peak:.0%} of capacity (mean {mean:.0%}) with {cores:.1f} cores allocated "
+                f"(at most {by_cores:.0%} of capacity), a mean pool of {pool:.0f} and {issued:.0f} issued credits "
+                f"(a credit admits one request per round trip of {RTT_US:g} µs RTT + {SERVICE_US:g} µs service: "
+                f"at most {bound:.0%} of capacity); the tighter limit is {tighter}; {SWITCH}")
+        cause = {"cause": text}
     return Claim(
         id="baseline-slow-ramp",
         claim="After the 0.2 → 1.2 shift at 25 ms the baseline's credit pool and throughput ramp up slowly; "
@@ -200,7 +223,8 @@ def claim_slow_ramp(ts: pd.DataFrame) -> Claim:
                           f"capacity ({level / 1e6:g} M req/s), mean over seeds; {PHASE_MS:g} = never within the "
                           f"phase (censored); holds if the fix reaches it and the baseline takes more than "
                           f"twice as long or never does",
-               "fix_ms": _r(fix_t, 3), "baseline_censored": base_censored, **({"note": note} if note else {}), "by_variant_and_shift": times,
+               "fix_ms": _r(fix_t, 3), "baseline_censored": base_censored, **({"note": note} if note else {}), **cause,
+               "by_variant_and_shift": times,
                "credit_pool_mean_25_30ms": {k: _r(v, 1) for k, v in pool_after.items()}},
     )
 

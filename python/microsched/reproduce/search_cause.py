@@ -5,9 +5,8 @@ allocator's poll period of fruitless search, Caladan's rule) and the core fix's 
 
 The text of a cause is built from the run's own numbers (cores, core wake-ups, credit pool, AQM
 drops, queueing delay), so it states what this run measured, whatever the seeds and durations.
-The switch is measured but not made (the probe search costs up to ~160x the simulator's time
-where cores sit idle): ``--semantics probe`` runs a reproduction under it, for the side-by-side
-comparison the README reports.
+``--semantics instant`` runs a reproduction with the model before the switch (instant search,
+ungated ramp) for the side-by-side comparison the README reports.
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ import math
 
 from .stats import Seeds
 
-SWITCH = ("the default is the instant search with the ungated fix ramp; `--semantics probe` runs the probe "
-          "search and the drop-gated ramp (issue 12 item 6's model, not yet the default: README \"Work search\")")
+SWITCH = ("`--semantics instant` runs the instant search and the ungated fix ramp (the model before issue 12 "
+          "item 6) for comparison")
 
 
 def _m(s: Seeds, variant: str, at: float | None, metric: str) -> float:

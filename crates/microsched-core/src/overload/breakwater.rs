@@ -620,9 +620,11 @@ pub struct Config {
     /// The core fix ramps only in a period whose AQM drops reach this fraction of the pool, and
     /// then as the study's simulator does (`ramp_alpha`, drops ≥ 0.25 · 0.2 = 5 % of the pool):
     /// the ramp computed at one update is added at the next one whatever the delay. Absent: the
-    /// ramp follows every net core gain in a period whose delay is below target. Ignored without
-    /// `core_fix`. `"none"`: the ungated ramp (TOML has no null, and the re-serialised scenario of
-    /// `--set` must keep the choice).
+    /// ramp follows every net core gain in a period whose delay is below target, which ratchets
+    /// the pool to its ceiling under core churn at low load (53 889 → 64 000 in the load-shift's
+    /// 0.2 phase, switching admission control off). Ignored without `core_fix`. `"none"`: the
+    /// ungated ramp (TOML has no null, and the re-serialised scenario of `--set` must keep the
+    /// choice).
     #[serde(with = "drop_gate_serde")]
     #[schemars(with = "drop_gate_serde::Repr")]
     pub core_fix_drop_gate: Option<f64>,
@@ -711,7 +713,7 @@ impl Default for Config {
             core_fix: false,
             latency_budget_us: None,
             max_pool: None,
-            core_fix_drop_gate: None,
+            core_fix_drop_gate: Some(0.05),
         }
     }
 }
@@ -1269,6 +1271,7 @@ mod tests {
     fn core_fix_proportional_increase() {
         let mut c = cfg();
         c.core_fix = true;
+        c.core_fix_drop_gate = None; // the ungated ramp (the gated one: core_fix_drop_gate_ramps_only_after_drops)
         c.target_us = 10.0;
         c.alpha = 0.0; // isolate the fix from the additive increase
         // Study setting: 32 cores, RTT 30 µs, target 10 µs → floor 128.

@@ -2,7 +2,7 @@
 //!
 //! Two mechanisms, chosen by `server.search.kind`:
 //!
-//! * `instant` (default): an idle core finds queued work at no cost and at once; work queued
+//! * `instant`: an idle core finds queued work at no cost and at once; work queued
 //!   behind a busy core is stolen at once by the most recently idle spinning core, and arriving
 //!   work goes straight to its home core if that core is spinning. The poll loop is not simulated
 //!   pass by pass; parking follows the core allocator's rule (a park check after `poll_us`).
@@ -21,6 +21,9 @@
 //!   rule), `sweep` only at the end of a full fruitless sweep that ends at least a poll period
 //!   after the search began (the study's simulator: `MINIMUM_WORK_SEARCH_TIME`, then the final
 //!   own-queue check, then park).
+//!
+//! `auto` (default) is `probe` with its defaults wherever it models the queueing (per-core queues
+//! with stealing), `instant` elsewhere.
 //!
 //! The policy here only decides the probe order and holds the timing parameters; the driver
 //! (the simulator's server) keeps each searching core's search start and schedules the probes
@@ -42,13 +45,13 @@ use crate::{Nanos, ScenarioError};
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SearchCfg {
     /// Idle cores find queued work at once and at no cost (the simulator's historical model).
-    #[default]
     Instant,
     /// Probe-by-probe sweeps of the other queues, each probe costing time.
     Probe(ProbeCfg),
     /// `probe` with its defaults where it applies (per-core queues with stealing under the
     /// `queue` policy, no dispatcher), `instant` elsewhere (central queues, policies that
-    /// choose victims themselves).
+    /// choose victims themselves). The default.
+    #[default]
     Auto,
 }
 
