@@ -265,3 +265,31 @@ def test_quick_claims_explain_failures(quick_outcome):
     assert (out / "fig_coresync_timeseries.png").stat().st_size > 1000
     ts = pd.read_parquet(out / "timeseries_coresync.parquet")
     assert set(ts["load"]) == {0.2, 0.5} and (ts["bound_rk_n"] == 50 * ts["cores_allocated"] + 100).all()
+
+
+def _fake_run(d, condition, holds):
+    d.mkdir()
+    (d / "meta.json").write_text(json.dumps({"reproduction": "coresync", "condition": condition}))
+    (d / "claims.json").write_text(json.dumps([{"id": i, "paper": 1.5, "measured": 1.0 + h, "holds": h}
+                                               for i, h in holds.items()]))
+    return d
+
+
+def test_conditions_table_sorts_claims_by_where_they_hold(tmp_path, capsys):
+    from microsched.reproduce.coresync_conditions import main
+
+    pub = _fake_run(tmp_path / "pub", None, {"a": True, "b": False, "c": False})
+    cap = _fake_run(tmp_path / "cap", "capped-pool", {"a": False, "b": True, "c": False})
+    assert main([str(pub), str(cap)]) == 0
+    out = capsys.readouterr().out
+    assert "| `a` | 1.5 | ✓ 2.0 | ✗ 1.0 | published |" in out
+    assert "| `b` | 1.5 | ✗ 1.0 | ✓ 2.0 | only capped-pool |" in out
+    assert "| `c` | 1.5 | ✗ 1.0 | ✗ 1.0 | none |" in out
+    assert "published: 1, none: 1, only capped-pool: 1 (of 3)" in out
+    with pytest.raises(SystemExit) as e:
+        main([str(pub), str(tmp_path)])
+    assert e.value.code == 2
+    assert "no meta.json or claims.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(pub), str(pub)])
+    assert "a second run of condition 'published'" in capsys.readouterr().err

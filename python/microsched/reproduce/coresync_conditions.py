@@ -11,6 +11,7 @@ Each directory's condition is read from its ``meta.json`` (none: the published s
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,9 +23,18 @@ def load(dirs: list[Path]) -> dict[str, dict[str, dict]]:
     """{condition: {claim id: claim}} of each reproduction output directory."""
     out: dict[str, dict[str, dict]] = {}
     for d in dirs:
-        meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+        files = [d / "meta.json", d / "claims.json"]
+        missing = [f.name for f in files if not f.is_file()]
+        if missing:
+            raise ValueError(f"{d}: no {' or '.join(missing)} there: give the output directories of finished "
+                             f"`microsched reproduce coresync` runs")
+        meta = json.loads(files[0].read_text(encoding="utf-8"))
+        if meta.get("reproduction", "coresync") != "coresync":
+            raise ValueError(f"{d}: a `reproduce {meta['reproduction']}` run, not `reproduce coresync`")
         cond = meta.get("condition") or PUBLISHED
-        out[cond] = {c["id"]: c for c in json.loads((d / "claims.json").read_text(encoding="utf-8"))}
+        if cond in out:
+            raise ValueError(f"{d}: a second run of condition {cond!r}: give one directory per condition")
+        out[cond] = {c["id"]: c for c in json.loads(files[1].read_text(encoding="utf-8"))}
     return out
 
 
@@ -61,10 +71,16 @@ def table(by_cond: dict[str, dict[str, dict]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__, file=sys.stderr)
-        return 2
-    print(table(load([Path(a) for a in argv])), end="")
+    ap = argparse.ArgumentParser(prog="python -m microsched.reproduce.coresync_conditions",
+                                 description=__doc__.split("\n\n")[0],
+                                 epilog="Each directory's condition is read from its meta.json (none: the published "
+                                        "semantics).")
+    ap.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="output directory of a `reproduce coresync` run")
+    args = ap.parse_args(argv)
+    try:
+        print(table(load(args.dirs)), end="")
+    except ValueError as e:
+        ap.exit(2, f"{ap.prog}: error: {e}\n")
     return 0
 
 
