@@ -129,8 +129,10 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "a work-search pass takes what it really takes; leave the simulator's cost model at its default (250)",
     },
     Unsupported {
-        check: |s| set("server.search", &s.server.search, !matches!(s.server.search, microsched_core::sched::search::SearchCfg::Instant)),
-        supported: "idle workers look for work as the runtime's queues let them, at their real cost; leave the simulator's search model at its default (instant)",
+        // `auto` (the default) and `instant` both leave the search to the machine; only an
+        // explicit cost model is refused.
+        check: |s| set("server.search", &s.server.search, matches!(s.server.search, microsched_core::sched::search::SearchCfg::Probe(_))),
+        supported: "idle workers look for work as the runtime's queues let them, at their real cost; leave the simulator's search model at its default (auto)",
     },
     Unsupported {
         check: |s| set("server.delay_signal", "exact", s.server.delay_signal == DelaySignal::Exact),
@@ -276,6 +278,10 @@ count = 4
             "policy.sched={kind=\"synergy\",thresh_wqd_us=20}",
         ]))
         .unwrap();
+        // The simulator's default search (`auto`) and `instant` leave the search to the machine.
+        for search in ["auto", "instant"] {
+            check_supported(&load(&["server.queue=\"per_core\"", &format!("server.search.kind=\"{search}\"")])).unwrap();
+        }
         check_scenario(&load(&[])).unwrap();
     }
 
