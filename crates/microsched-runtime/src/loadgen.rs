@@ -610,7 +610,11 @@ pub fn run(
                 g.c.seda_rejected += 1;
                 g.ended_dropped(&p);
             } else {
-                g.clients.submit(session, seq, t, &mut g.out);
+                // The client's clock starts when the client sees the request: the load
+                // generator's own lag behind its schedule (milliseconds when the VM's timers
+                // overshoot) is not time spent waiting for a credit, so it must not expire
+                // requests at the client. Latency still counts from the schedule (`sched`).
+                g.clients.submit(session, seq, now, &mut g.out);
                 g.flush(now);
             }
             seq += 1;
