@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use microsched_core::alloc::{AllocAction, ParkMode, ParkVerdict};
+use microsched_core::alloc::{AllocAction, ParkMode, ParkRule, ParkVerdict};
 use microsched_core::overload::client::{ClientDrop, Out};
 use microsched_core::overload::{Admission, CreditLink};
 use microsched_core::rng::{stream, Stream};
@@ -738,7 +738,7 @@ impl Sim {
                     ParkMode::Never => return,
                     // The probe search's sweep-end rule decides (see `sweep_end`).
                     ParkMode::AfterPoll if n.server.parks_after_sweep() => return self.arm_sweep_park(node, core),
-                    ParkMode::AfterPoll => rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass),
+                    ParkMode::AfterPoll => self.poll_wait(&rule),
                     ParkMode::OnlyLastCore if n.server.active_count() == 1 => self.search_pass,
                     ParkMode::OnlyLastCore => return,
                 };
@@ -756,8 +756,14 @@ impl Sim {
         if !n.server.parks_after_sweep() || rule.mode != ParkMode::AfterPoll {
             return;
         }
-        let wait = rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass);
+        let wait = self.poll_wait(&rule);
         n.server.schedule_sweep_end(core, n.server.search_started_at(core) + wait.saturating_sub(1), &mut self.evq);
+    }
+
+    /// How long a fruitless search lasts before a park check under `AfterPoll`: the poll
+    /// period, and at least `min_passes` search passes.
+    fn poll_wait(&self, rule: &ParkRule) -> Nanos {
+        rule.min_poll_ns.max(rule.min_passes as Nanos * self.search_pass)
     }
 
     /// A sweep end under the study's park rule: the next sweep's own-queue check, then a park

@@ -402,21 +402,9 @@ def _plots(ctx: Context, s: Seeds) -> None:
     ctls = (("acbf", "ACBF (paper)"), ("acbf-artifact", "ACBF (artifact)"), ("static-4", "static 4"),
             ("cfs-6", "cgroups quota 6"), ("smartharvest", "SmartHarvest-like"))
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.5))
-    x = np.arange(len(LEVELS))
-    w = 0.8 / len(ctls)
-    for j, a in enumerate(APPS):
-        for i, (c, label) in enumerate(ctls):
-            h = [s.stat(_v(a, l, c), None, BE) for l in LEVELS]
-            r = [_p99_ratio(s, a, l, c) for l in LEVELS]
-            axes[1, j].bar(x + i * w, [m for m, _ in h], w, yerr=[e if np.isfinite(e) else 0 for _, e in h], label=label)
-            axes[0, j].bar(x + i * w, [m for m, _ in r], w, yerr=[e if np.isfinite(e) else 0 for _, e in r], label=label)
-        axes[0, j].axhline(1 + TOLERANCE, color="k", ls="--", lw=0.8)
+    _bars_by_primary(s, axes, ctls, "p99 / standalone")
+    for j in range(len(APPS)):
         axes[0, j].set_yscale("log")
-        axes[0, j].set_title(f"{a}-like")
-        axes[0, j].set_ylabel("p99 / standalone")
-        axes[1, j].set_ylabel("cores harvested")
-        for ax in axes[:, j]:
-            ax.set_xticks(x + 0.4 - w / 2, LEVELS)
     axes[1, 0].legend(fontsize=7)
     fig.suptitle("HarvestContainers Fig. 5/6/10/11 shape: harvest and p99 cost per Primary and load")
     fig.tight_layout()
@@ -439,32 +427,39 @@ def _plots(ctx: Context, s: Seeds) -> None:
         ctx.save_figure(fig, "harvest_memcached_80k.png")
 
 
+def _bars_by_primary(s: Seeds, axes, ctls, p99_label: str) -> None:
+    """One column per Primary: the p99 over standalone (top, the tolerance dashed) and the cores
+    harvested (bottom) per load level, a bar per controller with its 95 % interval."""
+    x = np.arange(len(LEVELS))
+    w = 0.8 / len(ctls)
+    for j, a in enumerate(APPS):
+        for i, (c, label) in enumerate(ctls):
+            for row, stats in ((0, [_p99_ratio(s, a, l, c) for l in LEVELS]),
+                               (1, [s.stat(_v(a, l, c), None, BE) for l in LEVELS])):
+                axes[row, j].bar(x + i * w, [m for m, _ in stats], w,
+                                 yerr=[e if np.isfinite(e) else 0 for _, e in stats], label=label)
+        axes[0, j].axhline(1 + TOLERANCE, color="k", ls="--", lw=0.8)
+        axes[0, j].set_title(f"{a}-like")
+        axes[0, j].set_ylabel(p99_label)
+        axes[1, j].set_ylabel("cores harvested")
+        for ax in axes[:, j]:
+            ax.set_xticks(x + 0.4 - w / 2, LEVELS)
+
+
 def _plots_fig8_three(ctx: Context, s: Seeds) -> None:
     import matplotlib.pyplot as plt
 
     ctls = (("acbf", "ACBF, no IRQ"), ("standalone-irq", "standalone + IRQs"), ("acbf-irq", "ACBF + IRQs spread"),
             ("acbf-irq-steer", "ACBF + IRQs steered"))
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.5))
-    x = np.arange(len(LEVELS))
-    w = 0.8 / len(ctls)
-    for j, a in enumerate(APPS):
-        for i, (c, label) in enumerate(ctls):
-            r = [_p99_ratio(s, a, l, c) for l in LEVELS]
-            h = [s.stat(_v(a, l, c), None, BE) for l in LEVELS]
-            axes[0, j].bar(x + i * w, [m for m, _ in r], w, yerr=[e if np.isfinite(e) else 0 for _, e in r], label=label)
-            axes[1, j].bar(x + i * w, [m for m, _ in h], w, yerr=[e if np.isfinite(e) else 0 for _, e in h], label=label)
-        axes[0, j].axhline(1 + TOLERANCE, color="k", ls="--", lw=0.8)
-        axes[0, j].set_title(f"{a}-like")
-        axes[0, j].set_ylabel("p99 / standalone (no IRQ)")
-        axes[1, j].set_ylabel("cores harvested")
-        for ax in axes[:, j]:
-            ax.set_xticks(x + 0.4 - w / 2, LEVELS)
+    _bars_by_primary(s, axes, ctls, "p99 / standalone (no IRQ)")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle("HarvestContainers Fig. 8 shape: NIC IRQ interference with and without steering")
     fig.tight_layout()
     ctx.save_figure(fig, "harvest_irq.png")
 
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.8))
+    x = np.arange(len(LEVELS))
     for i, c in enumerate(("acbf", "acbf-artifact")):
         for k, a in enumerate(APPS):
             r = [_app_p99(s, l, c, a)[0] for l in LEVELS]
