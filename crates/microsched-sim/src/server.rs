@@ -19,6 +19,7 @@ use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
 
 mod search;
+mod walks;
 
 const NONE: u32 = u32::MAX;
 

@@ -147,6 +147,19 @@ pub trait WorkSearch: Send {
     fn own_check_ns(&self) -> Nanos;
     /// Whether a fruitless search parks only at the end of a sweep.
     fn parks_after_sweep(&self) -> bool;
+    /// Under an order whose every sweep walks ONE fixed cycle of the queues from a per-sweep
+    /// origin (`sweep`): `queue`'s place in that cycle. The m-th probe of a sweep looks at place
+    /// `origin + m` (mod the queue count), `origin + m + 1` once past the core's own queue.
+    /// None for orders without such a cycle (`random`). All walks advance one place per probe,
+    /// so the driver can keep the searching cores ordered by where they are instead of asking
+    /// every one of them which comes first to a queue.
+    fn cycle_place(&self, _queue: u16) -> Option<u32> {
+        None
+    }
+    /// The origin of sweep `sweep` of `core`'s search `search` (orders with a `cycle_place`).
+    fn origin(&self, _core: u16, _search: u32, _sweep: u64) -> u32 {
+        0
+    }
 }
 
 /// The study simulator's search (see the module docs).
@@ -230,7 +243,7 @@ impl WorkSearch for ProbeSearch {
             VictimOrder::Sweep => {
                 // The walk visits permutation indices origin+1, origin+2, ... (mod n), skipping
                 // the core's own queue at no cost.
-                let o = ((self.sweep_seed(core, search, sweep) as u128 * n as u128) >> 64) as usize;
+                let o = self.origin(core, search, sweep) as usize;
                 let step = |q: u16| {
                     let i = self.perm_pos[q as usize] as usize + n - o - 1; // < 2n: no division
                     if i >= n { i - n } else { i }
@@ -256,6 +269,15 @@ impl WorkSearch for ProbeSearch {
 
     fn parks_after_sweep(&self) -> bool {
         self.park_sweep
+    }
+
+    fn cycle_place(&self, queue: u16) -> Option<u32> {
+        (self.order == VictimOrder::Sweep).then(|| self.perm_pos[queue as usize] as u32)
+    }
+
+    #[inline]
+    fn origin(&self, core: u16, search: u32, sweep: u64) -> u32 {
+        ((self.sweep_seed(core, search, sweep) as u128 * self.n as u128) >> 64) as u32
     }
 }
 
@@ -304,6 +326,26 @@ mod tests {
             }
             assert!(firsts.len() >= 12, "{order:?}: 200 sweeps started at only {} queues", firsts.len());
         }
+    }
+
+    /// The `sweep` order's cycle, as the driver's walk index reads it: the m-th probe looks at
+    /// cycle place origin + m, one further once past the core's own queue; `random` has none.
+    #[test]
+    fn a_sweep_walks_one_cycle_from_its_origin() {
+        let n = 11;
+        let mut s = ProbeSearch::new(&ProbeCfg::default(), n, stream(9, "search"));
+        for core in 0..n as u16 {
+            for sweep in 0..30 {
+                let o = s.origin(core, 4, sweep) as usize;
+                let rel: Vec<usize> = (0..n as u16).map(|q| (s.cycle_place(q).unwrap() as usize + 2 * n - o - 1) % n).collect();
+                for v in (0..n as u16).filter(|&v| v != core) {
+                    let want = rel[v as usize] + 1 - usize::from(rel[core as usize] < rel[v as usize]);
+                    assert_eq!(s.position(core, 4, sweep, v) as usize, want, "core {core} sweep {sweep} victim {v}");
+                }
+            }
+        }
+        let random = ProbeSearch::new(&ProbeCfg { order: VictimOrder::Random, ..ProbeCfg::default() }, n, stream(9, "search"));
+        assert_eq!(random.cycle_place(0), None);
     }
 
     #[test]

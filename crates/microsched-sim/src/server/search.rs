@@ -14,7 +14,8 @@ use microsched_core::sched::search::WorkSearch;
 use microsched_core::sched::Place;
 use microsched_core::Nanos;
 
-use super::{CoreMode, Idle, Server, NONE};
+use super::walks::{WalkGeometry, Walks};
+use super::{CoreMode, CoreSet, Idle, Server, NONE};
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
 
@@ -36,6 +37,33 @@ pub struct ProbeState {
     cores: Vec<CoreSearch>,
     /// Per queue: the earliest probe of it scheduled so far (`Nanos::MAX`: none).
     hit_at: Vec<Nanos>,
+    /// The searching cores ordered by where their walks are (orders with one cycle); None:
+    /// `schedule_probe` asks every searching core.
+    walks: Option<Walks>,
+}
+
+/// What the walk index reads of the search state and the searching-core set.
+struct Geometry<'a> {
+    p: &'a mut ProbeState,
+    spinners: &'a CoreSet,
+}
+
+impl WalkGeometry for Geometry<'_> {
+    fn live(&self, c: u16, search: u32) -> bool {
+        self.spinners.contains(c) && self.p.cores[c as usize].search == search
+    }
+    fn search_start(&self, c: u16) -> Nanos {
+        self.p.cores[c as usize].search_start
+    }
+    fn origin(&self, c: u16, search: u32, sweep: u64) -> u32 {
+        self.p.search.origin(c, search, sweep)
+    }
+    fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
+        self.p.next_probe(c, v, now)
+    }
+    fn order(&self, c: u16) -> u32 {
+        self.spinners.pos[c as usize]
+    }
 }
 
 impl ProbeState {
@@ -74,7 +102,8 @@ impl Server {
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
         let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX };
-        self.probe = Some(Box::new(ProbeState { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n] }));
+        let walks = search.cycle_place(0).map(|_| Walks::new(n, probe));
+        self.probe = Some(Box::new(ProbeState { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], walks }));
     }
 
     /// Whether a fruitless search parks only at a sweep's end (the study's rule).
@@ -115,6 +144,10 @@ impl Server {
         cs.search_start = now;
         cs.own_at = Nanos::MAX;
         let search = cs.search;
+        if let Some(mut walks) = p.walks.take() {
+            walks.begin(core, search, now, &Geometry { p, spinners: &self.q.spinners });
+            p.walks = Some(walks);
+        }
         // Queues already holding stealable work: this core's probe of each, if it comes first.
         // Each has the earliest probe by the other searchers pending, if there are any (see
         // `queue_probed`), so only this core can bring it forward.
@@ -177,13 +210,21 @@ impl Server {
     pub(super) fn schedule_probe(&mut self, v: u16, now: Nanos, evq: &mut EventQueue) {
         let p = self.probe.as_mut().expect("probe search");
         let mut best = (Nanos::MAX, NONE as u16);
-        for &c in &self.q.spinners.items {
-            if c == v {
-                continue;
+        if let Some(mut walks) = p.walks.take() {
+            let place = p.search.cycle_place(v).expect("walks exist only for orders with a cycle");
+            if let Some(b) = walks.first_probe(v, place, now, &mut Geometry { p, spinners: &self.q.spinners }) {
+                best = b;
             }
-            let t = p.next_probe(c, v, now);
-            if t < best.0 {
-                best = (t, c);
+            p.walks = Some(walks);
+        } else {
+            for &c in &self.q.spinners.items {
+                if c == v {
+                    continue;
+                }
+                let t = p.next_probe(c, v, now);
+                if t < best.0 {
+                    best = (t, c);
+                }
             }
         }
         let h = &mut p.hit_at[v as usize];
