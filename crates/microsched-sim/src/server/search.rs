@@ -55,6 +55,9 @@ impl WalkGeometry for Geometry<'_> {
     fn search_start(&self, c: u16) -> Nanos {
         self.p.cores[c as usize].search_start
     }
+    fn search(&self, c: u16) -> u32 {
+        self.p.cores[c as usize].search
+    }
     fn origin(&self, c: u16, search: u32, sweep: u64) -> u32 {
         self.p.search.origin(c, search, sweep)
     }
@@ -210,12 +213,15 @@ impl Server {
     pub(super) fn schedule_probe(&mut self, v: u16, now: Nanos, evq: &mut EventQueue) {
         let p = self.probe.as_mut().expect("probe search");
         let mut best = (Nanos::MAX, NONE as u16);
-        if let Some(mut walks) = p.walks.take() {
+        let mut walks = p.walks.take();
+        if let Some(w) = walks.as_mut() {
+            w.follow(&self.q.spinners.items, now, &Geometry { p, spinners: &self.q.spinners });
+        }
+        if let Some(w) = walks.as_mut().filter(|w| w.is_on()) {
             let place = p.search.cycle_place(v).expect("walks exist only for orders with a cycle");
-            if let Some(b) = walks.first_probe(v, place, now, &mut Geometry { p, spinners: &self.q.spinners }) {
+            if let Some(b) = w.first_probe(v, place, now, &mut Geometry { p, spinners: &self.q.spinners }) {
                 best = b;
             }
-            p.walks = Some(walks);
         } else {
             for &c in &self.q.spinners.items {
                 if c == v {
@@ -227,6 +233,7 @@ impl Server {
                 }
             }
         }
+        p.walks = walks;
         let h = &mut p.hit_at[v as usize];
         if best.0 != Nanos::MAX && (best.0 < *h || *h < now) {
             *h = best.0;

@@ -21,10 +21,19 @@
 //! set's order, is the full scan's.
 //!
 //! Entries of cores that stopped searching are dropped when met (`live`).
+//!
+//! Keeping phases costs a refresh per searching core per sweep; with few searching cores the
+//! plain scan is cheaper (16-core scenarios ran at 0.5–0.7× with the index always on). So the
+//! index is on only while many cores search: built from the searching set when it reaches
+//! [`ON_AT`] cores, dropped when it falls to [`OFF_AT`] (hysteresis: a set that hovers does not
+//! rebuild it at every arrival). Either way the answer is the scan's.
 
 use microsched_core::Nanos;
 
 const NIL: u16 = u16::MAX;
+/// Searching cores from which the index is kept (and below which it is dropped).
+pub const ON_AT: usize = 64;
+pub const OFF_AT: usize = 32;
 
 /// n calendar slots of one probe each, holding cores in intrusive doubly linked lists, with a
 /// bitmap of the occupied ones: few searching cores on many queues (Caladan parks most of them)
@@ -133,6 +142,8 @@ pub struct Walks {
     /// Sweep ends at or before this were refreshed.
     refreshed_to: Nanos,
     scratch: Vec<u16>,
+    /// Whether the index holds every searching core (see the module docs).
+    on: bool,
 }
 
 /// What the index asks of the driver: a core's search and sweep geometry, and the exact probe.
@@ -141,6 +152,8 @@ pub trait WalkGeometry {
     fn live(&self, c: u16, search: u32) -> bool;
     /// Start of `c`'s current search.
     fn search_start(&self, c: u16) -> Nanos;
+    /// `c`'s current search number.
+    fn search(&self, c: u16) -> u32;
     /// The origin of sweep `sweep` of `c`'s search `search`.
     fn origin(&self, c: u16, search: u32, sweep: u64) -> u32;
     /// The exact first probe of queue `v` by `c` at or after `now`.
@@ -162,6 +175,32 @@ impl Walks {
             entry: vec![None; n],
             refreshed_to: 0,
             scratch: Vec::new(),
+            on: false,
+        }
+    }
+
+    /// Whether `first_probe` may be asked (the index holds every searching core).
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// Follows the searching set's size `searching`: builds the index from `cores` (the set) at
+    /// [`ON_AT`], drops it at [`OFF_AT`].
+    pub fn follow(&mut self, searching: &[u16], now: Nanos, g: &impl WalkGeometry) {
+        if !self.on && searching.len() >= ON_AT {
+            self.on = true;
+            self.refreshed_to = now;
+            for &c in searching {
+                self.place(c, g.search(c), now, g);
+            }
+        } else if self.on && searching.len() <= OFF_AT {
+            self.on = false;
+            for c in 0..self.entry.len() as u16 {
+                if self.entry[c as usize].take().is_some() {
+                    self.ring.remove(c);
+                    self.ends.remove(c);
+                }
+            }
         }
     }
 
@@ -188,6 +227,9 @@ impl Walks {
 
     /// Core `c` began its search number `search` (at its `search_start`).
     pub fn begin(&mut self, c: u16, search: u32, now: Nanos, g: &impl WalkGeometry) {
+        if !self.on {
+            return;
+        }
         self.refresh(now, g);
         self.place(c, search, now, g);
     }
@@ -320,6 +362,9 @@ mod tests {
         fn search_start(&self, c: u16) -> Nanos {
             self.cores[c as usize].2
         }
+        fn search(&self, c: u16) -> u32 {
+            self.cores[c as usize].1
+        }
         fn origin(&self, c: u16, search: u32, sweep: u64) -> u32 {
             self.search.origin(c, search, sweep)
         }
@@ -339,62 +384,85 @@ mod tests {
         }
     }
 
+    /// Random starts, stops and queries; per query the index's answer (when on) against the
+    /// scan's. `follow`: the index switches on and off with the searching set's size (starts
+    /// outnumber stops for 4 000 steps, then only stops); else it is on from the start.
+    fn against_the_scan(n: usize, seed: u64, follow: bool) -> (usize, usize, usize) {
+        let probe = 100;
+        let search = ProbeSearch::new(&ProbeCfg::default(), n, stream(seed, "search"));
+        let sweep_len = (n as u64 - 1).max(1) * probe;
+        let mut m = Model { search, probe, sweep_len, cores: vec![(false, 0, 0); n], order: (0..n as u32).collect() };
+        let mut walks = Walks::new(n, probe);
+        walks.on = !follow;
+        let mut now: Nanos = 1_000;
+        let (mut ties, mut asked, mut switches) = (0, 0, 0);
+        for step in 0..20_000u64 {
+            let r = hash(seed << 32 ^ step);
+            now += match r % 4 {
+                0 => 0,
+                1 => r >> 8 & 63,
+                2 => probe * (r >> 8 & 7),
+                _ => (r >> 8) % (3 * sweep_len),
+            };
+            let c = ((r >> 20) % n as u64) as u16;
+            let action = r >> 40 & 7;
+            let (starts, stops) = if !follow { (2, 2) } else if step / 4_000 % 2 == 0 { (5, 1) } else { (0, 6) };
+            if action < starts {
+                // Search starts on the probe grid make ties common.
+                let on_grid = r >> 44 & 1 == 0;
+                let start = if on_grid { now - now % probe } else { now };
+                let s = m.cores[c as usize].1 + 1;
+                m.cores[c as usize] = (true, s, start);
+                // The set's order changes as cores come and go (positions are distinct).
+                m.order[c as usize] = (r >> 48) as u32 % 4 * n as u32 + c as u32;
+                walks.begin(c, s, now, &m);
+            } else if action < starts + stops {
+                m.cores[c as usize].0 = false;
+            }
+            let searching: Vec<u16> = (0..n as u16).filter(|&c| m.cores[c as usize].0).collect();
+            if follow {
+                let was = walks.is_on();
+                walks.follow(&searching, now, &m);
+                switches += usize::from(was != walks.is_on());
+            }
+            if !walks.is_on() {
+                continue;
+            }
+            let v = ((r >> 50) % n as u64) as u16;
+            let place = m.search.cycle_place(v).unwrap();
+            let got = walks.first_probe(v, place, now, &mut m);
+            let others: Vec<u16> = searching.into_iter().filter(|&c| c != v).collect();
+            let mut all: Vec<(Nanos, u32, u16)> = others.iter().map(|&c| (m.next_probe(c, v, now), m.order[c as usize], c)).collect();
+            all.sort();
+            ties += usize::from(all.len() >= 2 && all[0].0 == all[1].0);
+            asked += all.len();
+            assert_eq!(got, all.first().map(|&(t, _, c)| (t, c)), "n {n} step {step} now {now} v {v}");
+        }
+        (ties, asked, switches)
+    }
+
     /// The index answers exactly what asking every searching core answers (time and core, ties
     /// to the first in order), while cores start and stop searching and time runs on by
-    /// fractions of a probe to several sweeps. Search starts on the probe grid make ties common.
+    /// fractions of a probe to several sweeps.
     #[test]
     fn the_first_probe_is_the_full_scans() {
         for (n, seed) in [(2usize, 1u64), (3, 2), (16, 3), (64, 4), (257, 5)] {
-            let probe = 100;
-            let search = ProbeSearch::new(&ProbeCfg::default(), n, stream(seed, "search"));
-            let sweep_len = (n as u64 - 1).max(1) * probe;
-            let mut m = Model { search, probe, sweep_len, cores: vec![(false, 0, 0); n], order: (0..n as u32).collect() };
-            let mut walks = Walks::new(n, probe);
-            let mut now: Nanos = 1_000;
-            let (mut ties, mut asked) = (0, 0);
-            for step in 0..20_000u64 {
-                let r = hash(seed << 32 ^ step);
-                now += match r % 4 {
-                    0 => 0,
-                    1 => r >> 8 & 63,
-                    2 => probe * (r >> 8 & 7),
-                    _ => (r >> 8) % (3 * sweep_len),
-                };
-                let c = ((r >> 20) % n as u64) as u16;
-                match r >> 40 & 3 {
-                    0 => {
-                        let on_grid = r >> 44 & 1 == 0;
-                        let start = if on_grid { now - now % probe } else { now };
-                        let s = m.cores[c as usize].1 + 1;
-                        m.cores[c as usize] = (true, s, start);
-                        // The set's order changes as cores come and go (positions are distinct).
-                        m.order[c as usize] = (r >> 48) as u32 % 4 * n as u32 + c as u32;
-                        walks.begin(c, s, now, &m);
-                    }
-                    1 => m.cores[c as usize].0 = false,
-                    _ => {}
-                }
-                let v = ((r >> 50) % n as u64) as u16;
-                let place = m.search.cycle_place(v).unwrap();
-                let got = walks.first_probe(v, place, now, &mut m);
-                let searching: Vec<u16> = (0..n as u16).filter(|&c| c != v && m.cores[c as usize].0).collect();
-                let mut all: Vec<(Nanos, u32, u16)> = searching.iter().map(|&c| (m.next_probe(c, v, now), m.order[c as usize], c)).collect();
-                all.sort();
-                ties += usize::from(all.len() >= 2 && all[0].0 == all[1].0);
-                asked += all.len();
-                if got != all.first().map(|&(t, _, c)| (t, c)) {
-                    for &(t, o, c) in &all {
-                        let (on, srch, st) = m.cores[c as usize];
-                        eprintln!("core {c} t {t} order {o} on {on} search {srch} start {st} entry {:?} ring {} ends {}", walks.entry[c as usize], walks.ring.slot[c as usize], walks.ends.slot[c as usize]);
-                    }
-                    eprintln!("refreshed_to {} place {place}", walks.refreshed_to);
-                }
-                assert_eq!(got, all.first().map(|&(t, _, c)| (t, c)), "n {n} step {step} now {now} v {v}");
-            }
+            let (ties, asked, _) = against_the_scan(n, seed, false);
             assert!(asked > 5_000, "n {n}: the queries had searching cores to ask ({asked})");
             if n >= 16 {
                 assert!(ties > 0, "n {n}: some queries had a tie");
             }
+        }
+    }
+
+    /// Built from the searching set when it grows past `ON_AT`, dropped below `OFF_AT`, and
+    /// exact whenever on.
+    #[test]
+    fn the_index_switches_with_the_searching_set_and_stays_exact() {
+        for (n, seed) in [(200usize, 6u64), (512, 7)] {
+            let (_, asked, switches) = against_the_scan(n, seed, true);
+            assert!(switches >= 4, "n {n}: the index switched on and off ({switches} switches)");
+            assert!(asked > 10_000, "n {n}: queries were answered by the index ({asked})");
         }
     }
 }
