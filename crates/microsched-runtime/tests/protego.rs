@@ -288,7 +288,10 @@ fn run(loaded: &Loaded) -> serde_json::Value {
 /// Protego serves 8.1–8.4 k with p99 2.4–2.7 ms (above its 1 ms target: ASQM's queue-age test is
 /// a lower bound of a joiner's wait, as in the simulator). The simulator on the same files
 /// collapses at either target (no OS noise): Breakwater 2.5 k with p99 128 ms, Protego 14.4 k
-/// with p99 1.96 ms — the same direction. Bounds are wide (README "Protego on the real runtime").
+/// with p99 1.96 ms — the same direction. Bounds are wide (README "Protego on the real runtime"):
+/// Protego's p99 within 5 × the SLO and at most a fifth of Breakwater's (measured 1.2–1.4 × and
+/// 25–40 ×): a CI runner's host stalls of ~25 ms land in both runs' latencies, and a bound
+/// relative to Breakwater's survives them where 2 × the SLO alone might not.
 #[test]
 fn protego_bounds_p99_while_breakwater_goodput_collapses() {
     let _g = serial();
@@ -307,7 +310,8 @@ fn protego_bounds_p99_while_breakwater_goodput_collapses() {
         assert_eq!(v["runtime"]["accounting"]["client_conserved"], true);
     }
     assert!(p["lock_control"]["drops"].as_u64().unwrap() > 0, "ASQM dropped at lock B");
-    assert!(pp99 <= 2.0 * f(&p, "slo_us"), "protego p99 {pp99} µs > 2 × SLO");
+    assert!(pp99 <= 5.0 * f(&p, "slo_us"), "protego p99 {pp99} µs > 5 × SLO");
+    assert!(pp99 * 5.0 <= bp99, "protego p99 {pp99} µs is not a fifth of breakwater's {bp99} µs");
     assert!(bp99 > 5.0 * f(&b, "slo_us"), "breakwater p99 {bp99} µs: the lock queue grows");
     assert!(pg >= 2.0 * bg, "protego goodput {pg:.0} < 2 × breakwater's {bg:.0}");
 }

@@ -14,7 +14,7 @@ use microsched_core::sched::search::WorkSearch;
 use microsched_core::sched::Place;
 use microsched_core::Nanos;
 
-use super::walks::{WalkGeometry, Walks};
+use super::walks::{WalkGeometry, Walks, ON_AT};
 use super::{CoreMode, CoreSet, Idle, Server, NONE};
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
@@ -38,8 +38,9 @@ pub struct ProbeState {
     /// Per queue: the earliest probe of it scheduled so far (`Nanos::MAX`: none).
     hit_at: Vec<Nanos>,
     /// The searching cores ordered by where their walks are (orders with one cycle); None:
-    /// `schedule_probe` asks every searching core.
-    walks: Option<Walks>,
+    /// `schedule_probe` asks every searching core. Boxed: it is taken out and put back around
+    /// each use (the geometry borrows the rest of the state), which must not copy it.
+    walks: Option<Box<Walks>>,
 }
 
 /// What the walk index reads of the search state and the searching-core set.
@@ -105,7 +106,7 @@ impl Server {
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
         let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX };
-        let walks = search.cycle_place(0).map(|_| Walks::new(n, probe));
+        let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
         self.probe = Some(Box::new(ProbeState { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], walks }));
     }
 
@@ -147,7 +148,8 @@ impl Server {
         cs.search_start = now;
         cs.own_at = Nanos::MAX;
         let search = cs.search;
-        if let Some(mut walks) = p.walks.take() {
+        if p.walks.as_ref().is_some_and(|w| w.is_on()) {
+            let mut walks = p.walks.take().expect("checked");
             walks.begin(core, search, now, &Geometry { p, spinners: &self.q.spinners });
             p.walks = Some(walks);
         }
@@ -213,7 +215,8 @@ impl Server {
     pub(super) fn schedule_probe(&mut self, v: u16, now: Nanos, evq: &mut EventQueue) {
         let p = self.probe.as_mut().expect("probe search");
         let mut best = (Nanos::MAX, NONE as u16);
-        let mut walks = p.walks.take();
+        let consult = p.walks.as_ref().is_some_and(|w| w.is_on() || self.q.spinners.len() >= ON_AT);
+        let mut walks = if consult { p.walks.take() } else { None };
         if let Some(w) = walks.as_mut() {
             w.follow(&self.q.spinners.items, now, &Geometry { p, spinners: &self.q.spinners });
         }
@@ -233,7 +236,9 @@ impl Server {
                 }
             }
         }
-        p.walks = walks;
+        if consult {
+            p.walks = walks;
+        }
         let h = &mut p.hit_at[v as usize];
         if best.0 != Nanos::MAX && (best.0 < *h || *h < now) {
             *h = best.0;
