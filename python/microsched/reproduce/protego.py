@@ -214,6 +214,8 @@ def claims_fig5(df: pd.DataFrame) -> list[Claim]:
     # Phase I: throughput follows demand; phase II: sub-linear; phase III/IV: flat or falling.
     slopes = {f"{b:g}": _r((thr[b] - thr[a]) / (b - a), 3) for a, b in zip(loads, loads[1:])}
     first, last = list(slopes.values())[0], list(slopes.values())[-1]
+    first_linear = first is not None and first > 0.9
+    phases_hold = bool(first_linear and last is not None and last < 0.5 * first)
     return [
         Claim(id="fig5-asqm-bounds-latency", claim="p = 20 %, 10 µs, ASQM without admission control: latency stays "
               "bounded near the target at every demand (Fig. 5)", paper=200.0, measured=_r(m),
@@ -230,14 +232,14 @@ def claims_fig5(df: pd.DataFrame) -> list[Claim]:
                               "within the target")}),
         Claim(id="fig5-phases", claim="Throughput grows linearly with demand (phase I), then sub-linearly as one "
               "path congests (II), then flattens (III) (Fig. 5)", paper=None, measured=_r(last),
-              holds=bool(first is not None and last is not None and first > 0.9 and last < 0.5 * first),
+              holds=phases_hold,
               extra={"unit": "slope of throughput vs demand at the highest demands", "slopes": slopes,
                      "measure": "finite-difference slopes of mean throughput against demand; holds if the first is "
                                 "> 0.9 and the last < half of it",
-                     **_cause(bool(first is not None and last is not None and first > 0.9 and last < 0.5 * first),
+                     **_cause(phases_hold,
                               f"the demands run ({', '.join(f'{x / 1e3:g}' for x in loads)} kRPS) give slopes "
                               f"{', '.join(f'{v:g}' for v in slopes.values())}: "
-                              f"{'the first is not above 0.9' if not (first is not None and first > 0.9) else 'the last is not below half of the first'}"
+                              f"{'the first is not above 0.9' if not first_linear else 'the last is not below half of the first'}"
                               f"; the three phases need demands from below a path's lock capacity (100 kRPS) to well "
                               f"past it (a --quick run has only a few)")}),
     ]

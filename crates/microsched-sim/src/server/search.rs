@@ -53,8 +53,8 @@ impl WalkGeometry for Geometry<'_> {
     fn live(&self, c: u16, search: u32) -> bool {
         self.spinners.contains(c) && self.p.cores[c as usize].search == search
     }
-    fn search_start(&self, c: u16) -> Nanos {
-        self.p.cores[c as usize].search_start
+    fn sweep_at(&self, c: u16, now: Nanos) -> (u64, Nanos) {
+        self.p.sweep_at(c, now)
     }
     fn search(&self, c: u16) -> u32 {
         self.p.cores[c as usize].search

@@ -150,8 +150,8 @@ pub struct Walks {
 pub trait WalkGeometry {
     /// Whether core `c` is searching in search number `search`.
     fn live(&self, c: u16, search: u32) -> bool;
-    /// Start of `c`'s current search.
-    fn search_start(&self, c: u16) -> Nanos;
+    /// The sweep `c` is in at `now` (0-based within its search) and that sweep's start.
+    fn sweep_at(&self, c: u16, now: Nanos) -> (u64, Nanos);
     /// `c`'s current search number.
     fn search(&self, c: u16) -> u32;
     /// The origin of sweep `sweep` of `c`'s search `search`.
@@ -214,9 +214,7 @@ impl Walks {
     fn place(&mut self, c: u16, search: u32, now: Nanos, g: &impl WalkGeometry) {
         self.ring.remove(c);
         self.ends.remove(c);
-        let start0 = g.search_start(c);
-        let k = (now - start0) / self.sweep_len;
-        let start = start0 + k * self.sweep_len;
+        let (k, start) = g.sweep_at(c, now);
         let o = g.origin(c, search, k) as u64;
         let phase = (start % self.w + self.w - ((o + 1) * self.probe) % self.w) % self.w;
         let end = start + self.sweep_len;
@@ -359,8 +357,10 @@ mod tests {
             let (on, s, _) = self.cores[c as usize];
             on && s == search
         }
-        fn search_start(&self, c: u16) -> Nanos {
-            self.cores[c as usize].2
+        fn sweep_at(&self, c: u16, now: Nanos) -> (u64, Nanos) {
+            let start0 = self.cores[c as usize].2;
+            let k = (now - start0) / self.sweep_len;
+            (k, start0 + k * self.sweep_len)
         }
         fn search(&self, c: u16) -> u32 {
             self.cores[c as usize].1
@@ -370,9 +370,8 @@ mod tests {
         }
         fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
             // As `ProbeState::next_probe`.
-            let (_, search, start0) = self.cores[c as usize];
-            let k = (now - start0) / self.sweep_len;
-            let start = start0 + k * self.sweep_len;
+            let search = self.cores[c as usize].1;
+            let (k, start) = self.sweep_at(c, now);
             let t = start + self.search.position(c, search, k, v) as Nanos * self.probe;
             if t >= now {
                 return t;
