@@ -108,14 +108,14 @@ impl EventQueue {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn key(&mut self, time: Nanos) -> u128 {
         self.seq += 1;
         ((time as u128) << 64) | self.seq as u128
     }
 
     /// Schedules an event on `lane`, no earlier than every event pushed to that lane before it.
-    #[inline]
+    #[inline(always)]
     pub fn push_in_order(&mut self, lane: usize, time: Nanos, event: Event) {
         let key = self.key(time);
         let l = &mut self.lanes[lane & 1];
@@ -126,13 +126,13 @@ impl EventQueue {
         l.push_back(Entry { key, event });
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: Nanos, event: Event) {
         let key = self.key(time);
         self.heap.push(Entry { key, event });
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
         let heap_key = self.heap.peek().map_or(u128::MAX, |h| h.key);
         let [net, arrivals] = self.fronts;

@@ -119,7 +119,7 @@ impl Core {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_mode(&mut self, mode: CoreMode, now: Nanos, l: &mut Ledger) {
         self.save_tick(l);
         let (old, ran) = (self.mode as usize, now - self.since);
@@ -582,6 +582,12 @@ impl Server {
         }
     }
 
+    /// Whether the driver has `aborted_parks` or `idled` to act on.
+    #[inline]
+    pub fn has_followups(&self) -> bool {
+        !self.aborted_parks.is_empty() || !self.idled.is_empty()
+    }
+
     pub fn policy_name(&self) -> &'static str {
         self.policy.name()
     }
@@ -609,6 +615,7 @@ impl Server {
     }
 
     /// A request packet arrives at the server.
+    #[inline(always)]
     pub fn arrive(&mut self, req: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         slab.stamp(req, |s| s.arrive = now);
         let r = &mut slab[req];
@@ -721,6 +728,7 @@ impl Server {
 
     /// Puts a runnable request on `place`: straight onto a spinning core that serves it, else
     /// into the queue (a spinning core may be sent to steal it).
+    #[inline(always)]
     fn make_runnable(&mut self, req: u32, place: Place, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         if self.probe.is_some() {
             if let Place::Core(c) = place {
@@ -1272,6 +1280,7 @@ impl Server {
 
     /// A core looks for work where its queueing policy says; with none, it spins (or parks, if
     /// a policy asked it to yield).
+    #[inline(always)]
     pub fn find_work(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Idle {
         if self.q.cores[core as usize].yield_requested {
             self.park(core, now);

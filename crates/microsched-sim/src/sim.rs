@@ -223,13 +223,8 @@ impl Sim {
                 break;
             }
             self.handle(ev);
-            for node in 0..self.nodes.len() as u16 {
-                while let Some(core) = self.nodes[node as usize].server.aborted_parks.pop() {
-                    self.park_aborted(node, core);
-                }
-                while let Some((core, idle)) = self.nodes[node as usize].server.idled.pop() {
-                    self.after_idle(node, core, idle);
-                }
+            if self.nodes.iter().any(|n| n.server.has_followups()) {
+                self.followups();
             }
         }
         if let Some(t) = interrupted {
@@ -244,6 +239,21 @@ impl Sim {
         let mut result = self.finish(wall_s);
         result.summary.sim.interrupted_at_ms = interrupted.map(|t| t as f64 / 1e6);
         result
+    }
+
+    /// What the nodes' servers left for the driver while handling an event: park attempts that
+    /// found work, and cores that ran out of it (kept out of line: most events leave none).
+    #[cold]
+    #[inline(never)]
+    fn followups(&mut self) {
+        for node in 0..self.nodes.len() as u16 {
+            while let Some(core) = self.nodes[node as usize].server.aborted_parks.pop() {
+                self.park_aborted(node, core);
+            }
+            while let Some((core, idle)) = self.nodes[node as usize].server.idled.pop() {
+                self.after_idle(node, core, idle);
+            }
+        }
     }
 
     fn handle(&mut self, ev: Event) {
@@ -368,6 +378,7 @@ impl Sim {
 
     /// What follows a core's slice end: the response of a finished request, and the core's
     /// search for work when it is free.
+    #[inline(always)]
     fn after_slice(&mut self, node: u16, core: u16, end: SliceEnd) {
         let now = self.now;
         match end {
@@ -392,6 +403,7 @@ impl Sim {
 
     /// A finished request's response (or failure reply) leaves the server; true if it was
     /// dropped.
+    #[inline(always)]
     fn respond(&mut self, node: u16, req: u32) -> bool {
         let now = self.now;
         self.slab.stamp(req, |s| s.done = now);
@@ -606,7 +618,7 @@ impl Sim {
     }
 
     /// A single application's arrivals come in time order: they take the queue's arrival lane.
-    #[inline]
+    #[inline(always)]
     fn schedule_arrival(&mut self, app: u16, t: Nanos) {
         if self.apps.len() == 1 {
             self.evq.push_in_order(ARRIVAL_LANE, t, Event::Generate { app });
@@ -617,7 +629,7 @@ impl Sim {
 
     /// A request leaves its client for its node: straight onto the network, or through the
     /// session's credit state.
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, slot: u32, app: usize, node: u16, session: u32) {
         if let Some(s) = &mut self.seda {
             if !s.admit(self.slab[slot].flow, self.now) {
@@ -727,6 +739,7 @@ impl Sim {
     }
 
     /// Schedules the park check of a core that just went idle, as its allocator's rule says.
+    #[inline(always)]
     fn after_idle(&mut self, node: u16, core: u16, idle: Idle) {
         match idle {
             Idle::Working => {}
