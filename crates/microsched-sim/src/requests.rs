@@ -97,7 +97,7 @@ impl Slab {
     }
 
     /// Updates request `i`'s timeline, if timelines are kept.
-    #[inline]
+    #[inline(always)]
     pub fn stamp(&mut self, i: u32, f: impl FnOnce(&mut Stamps)) {
         if let Some(st) = &mut self.stamps {
             f(&mut st[i as usize]);

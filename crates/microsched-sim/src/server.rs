@@ -235,14 +235,14 @@ impl CoreSet {
     fn new(n: usize) -> Self {
         Self { items: Vec::with_capacity(n), pos: vec![NONE; n] }
     }
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, c: u16) {
         if self.pos[c as usize] == NONE {
             self.pos[c as usize] = self.items.len() as u32;
             self.items.push(c);
         }
     }
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, c: u16) -> bool {
         let p = self.pos[c as usize];
         if p == NONE {
@@ -259,7 +259,7 @@ impl CoreSet {
     fn contains(&self, c: u16) -> bool {
         self.pos[c as usize] != NONE
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<u16> {
         let c = self.items.pop()?;
         self.pos[c as usize] = NONE;
@@ -341,7 +341,7 @@ impl ServerView for Queues {
 
 impl Queues {
     /// Appends a runnable request to a queue (its enqueue time is set by the caller).
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, place: Place, req: u32) {
         match place {
             Place::Core(c) => {
@@ -373,7 +373,7 @@ impl Queues {
         self.queued += 1;
     }
 
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self, place: Place) -> Option<u32> {
         let r = match place {
             Place::Core(c) => {
