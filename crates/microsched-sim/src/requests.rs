@@ -4,13 +4,22 @@ use std::ops::{Index, IndexMut};
 
 use microsched_core::Nanos;
 
-/// What the engine needs of a live request. Kept small (what only the request log reads is in
-/// [`Stamps`]): a run far above capacity holds millions of them.
+/// What the engine needs of a live request. Kept to one cache line (what only the request log
+/// reads is in [`Stamps`], four rarely-set flags share a byte): a run far above capacity holds
+/// millions of them, and a request taken off a long queue is cold, so every line it spans is a
+/// miss (80 bytes, unaligned, cost an overloaded run a sixth of its speed).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Req {
     /// Creation at the client: latency is measured from here.
     pub created: Nanos,
     pub service: Nanos,
+    /// When it last joined a runqueue (arrival, preemption, yield, wake-up): the age of the
+    /// oldest queued request is the congestion signal.
+    pub enqueued_at: Nanos,
+    /// Time spent queued so far, runqueue and lock waits, across re-queues.
+    pub queued_ns: Nanos,
+    /// Remaining time of the current compute op.
+    pub left: Nanos,
     /// Its client session, numbered within its application.
     pub session: u32,
     /// Its session numbered across applications: what steering hashes and credit controllers
@@ -20,32 +29,46 @@ pub struct Req {
     pub app: u16,
     /// The server node it was sent to.
     pub node: u16,
-    /// Times it was resent to another replica after a failure reply.
-    pub tries: u8,
-    pub dropped: bool,
-    /// When it last joined a runqueue (arrival, preemption, yield, wake-up): the age of the
-    /// oldest queued request is the congestion signal.
-    pub enqueued_at: Nanos,
-    /// Time spent queued so far, runqueue and lock waits, across re-queues.
-    pub queued_ns: Nanos,
-    /// Remaining time of the current compute op.
-    pub left: Nanos,
     /// Index of the current op of its program.
     pub pc: u16,
     /// The core it last ran on.
     pub core: u16,
+    /// Times it was resent to another replica after a failure reply.
+    pub tries: u8,
+    pub dropped: bool,
     /// Its ops are in the server's program table (else: one compute of `service`).
     pub has_program: bool,
     /// `left` belongs to the current op (it was entered).
     pub in_op: bool,
-    /// Its packet cost was paid.
-    pub received: bool,
     pub started: bool,
+    /// [`Req::RECEIVED`], [`Req::PREEMPTED`], [`Req::WAITING_LOCK`], [`Req::GHOST`].
+    pub flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Req>() == 64);
+
+impl Req {
+    /// Its packet cost was paid.
+    pub const RECEIVED: u8 = 1;
     /// Preempted since it last ran: resuming costs the mechanism's return cost.
-    pub preempted: bool,
-    pub waiting_lock: bool,
+    pub const PREEMPTED: u8 = 2;
+    pub const WAITING_LOCK: u8 = 4;
     /// A dropped request's cleanup thread: it answers no client and is never dropped.
-    pub ghost: bool,
+    pub const GHOST: u8 = 8;
+
+    #[inline(always)]
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    #[inline(always)]
+    pub fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
 }
 
 /// A request's id and timeline, kept only when requests are logged.

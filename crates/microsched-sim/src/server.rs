@@ -16,7 +16,7 @@ use microsched_core::Nanos;
 
 use crate::dispatcher::{Dispatcher, WorkEvent};
 use crate::events::{Event, EventQueue};
-use crate::requests::Slab;
+use crate::requests::{Req, Slab};
 
 mod search;
 mod walks;
@@ -683,7 +683,7 @@ impl Server {
                     let r = &mut slab[req];
                     r.queued_ns += now - r.enqueued_at;
                     r.started = true;
-                    r.received = true;
+                    r.set(Req::RECEIVED, true);
                     slab.stamp(req, |s| s.start = now);
                     let work = self.cfg.packet_cost + self.cfg.preemption.inflate(slab[req].service);
                     d.job = Some((req, work.max(1)));
@@ -813,15 +813,15 @@ impl Server {
             slab.stamp(req, |s| s.start = now);
         }
         let r = &mut slab[req];
-        if r.preempted && self.cfg.preemption.ret > 0 {
-            r.preempted = false;
+        if r.has(Req::PREEMPTED) && self.cfg.preemption.ret > 0 {
+            r.set(Req::PREEMPTED, false);
             c.set_mode(CoreMode::Overhead, now, &mut self.q.ledger);
             c.after_overhead = AfterOverhead::Resume;
             c.gen = c.gen.wrapping_add(1);
             evq.push(now + self.cfg.preemption.ret, Event::OverheadDone { node: self.node, core, gen: c.gen });
             return true;
         }
-        r.preempted = false;
+        r.set(Req::PREEMPTED, false);
         c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         let mut service = self.cfg.preemption.inflate(r.service);
         if let Some(irq) = &mut self.irq {
@@ -832,7 +832,7 @@ impl Server {
             // one slice after its packet cost (what `run` would decide, without its generality).
             r.in_op = true;
             r.left = service;
-            r.received = true;
+            r.set(Req::RECEIVED, true);
             c.gen = c.gen.wrapping_add(1);
             c.slice_start = now + self.cfg.packet_cost;
             c.slice_len = service;
@@ -904,8 +904,8 @@ impl Server {
                         continue;
                     }
                     // The packet is received and dispatched before the first instruction runs.
-                    let prefix = if r.received { 0 } else { self.cfg.packet_cost };
-                    r.received = true;
+                    let prefix = if r.has(Req::RECEIVED) { 0 } else { self.cfg.packet_cost };
+                    r.set(Req::RECEIVED, true);
                     let budget = self.q.cores[core as usize].budget;
                     let p = &self.cfg.preemption;
                     let c = &self.q.cores[core as usize];
@@ -938,7 +938,7 @@ impl Server {
                         let held = self.mutexes.is_held(m);
                         l.slot(req);
                         let acc = (r.queued_ns as i64 + l.seed[req as usize]).max(0) as Nanos;
-                        if !r.ghost && l.rule.drops(acc, held, self.mutexes.oldest_wait(m, now)) {
+                        if !r.has(Req::GHOST) && l.rule.drops(acc, held, self.mutexes.oldest_wait(m, now)) {
                             self.lock_drop(req, m, slab);
                             continue;
                         }
@@ -947,7 +947,7 @@ impl Server {
                     if self.mutexes.acquire(m, req, now) {
                         continue;
                     }
-                    r.waiting_lock = true;
+                    r.set(Req::WAITING_LOCK, true);
                     if self.mutexes_spin(m) {
                         // A spin waiter burns its core until the lock is handed to it.
                         return Ran::Pending;
@@ -1044,7 +1044,7 @@ impl Server {
         });
         let r = &mut slab[ghost];
         r.enqueued_at = now;
-        r.received = true;
+        r.set(Req::RECEIVED, true);
         r.started = true;
         self.start(core, ghost, now, slab, evq)
     }
@@ -1059,11 +1059,11 @@ impl Server {
     fn hand_over(&mut self, w: u32, since: Nanos, m: u32, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let r = &mut slab[w];
         r.queued_ns += now - since;
-        r.waiting_lock = false;
+        r.set(Req::WAITING_LOCK, false);
         if let Some(l) = &mut self.locks {
             l.slot(w);
             let acc = (r.queued_ns as i64 + l.seed[w as usize]).max(0) as Nanos;
-            l.stats.handed(m, now - since, now, !r.ghost && acc > l.rule.budget_ns);
+            l.stats.handed(m, now - since, now, !r.has(Req::GHOST) && acc > l.rule.budget_ns);
         }
         self.counters.lock_waits += 1;
         self.counters.lock_wait_ns += now - since;
@@ -1155,7 +1155,7 @@ impl Server {
         self.counters.preempt_send_ns += p.send;
         let c = &mut self.q.cores[core as usize];
         let req = c.current;
-        slab[req].preempted = true;
+        slab[req].set(Req::PREEMPTED, true);
         if p.receive > 0 {
             c.set_mode(CoreMode::Overhead, now, &mut self.q.ledger);
             c.after_overhead = AfterOverhead::Requeue;
@@ -1215,7 +1215,7 @@ impl Server {
     #[allow(dead_code)] // the mechanism for dispatcher-driven (Concord-style) preemption
     pub fn preempt_now(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
         let c = &mut self.q.cores[core as usize];
-        if c.current == NONE || c.mode != CoreMode::Busy || slab[c.current].waiting_lock || now < c.slice_start {
+        if c.current == NONE || c.mode != CoreMode::Busy || slab[c.current].has(Req::WAITING_LOCK) || now < c.slice_start {
             return SliceEnd::Stale;
         }
         let ran = now - c.slice_start;
@@ -1589,7 +1589,6 @@ impl AllocView for TickView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::requests::Req;
     use microsched_core::sched::cfcfs::CentralFcfs;
 
     fn one_core() -> Server {

@@ -383,7 +383,7 @@ impl Sim {
         let now = self.now;
         match end {
             SliceEnd::Stale | SliceEnd::Running => return,
-            SliceEnd::Finished(req) if self.slab[req].ghost => {
+            SliceEnd::Finished(req) if self.slab[req].has(Req::GHOST) => {
                 self.slab.remove(req);
                 if let Some(f) = &mut self.failure_reply {
                     f.ghosts -= 1;
@@ -426,7 +426,7 @@ impl Sim {
         let hold = server.locks.as_ref().map_or(0, |l| l.rule.cleanup_ns);
         let r = self.slab[req];
         let id = self.slab.stamps(req).id;
-        let ghost = self.slab.insert(Req { created: self.now, session: r.session, flow: r.flow, app: r.app, node, has_program: true, ghost: true, ..Req::default() }, id);
+        let ghost = self.slab.insert(Req { created: self.now, session: r.session, flow: r.flow, app: r.app, node, has_program: true, flags: Req::GHOST, ..Req::default() }, id);
         if let Some(f) = &mut self.failure_reply {
             f.ghosts += 1;
         }

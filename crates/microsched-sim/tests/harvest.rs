@@ -3,31 +3,13 @@
 
 mod common;
 
-use common::run;
+use common::{harvest_primary, run};
 use microsched_core::summary::Summary;
 
-/// The Memcached-like Primary of experiments/harvest/base.toml, 0.5 s, sharper bursts than the
-/// base (10 % ON at 6.9× the mean) so that every effect is large in a short run.
+/// The harvest Primary with sharper bursts than the base (10 % ON at 6.9× the mean) so that
+/// every effect is large in a short run.
 fn primary(rps: f64, allocator: &str) -> String {
-    format!(
-        r#"
-        duration_ms = 500
-        warmup_ms = 50
-        [server]
-        max_cores = 8
-        queue = "central"
-        [network]
-        rtt_us = 40
-        [load]
-        rps = {rps}
-        on_off = {{ period_ms = 1, duty = 0.1, off_ratio = 0.05 }}
-        [[workload.types]]
-        name = "memcached"
-        service = {{ dist = "lognormal", mean_us = 15, sigma = 0.5 }}
-        [policy.allocator]
-        {allocator}
-    "#
-    )
+    harvest_primary(rps, 0.1, 0.05, "", allocator)
 }
 
 fn sim(rps: f64, allocator: &str) -> Summary {

@@ -3,31 +3,12 @@
 
 mod common;
 
-use common::run;
+use common::{harvest_primary, run};
 use microsched_core::summary::Summary;
 
-/// The Memcached-like Primary of experiments/harvest/base.toml (8 cores, 1 ms on/off bursts).
+/// The harvest Primary at 50 k requests/s in 30 % ON bursts, with `irq` in `[server]`.
 fn primary(allocator: &str, irq: &str) -> String {
-    format!(
-        r#"
-        duration_ms = 500
-        warmup_ms = 50
-        [server]
-        max_cores = 8
-        queue = "central"
-        {irq}
-        [network]
-        rtt_us = 40
-        [load]
-        rps = 50000
-        on_off = {{ period_ms = 1, duty = 0.3, off_ratio = 0.2 }}
-        [[workload.types]]
-        name = "memcached"
-        service = {{ dist = "lognormal", mean_us = 15, sigma = 0.5 }}
-        [policy.allocator]
-        {allocator}
-    "#
-    )
+    harvest_primary(50_000.0, 0.3, 0.2, irq, allocator)
 }
 
 /// NetworkBully's load as in experiments/harvest/gen.py: 600 k handlers/s of 1 µs on the node.

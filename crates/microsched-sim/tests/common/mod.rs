@@ -12,6 +12,32 @@ pub fn run(toml: &str, overrides: &[&str], seed: u64) -> SimResult {
     microsched_sim::run(&load(toml, overrides), Some(seed)).expect("runs")
 }
 
+/// The Memcached-like Primary of experiments/harvest/base.toml, scaled down for tests: 8 cores
+/// behind a central queue, 0.5 s, lognormal 15 µs service, RTT 40 µs, 1 ms ON/OFF bursts of
+/// `duty` with `off_ratio` of the mean rate between them. `server` adds keys to `[server]`.
+pub fn harvest_primary(rps: f64, duty: f64, off_ratio: f64, server: &str, allocator: &str) -> String {
+    format!(
+        r#"
+        duration_ms = 500
+        warmup_ms = 50
+        [server]
+        max_cores = 8
+        queue = "central"
+        {server}
+        [network]
+        rtt_us = 40
+        [load]
+        rps = {rps}
+        on_off = {{ period_ms = 1, duty = {duty}, off_ratio = {off_ratio} }}
+        [[workload.types]]
+        name = "memcached"
+        service = {{ dist = "lognormal", mean_us = 15, sigma = 0.5 }}
+        [policy.allocator]
+        {allocator}
+    "#
+    )
+}
+
 /// Batch means: splits `xs` (in time order) into `k` consecutive batches and returns the grand
 /// mean and the standard error of the mean estimated from the spread of the batch means. Batches
 /// long compared with the queue's correlation time make the batch means nearly independent, so
