@@ -171,9 +171,13 @@ def run(seconds: float = 5.0, low_rps: int = LOW_RPS, high_rps: int = HIGH_RPS, 
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         procs.append(agent)
         deadline = time.monotonic() + 20
-        while not (log.exists() and log.read_text().strip()) and time.monotonic() < deadline:
+        # The first line, once whole: the agent may still be writing it.
+        while not (log.exists() and "\n" in log.read_text()) and time.monotonic() < deadline:
             time.sleep(0.02)
-        t_agent = json.loads(log.read_text().splitlines()[0])["unix_s"]
+        if not (log.exists() and "\n" in log.read_text()):
+            raise RuntimeError(f"the harvest agent wrote no log line in 20 s ({log}); its stderr: "
+                               + (agent.stderr.read1().decode(errors="replace") if agent.poll() is not None and agent.stderr else "(still running)"))
+        t_agent = json.loads(log.read_text().split("\n", 1)[0])["unix_s"]
         phases = {}
         for name, rps in (("low", low_rps), ("high", high_rps)):
             c0, w0 = cpu_s(sec.pid), time.time()

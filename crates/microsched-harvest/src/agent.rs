@@ -416,7 +416,10 @@ impl Agent {
 
     fn emit(&mut self, mut v: Value) {
         v["t_s"] = json!((self.now_s() * 1e6).round() / 1e6);
-        let _ = writeln!(self.log, "{v}");
+        // One write per line: the log is a file that others read while it grows, and `{v}`
+        // formats in many small writes, so a reader could see half a line.
+        let line = format!("{v}\n");
+        let _ = self.log.write_all(line.as_bytes());
         let _ = self.log.flush();
     }
 
