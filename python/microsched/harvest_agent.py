@@ -172,12 +172,16 @@ def run(seconds: float = 5.0, low_rps: int = LOW_RPS, high_rps: int = HIGH_RPS, 
         procs.append(agent)
         deadline = time.monotonic() + 20
         # The first line, once whole: the agent may still be writing it.
-        while not (log.exists() and "\n" in log.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if not (log.exists() and "\n" in log.read_text()):
+        first = ""
+        while not first and time.monotonic() < deadline:
+            text = log.read_text() if log.exists() else ""
+            first = text.split("\n", 1)[0] if "\n" in text else ""
+            if not first:
+                time.sleep(0.02)
+        if not first:
             raise RuntimeError(f"the harvest agent wrote no log line in 20 s ({log}); its stderr: "
                                + (agent.stderr.read1().decode(errors="replace") if agent.poll() is not None and agent.stderr else "(still running)"))
-        t_agent = json.loads(log.read_text().split("\n", 1)[0])["unix_s"]
+        t_agent = json.loads(first)["unix_s"]
         phases = {}
         for name, rps in (("low", low_rps), ("high", high_rps)):
             c0, w0 = cpu_s(sec.pid), time.time()

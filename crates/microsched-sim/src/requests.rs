@@ -7,7 +7,7 @@ use microsched_core::Nanos;
 /// What the engine needs of a live request. Kept to one cache line (what only the request log
 /// reads is in [`Stamps`], four rarely-set flags share a byte): a run far above capacity holds
 /// millions of them, and a request taken off a long queue is cold, so every line it spans is a
-/// miss (80 bytes, unaligned, cost an overloaded run a sixth of its speed).
+/// miss (cachegrind, overload-2x-none 20 s: 210 k LL read misses at 80 bytes, 100 k at 64).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Req {
     /// Creation at the client: latency is measured from here.
