@@ -1,29 +1,419 @@
-"""Claims: what a paper says, what our model measures, and whether the claim holds.
+"""One verdict model for every reproduction: what a paper says, what our run measures, and how
+the two compare.
 
-``claims.json`` is a list of objects with the keys ``id``, ``claim``, ``paper``, ``measured``,
-``holds`` (always present) and optional extra keys (``unit``, ``note``, ``ci95``, ``by_load``,
-...). ``paper`` is the number the paper states for the claim, ``null`` where it gives none;
-``measured`` is the number our model gives (``null`` only if it could not be measured);
-``holds`` is a boolean. A claim that does not hold is reported as such, never tuned away.
+A reproduction declares its claims as data before anything runs (:class:`ClaimSpec`): the
+paper's statement (``paper``: its number, ``paper_ref``: figure/table/section, ``quote``), how
+it is compared (``kind``), and its tolerance (the kind's default, the same for every paper,
+unless the paper gives its own error bars). A ``measure`` function turns the run's results
+into a :class:`Measured` (the value, its 95 % confidence half-width over seeds, the evidence a
+cause may cite and the preconditions of the paper's regime). :func:`judge` then gives the
+verdict:
+
+``reproduced``
+    the paper's number lies within the tolerance of the measured value, the measured 95 %
+    confidence interval taken into account (the tolerance band around the paper's number
+    overlaps the measured interval);
+``direction``
+    the paper's direction holds with the interval excluding "no effect" (1 for a ratio, 0 for
+    a gain or a difference), the magnitude does not;
+``not_reproduced``
+    neither;
+``out_of_regime``
+    a precondition of the paper's experiment (overloaded, CPU-bound, at the paper's load)
+    does not hold in our run: the claim is not judged, its preconditions' values say why;
+``model_check``
+    a check of our own model (accounting, conservation): never counted with the paper's claims.
+
+A claim that is not ``reproduced`` carries a ``cause``: a text formatted only from its
+``evidence`` map of values measured in the run (:class:`Cause` refuses a template with a
+numeric literal). ``claims.json`` is a list of :meth:`Claim.to_dict` objects; ``holds`` is
+kept for the tools that read it and means ``verdict == "reproduced"``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-REQUIRED_KEYS = ("id", "claim", "paper", "measured", "holds")
+REQUIRED_KEYS = ("id", "claim", "paper", "measured", "holds", "verdict")
+
+REPRODUCED = "reproduced"
+DIRECTION = "direction"
+NOT_REPRODUCED = "not_reproduced"
+OUT_OF_REGIME = "out_of_regime"
+MODEL_CHECK = "model_check"
+VERDICTS = (REPRODUCED, DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME, MODEL_CHECK)
+PAPER_VERDICTS = VERDICTS[:4]  # what a paper's claim can get; model checks are counted apart
+
+# How a claim is compared with the paper.
+RATIO = "ratio"            # a factor between two systems (3.3× the goodput): no effect = 1
+VALUE = "value"            # an absolute value in the paper's unit (µs, cores, kRPS)
+FRACTION = "fraction"      # a share (of capacity, of cores, of requests)
+GAIN = "gain"              # a relative change (+13 %, 23 % less, as 0.13 / -0.23): no effect = 0
+DIFFERENCE = "difference"  # an absolute difference in the paper's unit: no effect = 0
+BOUND = "bound"            # the paper bounds the value (p99 within the target): side "upper" or "lower"
+ORDER = "order"            # one above the other, no number: measured is the effect (ratio or difference)
+MONOTONE = "monotone"      # a sequence that rises: measured is its smallest step
+CHECK = "check"            # a model check: measured must satisfy the bound given as ``paper``
+KINDS = (RATIO, VALUE, FRACTION, GAIN, DIFFERENCE, BOUND, ORDER, MONOTONE, CHECK)
+_NO_EFFECT = {RATIO: 1.0, GAIN: 0.0, DIFFERENCE: 0.0, ORDER: 0.0, MONOTONE: 0.0}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far the measured value may lie from the paper's number: a factor (the band
+    ``[paper / factor, paper × factor]``), a share of the paper's value (``paper ± rel·|paper|``)
+    or an absolute half-width in the claim's unit (the paper's own error bars)."""
+
+    factor: float | None = None
+    rel: float | None = None
+    abs: float | None = None
+    source: str = "default"  # "default", or where the paper gives its error bars
+
+    def __post_init__(self) -> None:
+        given = [x for x in (self.factor, self.rel, self.abs) if x is not None]
+        if len(given) != 1:
+            raise ValueError("Tolerance: give exactly one of factor, rel, abs")
+        if self.factor is not None and self.factor < 1:
+            raise ValueError(f"Tolerance.factor: must be >= 1, got {self.factor}")
+        if (self.rel is not None and self.rel < 0) or (self.abs is not None and self.abs < 0):
+            raise ValueError("Tolerance: rel and abs must be >= 0")
+
+    def band(self, paper: float) -> tuple[float, float]:
+        if self.factor is not None:
+            a, b = paper / self.factor, paper * self.factor
+            return (min(a, b), max(a, b))
+        half = self.rel * abs(paper) if self.rel is not None else self.abs
+        return (paper - half, paper + half)
+
+    def text(self) -> str:
+        if self.factor is not None:
+            return "exact bound" if self.factor == 1 else f"×/÷ {self.factor:g}"
+        if self.rel is not None:
+            return f"± {self.rel * 100:g} % of the paper's value"
+        return f"± {self.abs:g} ({self.source})"
+
+
+# The same for every paper (README, "How claims are judged").
+DEFAULT_TOLERANCE = {
+    RATIO: Tolerance(factor=1.25), VALUE: Tolerance(factor=1.25), FRACTION: Tolerance(factor=1.25),
+    GAIN: Tolerance(rel=0.5), DIFFERENCE: Tolerance(rel=0.5), BOUND: Tolerance(factor=1.0),
+    CHECK: Tolerance(factor=1.0),
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A precondition of the paper's regime, measured in our run: ``value OP bound``
+    (``name`` says what, e.g. "cores busy of 4 at the top demand")."""
+
+    name: str
+    value: float | None
+    op: str
+    bound: float
+
+    def __post_init__(self) -> None:
+        if self.op not in _OPS:
+            raise ValueError(f"Condition.op: {self.op!r}: use one of {', '.join(_OPS)}")
+
+    @property
+    def holds(self) -> bool:
+        return self.value is not None and math.isfinite(self.value) and _OPS[self.op](self.value, self.bound)
+
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+# A number standing on its own (not the tail of a name such as p99, c-FCFS or t_e).
+_NUMERIC_LITERAL = re.compile(r"(?<![A-Za-z_\d.\-])[-+]?\d+(?:\.\d+)?")
+_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a claim is not reproduced, read from the run: ``text`` is a template whose every
+    number comes from ``evidence`` (``{name}`` or ``{name:.2f}``); a numeric literal in the
+    template is refused, so a cause cannot quote a figure from another run."""
+
+    text: str
+    evidence: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        check_template(self.text)
+        names = {m.group(0)[1:-1].split(":")[0].split("!")[0] for m in _FIELD.finditer(self.text)}
+        missing = names - set(self.evidence)
+        if missing:
+            raise ValueError(f"cause: template fields {sorted(missing)} are not in its evidence")
+
+    def render(self) -> str:
+        return self.text.format_map({k: _Fmt(v) for k, v in self.evidence.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.render(), "evidence": _jsonable(dict(self.evidence))}
+
+
+def check_template(text: str) -> None:
+    """Raises ``ValueError`` when a cause template holds a numeric literal outside its fields."""
+    bare = _FIELD.sub(" ", text)
+    m = _NUMERIC_LITERAL.search(bare)
+    if m:
+        raise ValueError(f"cause template holds the numeric literal {m.group(0)!r} (put it in the evidence): "
+                         f"{text[:80]!r}")
+
+
+class _Fmt:
+    """An evidence value in a template: ``{x}`` formats numbers readably, ``{x:.2f}`` as asked."""
+
+    def __init__(self, v: Any):
+        self.v = v
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            return "–" if self.v is None else format(self.v, spec)
+        return fmt_number(self.v)
+
+
+@dataclass
+class Measured:
+    """What a claim's ``measure`` returns: the value (``None`` when it could not be measured,
+    with ``missing`` saying why), its 95 % confidence half-width over ``n`` seeds, the evidence a
+    cause may cite, the regime's preconditions, and extra keys for ``claims.json``."""
+
+    value: float | None
+    ci95: float | None = None
+    n: int | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    regime: list[Condition] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    missing: str | None = None
+
+
+# A cause given as data: a template formatted from the measured evidence (plus measured,
+# ci95, paper, band_lo, band_hi), or a function of (data, Measured) returning a Cause or None.
+CauseSpec = str | Callable[[Any, Measured], "Cause | None"] | None
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """A paper's claim, declared before any run."""
+
+    id: str
+    claim: str
+    paper_ref: str
+    kind: str
+    measure: Callable[[Any], Measured]
+    paper: float | None = None
+    quote: str = ""
+    unit: str = ""
+    how: str = ""  # how the measured value is computed from the run
+    tolerance: Tolerance | None = None
+    side: str = "upper"  # bound/check: measured <= paper ("upper") or >= ("lower"); order: "above"/"below" no effect
+    cause: CauseSpec = None
+    group: str = ""  # optional grouping (a figure, a workload) for tables
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind {self.kind!r}: use one of {', '.join(KINDS)}")
+        needs_number = self.kind in (RATIO, VALUE, FRACTION, GAIN, DIFFERENCE, BOUND, CHECK)
+        if needs_number and (self.paper is None or not math.isfinite(self.paper)):
+            raise ValueError(f"claim {self.id}: a {self.kind} claim needs the paper's number")
+        if self.kind in (BOUND, CHECK) and self.side not in ("upper", "lower"):
+            raise ValueError(f"claim {self.id}: side {self.side!r}: use upper or lower")
+        if self.kind == ORDER and self.side not in ("above", "below"):
+            raise ValueError(f"claim {self.id}: side {self.side!r}: use above or below")
+        if self.kind == RATIO and self.paper is not None and self.paper <= 0:
+            raise ValueError(f"claim {self.id}: a ratio must be positive")
+        if isinstance(self.cause, str):
+            check_template(self.cause)
+
+    @property
+    def tol(self) -> Tolerance | None:
+        return self.tolerance or DEFAULT_TOLERANCE.get(self.kind)
+
+    @property
+    def no_effect(self) -> float | None:
+        return _NO_EFFECT.get(self.kind)
+
+
+@dataclass
+class Claim:
+    """A judged claim, as ``claims.json`` holds it."""
+
+    id: str
+    claim: str
+    measured: float | None
+    verdict: str
+    paper: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict == REPRODUCED
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"id": self.id, "claim": self.claim, "paper": self.paper, "measured": self.measured,
+             "holds": self.holds, "verdict": self.verdict}
+        for k, v in self.extra.items():
+            if k in d:
+                raise ValueError(f"claim {self.id}: extra key {k!r} clashes with a required key")
+            d[k] = v
+        return _jsonable(d)
+
+
+def judge(spec: ClaimSpec, data: Any) -> Claim:
+    """Measures ``spec`` on ``data`` and gives its verdict (see the module's doc)."""
+    m = spec.measure(data)
+    if not isinstance(m, Measured):
+        raise TypeError(f"claim {spec.id}: measure must return Measured, got {type(m).__name__}")
+    return verdict_of(spec, m, data)
+
+
+def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
+    """The verdict of ``spec`` for an already measured ``m``."""
+    value = _finite(m.value)
+    ci = _finite(m.ci95)
+    ci_used = ci if ci is not None else 0.0
+    tol = spec.tol
+    band = tol.band(spec.paper) if tol is not None and spec.paper is not None else None
+    extra: dict[str, Any] = {
+        "kind": spec.kind, "paper_ref": spec.paper_ref, "ci95": rounded(ci), "n": m.n,
+        "tolerance": tol.text() if tol is not None and spec.kind not in (ORDER, MONOTONE) else None,
+    }
+    if band is not None and spec.kind not in (BOUND, CHECK):
+        extra["band"] = [rounded(band[0]), rounded(band[1])]
+    for k, v in (("quote", spec.quote), ("unit", spec.unit), ("measure", spec.how), ("group", spec.group)):
+        if v:
+            extra[k] = v
+    if spec.kind in (BOUND, CHECK):
+        extra["side"] = spec.side
+    if m.regime:
+        extra["regime"] = [{"name": c.name, "value": rounded(c.value), "op": c.op, "bound": c.bound,
+                            "holds": c.holds} for c in m.regime]
+    extra.update(m.extra)
+
+    lo, hi = (value - ci_used, value + ci_used) if value is not None else (math.nan, math.nan)
+    failed = [c for c in m.regime if not c.holds]
+    if spec.kind == CHECK:
+        verdict = MODEL_CHECK
+        extra["passed"] = value is not None and _satisfies(spec, lo, hi, band)
+    elif value is None:
+        verdict = NOT_REPRODUCED
+    elif failed:
+        verdict = OUT_OF_REGIME
+    elif spec.kind in (ORDER, MONOTONE):
+        verdict = REPRODUCED if _beyond_no_effect(spec, lo, hi) else NOT_REPRODUCED
+    elif _satisfies(spec, lo, hi, band):
+        verdict = REPRODUCED
+    elif spec.kind in (RATIO, GAIN, DIFFERENCE) and _beyond_no_effect(spec, lo, hi):
+        verdict = DIRECTION
+    else:
+        verdict = NOT_REPRODUCED
+
+    cause = None
+    if verdict in (DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME) or (verdict == MODEL_CHECK and not extra["passed"]):
+        cause = _cause(spec, m, data, value, ci, band, failed)
+    if cause is not None:
+        extra["cause"] = cause.to_dict()
+    return Claim(id=spec.id, claim=spec.claim, paper=spec.paper, measured=rounded(value), verdict=verdict,
+                 extra=extra)
+
+
+def _satisfies(spec: ClaimSpec, lo: float, hi: float, band: tuple[float, float] | None) -> bool:
+    if band is None:
+        return False
+    if spec.kind in (BOUND, CHECK):
+        return lo <= band[1] if spec.side == "upper" else hi >= band[0]
+    return lo <= band[1] and hi >= band[0]
+
+
+def _beyond_no_effect(spec: ClaimSpec, lo: float, hi: float) -> bool:
+    """The measured interval excludes "no effect" on the side the paper states."""
+    null = spec.no_effect
+    if spec.kind == ORDER:
+        return lo > null if spec.side == "above" else hi < null
+    if spec.kind == MONOTONE:
+        return lo > null
+    if spec.paper is None or spec.paper == null:
+        return False
+    return lo > null if spec.paper > null else hi < null
+
+
+def _cause(spec: ClaimSpec, m: Measured, data: Any, value: float | None, ci: float | None,
+           band: tuple[float, float] | None, failed: list[Condition]) -> Cause:
+    if m.value is None or value is None:
+        return Cause("not measured: {why}", {"why": m.missing or "the run has no value for it"})
+    if failed:
+        parts, ev = [], {}
+        for i, c in enumerate(failed):
+            ev[f"pre{i}_value"], ev[f"pre{i}_bound"] = c.value, c.bound
+            parts.append(f"{_escape(c.name)} is {{pre{i}_value}}, the paper's regime needs {_escape(c.op)} "
+                         f"{{pre{i}_bound}}")
+        return Cause("; ".join(parts), {**ev, **m.evidence})
+    ev = {"measured": value, "ci95": ci, "paper": spec.paper, "band_lo": band[0] if band else None,
+          "band_hi": band[1] if band else None, **m.evidence}
+    given = spec.cause
+    if callable(given):
+        c = given(data, m)
+        if c is not None:
+            return c
+    elif isinstance(given, str):
+        return Cause(given, ev)
+    if spec.kind in (ORDER, MONOTONE):
+        return Cause("measured {measured} ± {ci95}: the interval does not exclude no effect", ev)
+    return Cause("measured {measured} ± {ci95} against the paper's {paper}; the tolerance band is "
+                 "{band_lo} to {band_hi}", ev)
+
+
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def judge_all(specs: Sequence[ClaimSpec], data: Any) -> list[Claim]:
+    ids = [s.id for s in specs]
+    dup = {i for i in ids if ids.count(i) > 1}
+    if dup:
+        raise ValueError(f"claims declared twice: {', '.join(sorted(dup))}")
+    return [judge(s, data) for s in specs]
+
+
+def counts(claims: Iterable[Mapping[str, Any] | Claim]) -> dict[str, int]:
+    """The number of claims per verdict (every verdict present, 0 where none)."""
+    out = {v: 0 for v in VERDICTS}
+    for c in claims:
+        v = c.verdict if isinstance(c, Claim) else c.get("verdict")
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers and files
 
 
 def rounded(x: Any, nd: int = 4) -> float | None:
-    """A measured number as a claim shows it: rounded, and None when missing or not finite."""
+    """A measured number as a claim shows it: rounded to ``nd`` significant-ish decimals, and
+    None when missing or not finite."""
     if x is None:
         return None
     x = float(x)
-    return round(x, nd) if math.isfinite(x) else None
+    if not math.isfinite(x):
+        return None
+    if x != 0 and abs(x) < 10 ** -nd:
+        return float(f"{x:.{nd}g}")
+    return round(x, nd)
+
+
+def _finite(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
 
 
 def _jsonable(v: Any) -> Any:
@@ -42,25 +432,6 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     return str(v)
-
-
-@dataclass
-class Claim:
-    id: str
-    claim: str
-    measured: float | None
-    holds: bool
-    paper: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {"id": self.id, "claim": self.claim, "paper": self.paper, "measured": self.measured,
-             "holds": bool(self.holds)}
-        for k, v in self.extra.items():
-            if k in d:
-                raise ValueError(f"claim {self.id}: extra key {k!r} clashes with a required key")
-            d[k] = v
-        return _jsonable(d)
 
 
 def write_claims(claims: Iterable[Claim], path: Path) -> Path:
@@ -90,43 +461,92 @@ def check_claims(data: Any) -> None:
             v = c[k]
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
                 raise ValueError(f"claims[{i}].{k}: must be a number or null")
-        if not isinstance(c["holds"], bool):
-            raise ValueError(f"claims[{i}].holds: must be a boolean")
+        if c["verdict"] not in VERDICTS:
+            raise ValueError(f"claims[{i}].verdict: {c['verdict']!r}: use one of {', '.join(VERDICTS)}")
+        if c["holds"] is not (c["verdict"] == REPRODUCED):
+            raise ValueError(f"claims[{i}].holds: must be true exactly when the verdict is reproduced")
+        if c["verdict"] in (DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME):
+            cause = c.get("cause")
+            if not isinstance(cause, dict) or not isinstance(cause.get("text"), str) \
+                    or not isinstance(cause.get("evidence"), dict):
+                raise ValueError(f"claims[{i}] ({c['id']}): a {c['verdict']} claim needs a cause "
+                                 "{text, evidence}")
 
 
-def _fmt(v: Any) -> str:
+# ---------------------------------------------------------------------------------------------
+# printing
+
+
+def fmt_number(v: Any) -> str:
     if v is None:
         return "–"
-    if isinstance(v, float):
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, (int, float)):
+        v = float(v)
+        if not math.isfinite(v):
+            return "–"
         a = abs(v)
-        if a != 0 and (a < 1e-3 or a >= 1e6):
+        if a == 0:
+            return "0"
+        if a < 1e-3 or a >= 1e7:
             return f"{v:.3g}"
-        return f"{v:.3f}" if a < 10 else f"{v:.2f}" if a < 1000 else f"{v:,.0f}"
+        if a < 10:
+            return f"{v:.3g}"
+        return f"{v:,.1f}" if a < 1000 else f"{v:,.0f}"
     return str(v)
 
 
+VERDICT_STYLE = {REPRODUCED: "green", DIRECTION: "yellow", NOT_REPRODUCED: "bold red", OUT_OF_REGIME: "magenta",
+                 MODEL_CHECK: "dim"}
+
+
+def measured_text(c: Mapping[str, Any]) -> str:
+    m = fmt_number(c.get("measured"))
+    if isinstance(c.get("ci95"), (int, float)):
+        m += f" ± {fmt_number(float(c['ci95']))}"
+    if c.get("unit"):
+        m += f" {c['unit']}"
+    return m
+
+
+def paper_text(c: Mapping[str, Any]) -> str:
+    p = fmt_number(c.get("paper")) if c.get("paper") is not None else "–"
+    if c.get("kind") in (BOUND, CHECK) and c.get("paper") is not None:
+        p = ("≤ " if c.get("side") == "upper" else "≥ ") + p
+    ref = c.get("paper_ref")
+    return f"{p} ({ref})" if ref else p
+
+
 def print_claims(claims: Sequence[dict], title: str = "claims", console=None) -> None:
-    """The claims as a rich table: id, claim, paper, measured (± ci95, unit), holds."""
-    from rich.console import Console
+    """The claims as a table: claim, paper (ref), measured ± CI, tolerance, verdict; then the
+    counts by verdict and each cause."""
     from rich.table import Table
 
-    con = console or Console(highlight=False)
+    from ..cli.render import console as make_console
+
+    con = console or make_console()
     t = Table(title=title, title_justify="left", show_lines=True)
-    t.add_column("claim (id, statement; measured = ...)", ratio=1, min_width=40)
-    t.add_column("paper", justify="right", no_wrap=True)
-    t.add_column("measured", justify="right", no_wrap=True)
-    t.add_column("holds", justify="center", no_wrap=True)
+    t.add_column("claim", ratio=1, min_width=30)
+    t.add_column("paper", justify="right")
+    t.add_column("measured", justify="right")
+    t.add_column("tolerance", justify="right")
+    t.add_column("verdict")
     for c in claims:
-        m = _fmt(c.get("measured"))
-        if isinstance(c.get("ci95"), (int, float)):
-            m += f" ± {_fmt(float(c['ci95']))}"
-        if c.get("unit"):
-            m += f" {c['unit']}"
-        holds = "[green]yes[/green]" if c.get("holds") else "[bold red]NO[/bold red]"
         text = f"[bold]{c.get('id')}[/bold]\n{c.get('claim')}"
-        if c.get("measure"):
-            text += f"\n[dim]measured = {c['measure']}[/dim]"
-        t.add_row(text, _fmt(c.get("paper")), m, holds)
+        cause = c.get("cause")
+        if isinstance(cause, dict) and cause.get("text"):
+            text += f"\n[dim]cause: {cause['text']}[/dim]"
+        v = c.get("verdict", REPRODUCED if c.get("holds") else NOT_REPRODUCED)
+        if v == MODEL_CHECK:
+            v = f"model check: {'passed' if c.get('passed') else 'FAILED'}"
+        t.add_row(text, paper_text(c), measured_text(c), c.get("tolerance") or "", f"[{VERDICT_STYLE.get(c.get('verdict'), '')}]{v}[/]")
     con.print(t)
-    n_hold = sum(bool(c.get("holds")) for c in claims)
-    con.print(f"{n_hold} of {len(claims)} claims hold")
+    con.print(counts_line(claims))
+
+
+def counts_line(claims: Sequence[Mapping[str, Any]]) -> str:
+    n = counts(claims)
+    paper = sum(n[v] for v in PAPER_VERDICTS)
+    return (f"{n[REPRODUCED]} of {paper} paper claims reproduced, {n[DIRECTION]} direction only, "
+            f"{n[NOT_REPRODUCED]} not reproduced, {n[OUT_OF_REGIME]} out of regime; {n[MODEL_CHECK]} model checks")

@@ -23,11 +23,11 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from .claims import Claim, write_claims
+from .claims import Claim, ClaimSpec, write_claims
 from ..sweep.runner import _tidy
 from .runner import aggregate, default_jobs, run_points
 from .spec import SpecError, SweepSpec
@@ -90,6 +90,12 @@ class Reproduction:
     analyze: Callable[[Context], list[Claim]]
     group_by: tuple[str, ...] = ("variant",)  # aggregate over seeds within (group_by + grid keys)
     conditions: tuple[tuple[str, Condition], ...] = ()
+    claims: tuple[ClaimSpec, ...] = ()  # the claims it judges, declared before any run
+
+    @property
+    def paper_key(self) -> str:
+        """The paper this reproduction is about (a key of :data:`PAPERS`)."""
+        return PAPER_OF[self.name]
 
     def condition(self, name: str) -> Condition:
         """The condition ``name``; ``KeyError`` with the allowed names otherwise."""
@@ -104,10 +110,22 @@ class Reproduction:
 
 REGISTRY: dict[str, Reproduction] = {}
 
+# The five papers, and which reproduction is about which.
+PAPERS = {
+    "coresync": "CoreSync (Pardeshi et al., ICNP'25)",
+    "study": "Core allocation vs overload control (simulation study)",
+    "protego": "Protego (NSDI'23)",
+    "synergy": "Synergy (IFIP Networking 2026)",
+    "harvest": "HarvestContainers (Hall et al., NSDI'26)",
+}
+PAPER_OF = {"allocators": "coresync", "coresync": "coresync", "collapse": "study", "load-shift": "study",
+            "protego": "protego", "synergy": "synergy", "harvest": "harvest"}
+
 
 def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              group_by: tuple[str, ...] = ("variant",),
-             conditions: tuple[tuple[str, Condition], ...] = ()) -> Callable[[Callable[[Context], list[Claim]]],
+             conditions: tuple[tuple[str, Condition], ...] = (),
+             claims: Sequence[ClaimSpec] = ()) -> Callable[[Callable[[Context], list[Claim]]],
                                                                    Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
@@ -115,7 +133,8 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
         if name in REGISTRY:
             raise ValueError(f"reproduction {name!r} registered twice")
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
-                                      spec=spec, analyze=fn, group_by=group_by, conditions=conditions)
+                                      spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
+                                      claims=tuple(claims))
         return fn
 
     return deco
