@@ -57,6 +57,8 @@ th { background: #eef2f8; text-align: left; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr:nth-child(even) td { background: #f8f9fb; }
 tr.holds td { background: #e7f6ea; }
+tr.direction td { background: #fdf6dd; }
+tr.check td { background: #f1f1f1; }
 tr.fails td { background: #fde8e8; }
 td.yes { color: #11702d; font-weight: bold; text-align: center; }
 td.no { color: #b3141b; font-weight: bold; text-align: center; }
@@ -144,32 +146,34 @@ def _read_json(p: Path) -> Any:
 
 
 def claims_section(claims: list[dict]) -> str:
-    n_hold = sum(bool(c.get("holds")) for c in claims)
-    badge = "ok" if n_hold == len(claims) else "bad"
+    from .reproduce.claims import MODEL_CHECK, REPRODUCED, counts_line, measured_text, paper_text
+
     rows, rcls = [], []
     for c in claims:
-        measured = fmt(c.get("measured"))
-        if isinstance(c.get("ci95"), (int, float)) and math.isfinite(float(c["ci95"])):
-            measured += f' <span class="ci">± {_e(fmt(float(c["ci95"])))}</span>'
-        if c.get("unit"):
-            measured += f" {_e(c['unit'])}"
+        verdict = c.get("verdict") or (REPRODUCED if c.get("holds") else "not_reproduced")
         text = f"<b>{_e(c.get('id'))}</b><br>{_e(c.get('claim'))}"
+        if c.get("quote"):
+            text += f'<br><span class="note">paper: “{_e(c["quote"])}”</span>'
         if c.get("measure"):
             text += f'<br><span class="ci">measured = {_e(c["measure"])}</span>'
-        if c.get("note"):
-            text += f'<br><span class="note">{_e(c["note"])}</span>'
-        holds = bool(c.get("holds"))
-        rows.append([text, _e(fmt(c.get("paper"))), measured,
-                     "holds" if holds else "does not hold"])
-        rcls.append("holds" if holds else "fails")
-    table = _table(["claim", "paper", "measured", "holds"], rows, cls=["", "num", "num", ""], row_classes=rcls,
-                   table_id="claims")
-    # colour the verdict cells (the row class colours the background)
-    table = table.replace("<td>holds</td>", '<td class="yes">✔ holds</td>')
-    table = table.replace("<td>does not hold</td>", '<td class="no">✘ does not hold</td>')
-    return (f'<h2>Claims</h2><p><span class="badge {badge}">{n_hold} of {len(claims)} claims hold</span> '
-            f'<span class="meta">(paper: the number the paper states, – where it states none; '
-            f'measured: what the simulator gives)</span></p>{table}')
+        cause = c.get("cause")
+        if isinstance(cause, dict) and cause.get("text"):
+            text += f'<br><span class="note">cause: {_e(cause["text"])}</span>'
+        if verdict == MODEL_CHECK:
+            shown = "model check: " + ("passed" if c.get("passed") else "FAILED")
+        else:
+            shown = verdict.replace("_", " ")
+        rows.append([text, _e(paper_text(c)), _e(measured_text(c)), _e(c.get("tolerance") or ""), _e(shown)])
+        rcls.append({REPRODUCED: "holds", "direction": "direction", MODEL_CHECK: "check"}.get(verdict, "fails"))
+    table = _table(["claim", "paper", "measured", "tolerance", "verdict"], rows, cls=["", "num", "num", "num", ""],
+                   row_classes=rcls, table_id="claims")
+    n_rep = sum(c.get("verdict") == REPRODUCED for c in claims)
+    n_paper = sum(c.get("verdict") != MODEL_CHECK for c in claims)
+    badge = "ok" if n_rep == n_paper else "bad"
+    return (f'<h2>Claims</h2><p><span class="badge {badge}">{_e(counts_line(claims))}</span> '
+            f'<span class="meta">(paper: the number the paper states and where; measured: mean over seeds ± '
+            f'95 % CI; reproduced = the paper\'s number within the tolerance of the measured interval)</span>'
+            f'</p>{table}')
 
 
 def _metric_cols(df: pd.DataFrame) -> list[tuple[str, str]]:

@@ -19,12 +19,23 @@ Written to OUT (default results/NAME):
                      variant sets, seed) and every summary metric, flattened with dots
                      (latency_us.p99, cores.allocated_mean, cpu_utilization, ...)
   aggregate.parquet  means over seeds per point, with M.ci95 (95 % CI half-width) and n
-  claims.json        [{"id", "claim", "paper", "measured", "holds", ...extra keys}]
+  claims.json        [{"id", "claim", "paper", "measured", "holds", "verdict", "kind",
+                     "paper_ref", "ci95", "tolerance", "cause": {"text", "evidence"}, ...}]
   *.png              the figures
   meta.json          the spec as run, paper, figure, jobs, wall time
 
-The claims table is printed at the end. A claim that does not hold is reported (holds =
-false), not an error: the exit status is 0 once the results are written.
+A claim's verdict: reproduced (the paper's number within the tolerance of the measured
+95 % CI), direction (the paper's direction with the CI excluding no effect, not its
+magnitude), not_reproduced, out_of_regime (a precondition of the paper's experiment does
+not hold in the run), model_check (a check of our model, not a paper claim). "holds" means
+reproduced. Every verdict other than reproduced carries a cause read from the run.
+
+The claims table is printed at the end. A claim that is not reproduced is reported, not an
+error: the exit status is 0 once the results are written.
+
+--all runs every reproduction, each into OUT/NAME (default OUT: results/all), and writes
+OUT/summary.json: per paper, the counts by verdict and the claims not reproduced with their
+causes; the exit status is 1 if a reproduction failed to run.
 
 examples:
   microsched reproduce --list
@@ -32,6 +43,7 @@ examples:
   microsched reproduce allocators --jobs 8 --seeds 10 --out results/allocators-10seeds
   microsched reproduce allocators --resume    # after Ctrl-C: runs only what is missing
   microsched reproduce coresync --quick --condition slow-wake
+  microsched reproduce --all --quick --out results/all-quick
 """
 
 
@@ -40,8 +52,12 @@ def add_commands(sub: Any) -> None:
                         description=REPRODUCE_DESCRIPTION, formatter_class=Formatter)
     rp.add_argument("name", nargs="?", metavar="NAME", help="the reproduction to run (see --list)")
     rp.add_argument("--list", action="store_true", help="list the reproductions (name, paper, figure) and exit")
+    rp.add_argument("--all", action="store_true",
+                    help="run every reproduction, each into OUT/NAME, and write OUT/summary.json (default OUT: "
+                         "results/all)")
     rp.add_argument("--quick", action="store_true",
-                    help="the spec's [quick] profile: fewer points, shorter runs, one seed (a smoke test for CI)")
+                    help="the spec's [quick] profile: fewer points and shorter runs, 3 seeds, the loads the claims are "
+                         "about (minutes, not a substitute for the full profile)")
     rp.add_argument("--out", metavar="DIR", help="output directory (default: results/NAME)")
     rp.add_argument("--jobs", type=positive, metavar="N",
                     help="runs in parallel in worker processes (default: the number of CPUs)")
@@ -63,13 +79,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from .. import reproduce
 
     if args.list:
-        if args.name:
-            raise CliError("--list takes no NAME")
+        if args.name or args.all:
+            raise CliError("--list takes no NAME and no --all")
         _print_reproductions(reproduce)
         return 0
+    if args.all:
+        if args.name:
+            raise CliError("--all takes no NAME: it runs every reproduction")
+        if args.condition or args.semantics:
+            raise CliError("--condition and --semantics apply to one reproduction: give its NAME instead of --all")
+        return _run_all(args, reproduce)
     if not args.name:
         raise CliError(f"a reproduction NAME is required: use one of {', '.join(reproduce.names())} "
-                       f"(or --list)")
+                       f"(or --all, or --list)")
     try:
         r = reproduce.get(args.name)
         if args.condition is not None:
@@ -112,6 +134,73 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     con.print(f"{outcome.n_points} runs on {outcome.jobs} job(s) in {outcome.wall_s:.1f} s; results written to "
               f"[bold]{outcome.out}/[/bold]: results.parquet, aggregate.parquet, claims.json, meta.json, {figs}")
     return 0
+
+
+def _run_all(args: argparse.Namespace, reproduce: Any) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..reproduce.framework import run_all
+
+    con, err_con = console(), err_console()
+    out = args.out or "results/all"
+    progress = Progress(TextColumn("reproduce --all: {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_con, transient=True, disable=not err_con.is_terminal)
+    with progress:
+        task = progress.add_task("", total=None)
+        seen: list[str] = []
+
+        def tick(name: str, done: int, total: int) -> None:
+            if not seen or seen[-1] != name:
+                seen.append(name)
+                if not err_con.is_terminal:
+                    err_con.print(f"reproduce --all: {name} ({len(seen)} of {len(reproduce.names())})")
+            progress.update(task, description=name, completed=done, total=total)
+
+        from ..sweep.engine import SweepError
+
+        try:
+            summary = run_all(out=out, quick=args.quick, jobs=args.jobs, seeds=args.seeds, progress=tick,
+                              resume=args.resume)
+        except (reproduce.SpecError, SweepError) as e:
+            raise CliError(e) from None
+        except KeyboardInterrupt:
+            err_con.print(f"interrupted: the finished runs are saved under {out}; continue with --all --resume")
+            raise
+    print_summary(summary, con, out)
+    return 0 if summary["ok"] else 1
+
+
+def print_summary(summary: dict, con: Any, out: str) -> None:
+    """Per paper, the counts by verdict; then every claim not reproduced with its cause."""
+    from rich.table import Table
+
+    from ..reproduce.claims import fmt_number
+
+    t = Table(title="reproductions" + (" (--quick)" if summary["quick"] else ""), title_justify="left")
+    for col in ("paper", "reproductions", "time (s)", "reproduced", "direction", "not reproduced", "out of regime",
+                "model checks"):
+        t.add_column(col, justify="left" if col in ("paper", "reproductions") else "right")
+    for p in summary["papers"]:
+        n = p["counts"]
+        t.add_row(p["title"], ", ".join(p["reproductions"]), f"{p['wall_s']:.0f}", str(n["reproduced"]),
+                  str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]))
+    n = summary["counts"]
+    t.add_row("[bold]all[/bold]", "", f"{summary['wall_s']:.0f}", f"[bold]{n['reproduced']}[/bold]",
+              str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]))
+    con.print(t)
+    for p in summary["papers"]:
+        for name, err in p["errors"].items():
+            con.print(f"[bold red]{name} failed to run:[/bold red] {err}")
+        if not p["not_reproduced"]:
+            continue
+        con.print(f"\n[bold]{p['title']}[/bold]: not reproduced")
+        for c in p["not_reproduced"]:
+            paper = fmt_number(c["paper"]) if c["paper"] is not None else "–"
+            ci = f" ± {fmt_number(c['ci95'])}" if c.get("ci95") is not None else ""
+            con.print(f"  {c['reproduction']}/{c['id']} ({c['verdict'].replace('_', ' ')}; paper {paper}"
+                      f"{' ' + c['paper_ref'] if c.get('paper_ref') else ''}, measured {fmt_number(c['measured'])}{ci}"
+                      f"{' ' + c['unit'] if c.get('unit') else ''}): {c['cause'] or 'no cause'}")
+    con.print(f"\nsummary written to [bold]{out}/summary.json[/bold]; each reproduction in {out}/NAME/")
 
 
 def _print_reproductions(reproduce: Any) -> None:

@@ -349,9 +349,8 @@ def _cause(spec: ClaimSpec, m: Measured, data: Any, value: float | None, ci: flo
     if failed:
         parts, ev = [], {}
         for i, c in enumerate(failed):
-            ev[f"pre{i}_value"], ev[f"pre{i}_bound"] = c.value, c.bound
-            parts.append(f"{_escape(c.name)} is {{pre{i}_value}}, the paper's regime needs {_escape(c.op)} "
-                         f"{{pre{i}_bound}}")
+            ev[f"pre{i}"], ev[f"pre{i}_value"], ev[f"pre{i}_op"], ev[f"pre{i}_bound"] = c.name, c.value, c.op, c.bound
+            parts.append(f"{{pre{i}}} is {{pre{i}_value}}, the paper's regime needs {{pre{i}_op}} {{pre{i}_bound}}")
         return Cause("; ".join(parts), {**ev, **m.evidence})
     ev = {"measured": value, "ci95": ci, "paper": spec.paper, "band_lo": band[0] if band else None,
           "band_hi": band[1] if band else None, **m.evidence}
@@ -366,10 +365,6 @@ def _cause(spec: ClaimSpec, m: Measured, data: Any, value: float | None, ci: flo
         return Cause("measured {measured} ± {ci95}: the interval does not exclude no effect", ev)
     return Cause("measured {measured} ± {ci95} against the paper's {paper}; the tolerance band is "
                  "{band_lo} to {band_hi}", ev)
-
-
-def _escape(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
 
 
 def judge_all(specs: Sequence[ClaimSpec], data: Any) -> list[Claim]:
@@ -487,8 +482,8 @@ def fmt_number(v: Any) -> str:
         if not math.isfinite(v):
             return "–"
         a = abs(v)
-        if a == 0:
-            return "0"
+        if v.is_integer() and a < 1e7:
+            return f"{int(v):,}"
         if a < 1e-3 or a >= 1e7:
             return f"{v:.3g}"
         if a < 10:

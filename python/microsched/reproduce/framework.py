@@ -314,3 +314,82 @@ def _version() -> str:
         return version("microsched")
     except Exception:  # noqa: BLE001
         return "unknown"
+
+
+SUMMARY_FILE = "summary.json"
+
+
+def run_all(out: str | Path | None = None, quick: bool = False, jobs: int | None = None, seeds: int | None = None,
+            progress: Callable[[str, int, int], None] | None = None, resume: bool = False,
+            only: Sequence[str] | None = None) -> dict:
+    """Runs every reproduction (or those in ``only``), each into ``out/NAME`` as
+    ``reproduce NAME`` writes it, and writes ``out/summary.json``: per paper, the counts by
+    verdict and the claims not reproduced with their causes. A reproduction that fails is
+    recorded with its error and the others still run. Returns the summary."""
+    out_dir = Path(out) if out is not None else Path("results") / "all"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    todo = list(only) if only else names()
+    for n in todo:
+        get(n)  # unknown names fail before anything runs
+    t0 = time.perf_counter()
+    runs = []
+    for n in todo:
+        tick = (lambda d, t, n=n: progress(n, d, t)) if progress else None
+        t1 = time.perf_counter()
+        try:
+            o = run_reproduction(n, out=out_dir / n, quick=quick, jobs=jobs, seeds=seeds, progress=tick, resume=resume)
+            runs.append({"name": n, "out": str(o.out), "wall_s": round(o.wall_s, 1), "points": o.n_points,
+                         "claims": o.claims})
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - recorded, the others still run
+            runs.append({"name": n, "out": str(out_dir / n), "wall_s": round(time.perf_counter() - t1, 1),
+                         "error": f"{type(e).__name__}: {e}", "claims": []})
+    summary = make_summary(runs, quick=quick, wall_s=time.perf_counter() - t0, jobs=jobs or default_jobs())
+    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return summary
+
+
+def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dict:
+    from .claims import REPRODUCED, VERDICTS, counts
+
+    papers = []
+    for key, title in PAPERS.items():
+        mine = [r for r in runs if PAPER_OF.get(r["name"]) == key]
+        if not mine:
+            continue
+        claims = [dict(c, reproduction=r["name"]) for r in mine for c in r["claims"]]
+        papers.append({
+            "paper": key, "title": title, "reproductions": [r["name"] for r in mine],
+            "wall_s": round(sum(r["wall_s"] for r in mine), 1),
+            "figures": {r["name"]: get(r["name"]).figure for r in mine},
+            "counts": counts(claims),
+            "errors": {r["name"]: r["error"] for r in mine if "error" in r},
+            "not_reproduced": [
+                {"reproduction": c["reproduction"], "id": c["id"], "verdict": c["verdict"], "paper": c.get("paper"),
+                 "paper_ref": c.get("paper_ref"), "measured": c.get("measured"), "ci95": c.get("ci95"),
+                 "unit": c.get("unit"), "cause": (c.get("cause") or {}).get("text")}
+                for c in claims if c["verdict"] not in (REPRODUCED, "model_check")],
+        })
+    total = {v: sum(p["counts"][v] for p in papers) for v in VERDICTS}
+    return {"quick": quick, "jobs": jobs, "wall_s": round(wall_s, 1), "counts": total, "papers": papers,
+            "reproductions": [{k: v for k, v in r.items() if k != "claims"} | {"counts": counts(r["claims"])}
+                              for r in runs],
+            "microsched_version": _version(), "ok": bool(runs) and not any("error" in r for r in runs)}
+
+
+def summary_markdown(summary: dict) -> str:
+    """The README's reproduction table: per paper, its reproductions, figures, time and counts."""
+    lines = ["| paper | reproduction (`microsched reproduce NAME`) | figures | time (s) | reproduced | direction "
+             "| not reproduced | out of regime | model checks |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for p in summary["papers"]:
+        n = p["counts"]
+        figs = "; ".join(p["figures"][r] for r in p["reproductions"])
+        lines.append(f"| {p['title']} | {', '.join(p['reproductions'])} | {figs} | {p['wall_s']:.0f} | "
+                     f"{n['reproduced']} | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
+                     f"{n['model_check']} |")
+    n = summary["counts"]
+    lines.append(f"| **all** | | | {summary['wall_s']:.0f} | **{n['reproduced']}** | {n['direction']} | "
+                 f"{n['not_reproduced']} | {n['out_of_regime']} | {n['model_check']} |")
+    return "\n".join(lines) + "\n"

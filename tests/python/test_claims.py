@@ -1,0 +1,159 @@
+"""The verdict model (reproduce/claims.py): each kind's verdicts at the edges of its tolerance,
+regimes, model checks, causes built only from evidence, and the claims.json layout."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from microsched.reproduce.claims import (
+    BOUND, CHECK, DIFFERENCE, DIRECTION, FRACTION, GAIN, MODEL_CHECK, MONOTONE, NOT_REPRODUCED, ORDER,
+    OUT_OF_REGIME, RATIO, REPRODUCED, VALUE, Cause, ClaimSpec, Condition, Measured, Tolerance, check_claims,
+    counts, judge,
+)
+from microsched.reproduce.framework import make_summary, summary_markdown
+
+
+def spec(kind, paper=None, **kw):
+    return ClaimSpec(id="c", claim="a claim", paper_ref="Fig. 1", kind=kind, paper=paper,
+                     measure=lambda d: d if isinstance(d, Measured) else Measured(*d), **kw)
+
+
+@pytest.mark.parametrize("kind,paper,measured,ci,verdict", [
+    (RATIO, 3.3, (3.0,), 0.1, REPRODUCED),            # inside ×/÷ 1.25
+    (RATIO, 3.3, (2.55,), 0.1, REPRODUCED),           # 2.55 + 0.1 reaches 3.3 / 1.25 = 2.64
+    (RATIO, 3.3, (2.5,), 0.05, DIRECTION),            # does not
+    (RATIO, 3.3, (1.29,), 0.05, DIRECTION),           # Protego Fig. 6's 1.29× against 3.3×
+    (RATIO, 3.3, (1.02,), 0.05, NOT_REPRODUCED),      # CI includes no effect
+    (RATIO, 3.3, (0.8,), 0.05, NOT_REPRODUCED),       # the other way
+    (RATIO, 0.77, (0.985,), 0.01, DIRECTION),         # below 1, but not 0.77 within ×/÷ 1.25 (> 0.9625)
+    (RATIO, 0.77, (0.9,), 0.01, REPRODUCED),
+    (VALUE, 200.0, (245.0,), 5.0, REPRODUCED),        # 240 <= 250
+    (VALUE, 200.0, (260.0,), 5.0, NOT_REPRODUCED),    # a value has no direction
+    (FRACTION, 0.81, (0.97,), 0.01, REPRODUCED),      # 0.96 <= 1.0125
+    (FRACTION, 0.5, (0.97,), 0.01, NOT_REPRODUCED),
+    (GAIN, 0.13, (0.07,), 0.0, REPRODUCED),           # within half of 0.13: 0.065 to 0.195
+    (GAIN, 0.13, (0.036,), 0.01, DIRECTION),
+    (GAIN, 0.13, (0.0,), 0.0, NOT_REPRODUCED),        # the ladder's gain of 0.0
+    (GAIN, -0.23, (-0.01,), 0.005, DIRECTION),
+    (DIFFERENCE, 2.4, (0.3,), 0.1, DIRECTION),
+    (BOUND, 200.0, (190.0,), 5.0, REPRODUCED),
+    (BOUND, 200.0, (210.0,), 5.0, NOT_REPRODUCED),
+    (BOUND, 200.0, (204.0,), 5.0, REPRODUCED),        # the CI reaches the bound
+])
+def test_verdict_per_kind(kind, paper, measured, ci, verdict):
+    c = judge(spec(kind, paper), Measured(measured[0], ci, 3))
+    assert c.verdict == verdict
+    assert c.holds is (verdict == REPRODUCED)
+    if verdict != REPRODUCED:
+        assert c.extra["cause"]["text"]
+
+
+def test_order_and_monotone_need_the_interval_to_exclude_no_effect():
+    above = spec(ORDER, side="above")
+    assert judge(above, Measured(0.5, 0.1, 3)).verdict == REPRODUCED
+    assert judge(above, Measured(0.05, 0.1, 3)).verdict == NOT_REPRODUCED
+    assert judge(spec(ORDER, side="below"), Measured(-0.5, 0.1, 3)).verdict == REPRODUCED
+    assert judge(spec(MONOTONE), Measured(0.0, 0.0, 3)).verdict == NOT_REPRODUCED  # a gain of 0.0 is no rise
+    assert judge(spec(MONOTONE), Measured(0.1, 0.02, 3)).verdict == REPRODUCED
+
+
+def test_lower_bound_and_own_tolerance():
+    assert judge(spec(BOUND, 0.9, side="lower"), Measured(0.95, 0.01, 3)).verdict == REPRODUCED
+    assert judge(spec(BOUND, 0.9, side="lower"), Measured(0.8, 0.01, 3)).verdict == NOT_REPRODUCED
+    bars = spec(VALUE, 4.56, tolerance=Tolerance(abs=0.25, source="the paper's error bars"))
+    assert judge(bars, Measured(3.97, 0.4, 3)).verdict == REPRODUCED
+    assert judge(bars, Measured(3.97, 0.05, 3)).verdict == NOT_REPRODUCED
+
+
+def test_out_of_regime_is_not_judged_and_says_why():
+    m = Measured(3.3, 0.1, 3, regime=[Condition("cores busy of 4 at the top demand", 1.99, ">=", 3.6)])
+    c = judge(spec(RATIO, 3.3), m)
+    assert c.verdict == OUT_OF_REGIME and not c.holds
+    assert c.extra["cause"]["evidence"]["pre0_value"] == 1.99
+    assert "1.99" in c.extra["cause"]["text"] and "3.6" in c.extra["cause"]["text"]
+    ok = Measured(3.3, 0.1, 3, regime=[Condition("cores busy", 3.9, ">=", 3.6)])
+    assert judge(spec(RATIO, 3.3), ok).verdict == REPRODUCED
+
+
+def test_model_check_is_apart_and_can_fail():
+    chk = spec(CHECK, 0.01)
+    assert judge(chk, Measured(0.001, None, 1)).extra["passed"] is True
+    bad = judge(chk, Measured(0.2, None, 1))
+    assert bad.verdict == MODEL_CHECK and bad.extra["passed"] is False and not bad.holds
+    n = counts([bad.to_dict()])
+    assert n[MODEL_CHECK] == 1 and n[NOT_REPRODUCED] == 0
+
+
+def test_unmeasured_claim_is_not_reproduced_with_the_reason():
+    c = judge(spec(VALUE, 1.0), Measured(None, missing="no run at the paper's load"))
+    assert c.verdict == NOT_REPRODUCED
+    assert "paper's load" in c.extra["cause"]["text"]
+    assert judge(spec(VALUE, 1.0), Measured(math.nan, 0.1, 3)).verdict == NOT_REPRODUCED
+
+
+def test_cause_text_comes_from_the_evidence_and_follows_it():
+    s = spec(RATIO, 3.3, cause="SEDA's bucket rejects {drop:.3f} of the requests at {load} rps")
+    a = judge(s, Measured(1.3, 0.05, 3, evidence={"drop": 0.203, "load": 500}))
+    b = judge(s, Measured(1.3, 0.05, 3, evidence={"drop": 0.296, "load": 1000}))
+    assert a.extra["cause"]["text"] == "SEDA's bucket rejects 0.203 of the requests at 500 rps"
+    assert b.extra["cause"]["text"] != a.extra["cause"]["text"]
+    assert a.extra["cause"]["evidence"]["drop"] == 0.203
+
+
+@pytest.mark.parametrize("template", ["at 30 µs RTT the pool stays at {x}", "gain of 0.0", "up to 1.6× the budget {x}",
+                                      "JBSQ(2) is full {x}"])
+def test_a_cause_template_with_a_numeric_literal_is_refused(template):
+    with pytest.raises(ValueError, match="numeric literal"):
+        Cause(template, {"x": 1})
+    with pytest.raises(ValueError, match="numeric literal"):
+        spec(RATIO, 2.0, cause=template)
+
+
+@pytest.mark.parametrize("template", ["p99 of {x} and c-FCFS at t_e {x}", "the p99.9 slowdown is {x:.2f}"])
+def test_names_with_digits_are_not_literals(template):
+    assert Cause(template, {"x": 1.5}).render()
+
+
+def test_a_cause_field_missing_from_the_evidence_is_refused():
+    with pytest.raises(ValueError, match="not in its evidence"):
+        Cause("pool {pool}", {"other": 1})
+
+
+def test_declaration_errors_name_the_field():
+    with pytest.raises(ValueError, match="needs the paper's number"):
+        spec(RATIO, None)
+    with pytest.raises(ValueError, match="kind 'bigger'"):
+        spec("bigger", 1.0)
+    with pytest.raises(ValueError, match="side"):
+        spec(ORDER, side="upper")
+
+
+def test_claims_json_layout_ties_holds_to_the_verdict_and_requires_causes():
+    good = judge(spec(RATIO, 3.3), Measured(1.3, 0.05, 3)).to_dict()
+    check_claims([good])
+    with pytest.raises(ValueError, match="holds"):
+        check_claims([dict(good, holds=True)])
+    with pytest.raises(ValueError, match="needs a cause"):
+        check_claims([{k: v for k, v in good.items() if k != "cause"}])
+    with pytest.raises(ValueError, match="verdict"):
+        check_claims([dict(good, verdict="holds")])
+
+
+def test_summary_counts_per_paper_and_lists_what_is_not_reproduced():
+    ok = judge(spec(RATIO, 3.3), Measured(3.2, 0.1, 3)).to_dict()
+    miss = judge(spec(RATIO, 3.3, cause="bucket {b}"), Measured(1.3, 0.1, 3, evidence={"b": 1})).to_dict()
+    miss["id"] = "m"
+    runs = [{"name": "protego", "wall_s": 10.0, "claims": [ok, miss]},
+            {"name": "collapse", "wall_s": 2.0, "claims": [ok]},
+            {"name": "load-shift", "wall_s": 3.0, "error": "ValueError: boom", "claims": []}]
+    s = make_summary(runs, quick=True, wall_s=15.0, jobs=2)
+    by = {p["paper"]: p for p in s["papers"]}
+    assert by["protego"]["counts"][REPRODUCED] == 1 and by["protego"]["counts"][DIRECTION] == 1
+    assert by["protego"]["not_reproduced"][0]["cause"] == "bucket 1"
+    assert by["study"]["reproductions"] == ["collapse", "load-shift"] and by["study"]["wall_s"] == 5.0
+    assert by["study"]["errors"] == {"load-shift": "ValueError: boom"} and s["ok"] is False
+    assert s["counts"][REPRODUCED] == 2
+    md = summary_markdown(s)
+    assert "| **all** |" in md and "Protego" in md
