@@ -248,6 +248,9 @@ def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = N
         raise FileNotFoundError(f"not found: {d}")
     if not d.is_dir():
         raise ReportError(f"{d}: not a directory (give a sweep, reproduce or run output directory)")
+    every = _read_json(d / "summary.json")
+    if isinstance(every, dict) and "papers" in every:
+        return build_all_report(d, every, out)
     has_results = (d / "results.parquet").is_file()
     has_run = (d / "summary.json").is_file()
     claims_path = d / "claims.json"
@@ -261,6 +264,8 @@ def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = N
         sub.append(f"{meta.get('paper', '')}, {meta.get('figure', '')}")
     if meta.get("description"):
         sub.append(str(meta["description"]))
+    if meta.get("quick"):
+        sub.append(QUICK_NOTE)
 
     body: list[str] = []
     notes: list[str] = []
@@ -327,6 +332,66 @@ def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = N
         + "".join(body)
         + "</body></html>\n"
     )
+    path = Path(out) if out is not None else d / REPORT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+QUICK_NOTE = ("Quick profile (--quick): fewer points, shorter runs, 3 seeds. Its verdicts have wide confidence "
+              "intervals; the full profile is the reproduction's result.")
+MAX_FIGURES_PER_REPRODUCTION = 6
+
+
+def build_all_report(d: Path, summary: dict, out: str | os.PathLike | None = None) -> Path:
+    """The page of ``reproduce --all``: a front table of the counts by verdict per paper, then per
+    paper its reproductions' verdict tables and key figures."""
+    from .reproduce.claims import VERDICTS
+
+    labels = {v: v.replace("_", " ") for v in VERDICTS}
+    n = summary.get("counts", {})
+    rows = []
+    for p in summary.get("papers", []):
+        c = p.get("counts", {})
+        link = f'<a href="#{_e(p.get("paper"))}">{_e(p.get("title"))}</a>'
+        rows.append([link, _e(", ".join(p.get("reproductions", []))), _e(fmt(p.get("wall_s")))]
+                    + [_e(str(c.get(v, 0))) for v in VERDICTS])
+    rows.append(["<b>all papers</b>", "", _e(fmt(summary.get("wall_s")))] + [f"<b>{n.get(v, 0)}</b>" for v in VERDICTS])
+    front = _table(["paper", "reproductions", "time (s)", *[labels[v] for v in VERDICTS]], rows,
+                   cls=["", "", "num"] + ["num"] * len(VERDICTS), table_id="counts")
+    body = ["<h2>Verdicts per paper</h2>"
+            '<p class="meta">reproduced: the paper\'s number lies within the claim\'s tolerance of the measured '
+            "95 % confidence interval; direction: the paper's direction with the interval excluding no effect, not "
+            "its magnitude; out of regime: a precondition of the paper's experiment does not hold in the run (not "
+            "judged); model checks test our own model and are not counted with the paper's claims.</p>" + front]
+    for p in summary.get("papers", []):
+        body.append(f'<h2 id="{_e(p.get("paper"))}">{_e(p.get("title"))}</h2>')
+        for name, err in (p.get("errors") or {}).items():
+            body.append(f'<p class="note">{_e(name)} failed to run: {_e(err)}</p>')
+        for name in p.get("reproductions", []):
+            rd = d / name
+            meta = _read_json(rd / "meta.json") or {}
+            body.append(f"<h3>{_e(name)}: {_e(meta.get('figure', ''))}</h3>")
+            if meta.get("description"):
+                body.append(f'<p class="meta">{_e(meta["description"])}</p>')
+            claims = _read_json(rd / "claims.json")
+            if isinstance(claims, list):
+                body.append(claims_section([c for c in claims if isinstance(c, dict)]).replace("<h2>Claims</h2>", ""))
+            pngs = sorted(rd.glob("*.png"))
+            body.append("".join(_img(f, f.stem.replace("_", " ")) for f in pngs[:MAX_FIGURES_PER_REPRODUCTION]))
+            if len(pngs) > MAX_FIGURES_PER_REPRODUCTION:
+                body.append(f'<p class="meta">{len(pngs) - MAX_FIGURES_PER_REPRODUCTION} more figures in '
+                            f"<code>{_e(rd.resolve())}</code> (<code>microsched report {_e(rd)}</code>)</p>")
+    title = "microsched: the five papers, reproduced"
+    sub = [QUICK_NOTE] if summary.get("quick") else []
+    now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    page = (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{_e(title)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{_e(title)}</h1>"
+        + "".join(f'<p class="meta"><b>{_e(s)}</b></p>' for s in sub)
+        + f'<p class="meta">microsched {_e(_version())} · <code>{_e(d.resolve())}</code> · {now}</p>'
+        + "".join(body) + "</body></html>\n")
     path = Path(out) if out is not None else d / REPORT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")

@@ -34,8 +34,9 @@ The claims table is printed at the end. A claim that is not reproduced is report
 error: the exit status is 0 once the results are written.
 
 --all runs every reproduction, each into OUT/NAME (default OUT: results/all), and writes
-OUT/summary.json: per paper, the counts by verdict and the claims not reproduced with their
-causes; the exit status is 1 if a reproduction failed to run.
+OUT/summary.json (per paper, the counts by verdict and the claims not reproduced with their
+causes) and OUT/report.html (the verdict tables and key figures of every paper); the exit
+status is 1 if a reproduction failed to run.
 
 examples:
   microsched reproduce --list
@@ -167,6 +168,10 @@ def _run_all(args: argparse.Namespace, reproduce: Any) -> int:
             err_con.print(f"interrupted: the finished runs are saved under {out}; continue with --all --resume")
             raise
     print_summary(summary, con, out)
+    from ..report import build_report
+
+    page = build_report(out)
+    con.print(f"report: [bold]{page.resolve()}[/bold]")
     return 0 if summary["ok"] else 1
 
 
