@@ -15,7 +15,15 @@ The simulation engine is Rust (``microsched._native``); this package is the type
 from .api import RunResult, estimate, run, schema, validate
 from .scenario import Scenario
 
-__all__ = ["run", "run_sweep", "Scenario", "RunResult", "schema", "validate", "estimate"]
+__all__ = ["run", "run_sweep", "compare", "Scenario", "RunResult", "schema", "validate", "estimate"]
+
+
+def compare(scenario, variants, loads=None, **kwargs):
+    """Compares policies on a scenario, paired by seed: :func:`microsched.comparison.compare`
+    (returns a :class:`~microsched.comparison.Comparison` of DataFrames)."""
+    from .comparison import compare as _compare
+
+    return _compare(scenario, variants, loads, **kwargs)
 
 
 def run_sweep(spec, out, **kwargs):

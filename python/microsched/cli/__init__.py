@@ -19,7 +19,7 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import bench, harvest, maxload, real, reproduce, run, validate
+from . import bench, compare, harvest, maxload, real, reproduce, run, validate
 from .args import Formatter, Parser
 from .errors import EXIT_INTERNAL, PROG, CliError, fail
 from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
@@ -36,6 +36,7 @@ commands:
   bench      measure simulator speed (simulated requests per wall-clock second)
   reproduce  regenerate a paper's figure and check its claims (`reproduce --list`)
   maxload    find the highest load meeting an SLO (bisection over load, seeds, CI)
+  compare    compare policies on a scenario: paired differences and ratios with CIs, figures
   serve      run the real UDP server of a scenario (worker threads, parking, credits)
   loadgen    run the scenario's open-loop load against a real server
   real       run server and load generator as two processes on loopback, merge the results
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_commands(sub)
     reproduce.add_commands(sub)
     maxload.add_commands(sub)
+    compare.add_commands(sub)
 
     from ..sweep.commands import add_commands  # sweep, plot, report
 
