@@ -125,3 +125,13 @@ def without_wall(summary: dict) -> dict:
     s.get("sim", {}).pop("wall_s", None)
     s.get("sim", {}).pop("requests_per_wall_s", None)
     return s
+
+
+@pytest.fixture(scope="session")
+def all_quick(tmp_path_factory) -> Path:
+    """`microsched reproduce --all --quick`, run once for the whole suite (the main job's
+    reproductions): OUT/summary.json, OUT/report.html and OUT/NAME/ for each reproduction."""
+    out = tmp_path_factory.mktemp("all-quick") / "papers"
+    r = run_cli("reproduce", "--all", "--quick", "--out", out, "--jobs", "2", timeout=1800)
+    assert r.code == 0, r.err[-3000:] + r.out[-3000:]
+    return out

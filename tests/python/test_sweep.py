@@ -366,9 +366,10 @@ def reproduce_like_dir(smoke_dir: Path, tmp_path_factory) -> Path:
     shutil.rmtree(d / "plots", ignore_errors=True)
     claims = [
         {"id": "caladan-more-cores", "claim": "Caladan allocates more cores than Shenango", "paper": None,
-         "measured": 0.4, "holds": True, "unit": "cores"},
+         "measured": 0.4, "holds": True, "verdict": "reproduced", "kind": "order", "unit": "cores"},
         {"id": "p99-ratio", "claim": "Caladan's p99 is 0.68× Shenango's", "paper": 0.68, "measured": 1.13,
-         "holds": False, "unit": "×", "ci95": 0.02},
+         "holds": False, "verdict": "not_reproduced", "kind": "ratio", "unit": "×", "ci95": 0.02,
+         "tolerance": "×/÷ 1.25", "cause": {"text": "Caladan polls every 2 µs", "evidence": {"poll_us": 2}}},
     ]
     (d / "claims.json").write_text(json.dumps(claims), encoding="utf-8")
     return d
@@ -389,7 +390,8 @@ def test_report_renders_in_headless_chromium(reproduce_like_dir: Path, tmp_path:
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = dom.stdout
     assert 'id="claims"' in page and 'id="results"' in page
-    assert "caladan-more-cores" in page and "does not hold" in page and "1 of 2 claims hold" in page
+    assert "caladan-more-cores" in page and "not reproduced" in page
+    assert "1 of 2 paper claims reproduced" in page and "cause: Caladan polls every 2 µs" in page
     assert page.count("<img") >= 4
     assert "Shenango" in page or "shenango" in page
 
@@ -402,7 +404,7 @@ def test_report_renders_in_headless_chromium(reproduce_like_dir: Path, tmp_path:
     assert img.shape[0] >= 1000 and img.shape[1] >= 1000
     rgb = img[..., :3]
     assert float(rgb.std()) > 0.05, "the screenshot is blank"
-    # the claims table's colours are there: green (holds) and red (does not) backgrounds
+    # the claims table's colours are there: green (reproduced) and red (not reproduced) backgrounds
     px = rgb.reshape(-1, 3)
     greenish = ((px[:, 1] > px[:, 0] + 0.03) & (px[:, 1] > px[:, 2] + 0.03)).mean()
     reddish = ((px[:, 0] > px[:, 1] + 0.03) & (px[:, 0] > px[:, 2] + 0.03)).mean()
