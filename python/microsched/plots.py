@@ -84,10 +84,19 @@ class SweepData:
     labels: dict[str, str] = field(default_factory=dict)
     title: str = ""
 
+    def __post_init__(self) -> None:
+        from .sweep.runner import hashable_columns
+
+        # A parameter set as a whole (`workload.types = [...]`) is a column of lists (numpy
+        # arrays once read back from Parquet): as JSON text it can be grouped on and shown.
+        self.df = hashable_columns(self.df)
+
     @property
     def varying(self) -> list[str]:
         """Parameters (not the seed) that take more than one value."""
-        return [c for c in self.params if c != "seed" and self.df[c].nunique(dropna=False) > 1]
+        from .sweep.runner import n_distinct
+
+        return [c for c in self.params if c != "seed" and n_distinct(self.df[c]) > 1]
 
 
 @dataclass

@@ -185,8 +185,44 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def plain(v: Any) -> Any:
+    """A cell as plain Python: numpy arrays (a list read back from Parquet) as lists, numpy
+    scalars as numbers, and the keys of a table that Parquet filled with nulls (a struct's
+    absent fields) dropped, so that the value reads as it was written."""
+    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):  # numpy array or scalar
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: plain(x) for k, x in v.items() if x is not None}
+    return v
+
+
 def _hashable(v: Any) -> Any:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+    """A value to group on: a list or table (a parameter set as a whole, ``workload.types``)
+    as its JSON text; anything else as it is."""
+    if isinstance(v, (list, tuple, Mapping)) or (hasattr(v, "ndim") and getattr(v, "ndim", 0) > 0):
+        return json.dumps(plain(v), sort_keys=True, default=str)
+    return v
+
+
+def hashable_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every column that holds lists or tables (``workload.types``; numpy arrays
+    once read back from Parquet) turned into their JSON text, so that the column can be
+    grouped on, counted (``nunique``) and shown; other columns are unchanged (not copied)."""
+    out = df
+    for c in df.columns:
+        if df[c].dtype == object and any(_hashable(v) is not v for v in df[c]):
+            if out is df:
+                out = df.copy()
+            out[c] = df[c].map(_hashable)
+    return out
+
+
+def n_distinct(col: pd.Series) -> int:
+    """How many distinct values a column takes (missing values count as one), also when its
+    cells are lists or tables."""
+    return int(col.map(_hashable).nunique(dropna=False))
 
 
 def aggregate(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
