@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pandas is imported when a result is built: `microsched vali
     import pandas as pd
 
 from ._native_loader import native
-from .scenario import Scenario, _format_of
+from .scenario import Scenario, _format_of, is_numpy
 
 ScenarioLike = str | os.PathLike | Mapping[str, Any] | Scenario
 
@@ -133,6 +133,8 @@ def _check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, int):
+    if is_numpy(seed) and getattr(seed, "ndim", 1) == 0:
+        seed = seed.item()  # np.int64(3) is 3; np.float64(3.5), np.bool_ stay refused
         raise ValueError(f"seed: {seed!r} is not allowed: use an integer in 0..2^64-1")
     if not 0 <= seed < 2**64:
         raise ValueError(f"seed: {seed} is not allowed: use an integer in 0..2^64-1")

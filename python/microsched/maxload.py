@@ -19,6 +19,7 @@ import math
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Iterable, Sequence
 
+from .scenario import plain
 from .sweep.runner import default_jobs, mean_ci95
 
 
@@ -36,6 +37,7 @@ def metric_value(summary: dict, metric: str) -> float:
             node = node[part]
         else:
             raise ValueError(f"metric {metric!r}: the summary has no {part!r}")
+    node = plain(node)  # a numpy number is a number
     if not isinstance(node, (int, float)):
         raise ValueError(f"metric {metric!r} is not a number")
     return float(node)

@@ -45,9 +45,30 @@ def _parse(text: str, fmt: str) -> dict:
 NON_FINITE_KEY = "$nonfinite"  # the Rust loader's marker (scenario::NON_FINITE_KEY)
 
 
+def is_numpy(v: Any) -> bool:
+    """A numpy scalar (``np.int64(4)``, ``np.float32(0.5)``, ``np.bool_(True)``) or array,
+    without importing numpy."""
+    return type(v).__module__ == "numpy" and hasattr(v, "tolist")
+
+
+def plain(v: Any) -> Any:
+    """``v`` with numpy scalars as the Python numbers (bools) they hold and numpy arrays as
+    lists, inside lists and tables too: everywhere a Python number is accepted, a numpy one
+    is as well."""
+    if is_numpy(v):
+        return v.tolist()  # a scalar's .tolist() is its Python value
+    if isinstance(v, Mapping):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    return v
+
+
 def _encode_non_finite(node: Any) -> Any:
     """JSON cannot carry NaN or infinities; they are written as ``{"$nonfinite": "NaN"}`` so
     that the Rust loader refuses them naming the field, exactly as it does in a TOML file."""
+    if is_numpy(node):
+        node = plain(node)
     if isinstance(node, float) and not math.isfinite(node):
         return {NON_FINITE_KEY: "NaN" if math.isnan(node) else ("inf" if node > 0 else "-inf")}
     if isinstance(node, Mapping):
@@ -123,8 +144,9 @@ class Scenario:
         are indexed by position (``"workload.types.0.service.mean_us"``).
 
         ``value`` is a Python value (``4``, ``0.5``, ``"central"``, a dict or a list), not a
-        string to parse: ``s.set("server.max_cores", 4)``. Nothing is validated until the
-        scenario is run or :meth:`validate` is called.
+        string to parse: ``s.set("server.max_cores", 4)``; numpy numbers are stored as the
+        Python numbers they hold. Nothing is validated until the scenario is run or
+        :meth:`validate` is called.
         """
         parts = key.split(".") if isinstance(key, str) else []
         if not parts or any(not p.strip() for p in parts):
@@ -141,14 +163,14 @@ class Scenario:
                 if n >= len(node):
                     raise ValueError(f"{at}: has {len(node)} entries: index {n} is out of range (0..{len(node)})")
                 if last:
-                    node[n] = copy.deepcopy(value)
+                    node[n] = plain(copy.deepcopy(value))
                 else:
                     node = node[n]
                 continue
             if not isinstance(node, dict):
                 raise ValueError(f"{'.'.join(parts[:i])}: is not a table, cannot set a key inside it")
             if last:
-                node[part] = copy.deepcopy(value)
+                node[part] = plain(copy.deepcopy(value))
             else:
                 node = node.setdefault(part, {})
         return Scenario(tree, base_dir=self.base_dir, source=self.source)

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..scenario import plain
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -68,7 +70,9 @@ def split_override(text: str) -> tuple[str, Any]:
 
 
 def format_value(v: Any) -> str:
-    """A value as an override's right-hand side (a TOML literal)."""
+    """A value as an override's right-hand side (a TOML literal); numpy numbers as the Python
+    numbers they hold."""
+    v = plain(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -170,6 +174,7 @@ class SweepSpec:
             for v in vs:
                 try:
                     format_value(v)
+        grid = {k: plain(vs) for k, vs in grid.items()}  # numpy arrays and numbers as Python's
                 except TypeError as e:
                     raise err(f"grid.{k}", str(e)) from None
 
@@ -211,6 +216,7 @@ class SweepSpec:
             if v < 1:
                 raise err("seeds", f"{v} is not allowed: use 1 or more")
             return list(range(1, v + 1))
+        v = plain(v)  # numpy integers are integers
         if isinstance(v, list) and v and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**64
                                              for s in v):
             return list(v)
