@@ -132,9 +132,9 @@ def summary_html(s: Mapping[str, Any], ts_rows: int | None = None) -> str:
 def _check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
-    if isinstance(seed, bool) or not isinstance(seed, int):
     if is_numpy(seed) and getattr(seed, "ndim", 1) == 0:
         seed = seed.item()  # np.int64(3) is 3; np.float64(3.5), np.bool_ stay refused
+    if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed: {seed!r} is not allowed: use an integer in 0..2^64-1")
     if not 0 <= seed < 2**64:
         raise ValueError(f"seed: {seed} is not allowed: use an integer in 0..2^64-1")

@@ -168,13 +168,13 @@ class SweepSpec:
             raise err("grid", "must be a table of dotted key = list of values")
         if "grid" in prof and not grid:
             raise err("grid", "empty: give at least one dotted key = list of values, or leave the table out")
+        grid = {k: plain(vs) for k, vs in grid.items()}  # numpy arrays and numbers as Python's
         for k, vs in grid.items():
             if not isinstance(vs, list) or not vs:
                 raise err(f"grid.{k}", "must be a non-empty list of values")
             for v in vs:
                 try:
                     format_value(v)
-        grid = {k: plain(vs) for k, vs in grid.items()}  # numpy arrays and numbers as Python's
                 except TypeError as e:
                     raise err(f"grid.{k}", str(e)) from None
 
@@ -210,13 +210,13 @@ class SweepSpec:
 
     @staticmethod
     def _seeds(v: Any, err) -> list[int]:
+        v = plain(v)  # numpy integers are integers
         if isinstance(v, bool):
             raise err("seeds", "must be a count or a list of seeds")
         if isinstance(v, int):
             if v < 1:
                 raise err("seeds", f"{v} is not allowed: use 1 or more")
             return list(range(1, v + 1))
-        v = plain(v)  # numpy integers are integers
         if isinstance(v, list) and v and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**64
                                              for s in v):
             return list(v)
