@@ -463,14 +463,40 @@ class SweepOutcome:
     jobs: int | None
     wall_s: float
     results: pd.DataFrame
+    #: The parameter columns of ``results`` (variant, the overridden keys, seed).
+    params: list[str] = field(default_factory=list)
 
     def _repr_html_(self) -> str:
-        """A heading and the results table (Jupyter shows it for an outcome)."""
+        """A heading and the key metrics of every run (Jupyter shows it for an outcome): the
+        parameters that vary and the seed, latency p50 / p99 / p99.9, throughput, goodput,
+        drop rate and LC cores; every column is in ``results`` (and ``results.parquet``)."""
         import html
 
+        from .runner import hashable_columns, n_distinct
+
+        df = hashable_columns(self.results)
+        params = [c for c in (self.params or ("variant", "seed")) if c in df.columns]
+        shown = [c for c in params if c == "seed" or n_distinct(df[c]) > 1] or params[:1]
+        metrics = [(c, h) for c, h, _ in HTML_METRICS if c in df.columns]
+        table = df[shown + [c for c, _ in metrics]].rename(columns=dict(metrics))
+        fmts = {h: (lambda f: lambda v: "–" if v is None or v != v else format(v, f))(f)
+                for c, h, f in HTML_METRICS if c in df.columns}
         head = (f"<p><b>sweep {html.escape(self.name)}</b>: {self.n_points} points ({self.n_run} run, "
-                f"{self.n_skipped} already done) in {self.wall_s:.1f} s; results in {html.escape(str(self.out))}</p>")
-        return head + self.results.to_html(max_rows=30, max_cols=20)
+                f"{self.n_skipped} already done) in {self.wall_s:.1f} s; results in {html.escape(str(self.out))} "
+                f"({len(self.results.columns)} columns in <code>.results</code>; key metrics shown)</p>")
+        return head + table.to_html(max_rows=30, index=False, formatters=fmts, na_rep="–")
+
+
+#: The columns ``SweepOutcome`` shows in Jupyter: (column, header, number format).
+HTML_METRICS: list[tuple[str, str, str]] = [
+    ("latency_us.p50", "p50 (µs)", ",.1f"),
+    ("latency_us.p99", "p99 (µs)", ",.1f"),
+    ("latency_us.p999", "p99.9 (µs)", ",.1f"),
+    ("throughput_rps", "throughput (req/s)", ",.0f"),
+    ("goodput_rps", "goodput (req/s)", ",.0f"),
+    ("drop_rate", "drop rate", ".3%"),
+    ("cores.allocated_mean", "LC cores", ".2f"),
+]
 
 
 def _sha256(text: str) -> str:
@@ -613,7 +639,7 @@ def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, job
                  "run_wall_s": round(run_s, 3)})
     _write_json(meta_path, meta)
     return SweepOutcome(name=spec.name, out=out, n_points=len(tasks), n_run=len(todo), n_skipped=skipped,
-                        backend=backend, jobs=jobs, wall_s=run_s, results=df)
+                        backend=backend, jobs=jobs, wall_s=run_s, results=df, params=list(meta["params"]))
 
 
 def _write_json(path: Path, data: Any) -> None:
