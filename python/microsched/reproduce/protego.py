@@ -4,44 +4,967 @@
 The main sweep (``experiments/protego/sweep.toml``) is the synthetic two-path application at
 p = 50 %, 10 µs (Fig. 9 and 11); the analysis runs the other figures' sweeps of the same
 directory (``fig3``, ``fig5``, ``fig6``, ``fig7`` (with Fig. 8's replicas), ``fig10``, ``fig12``,
-``fig13``) through the same runner and writes each one's rows as ``FIG.parquet`` next to
-``results.parquet``. Every comparison is paired by seed (common random numbers) and reported as
+``fig13``) with the main sweep's profile and seed count, and writes each one's rows as
+``FIG.parquet`` next to ``results.parquet``; those rows also carry the per-lock counters of the
+summary (``lock_control.locks.NAME.drops``, ``.cleanups``, ``.waits_over_budget``, ``.wait_us.p99``)
+and the resends (``requests.retried``), which the sweep runner's flattening leaves out.
+
+The claims are data (:data:`CLAIMS`): each has the paper's number, how it is compared
+(:mod:`.claims`) and a ``measure`` function of ``data``, a dict of the runs' frames (``main``,
+``fig3`` ... ``fig13``) and the lock-bound capacities of the applications (``capacity``, from
+their scenario files). Every comparison is paired by seed (common random numbers) and reported as
 a mean over seeds with its 95 % confidence half-width.
 
-Figures: ``protego_figN.png`` (goodput, p99, drop rate and CPU use against the clients' demand,
+Drop rates are the paper's (§5.1): requests dropped at the server (ASQM or try_lock at a lock,
+the ingress AQM) over the requests the server received, ``server_drop_rate``; requests a client
+gave up before sending (no credit within ``clients.timeout_us``, SEDA's rate limit) are counted
+apart, ``client_drop_rate``.
+
+Figures: ``protego_figN.png`` (goodput, p99, drop rates and CPU use against the clients' demand,
 one line per system), ``protego_fig12.png`` (goodput and drop rate against t_e),
 ``protego_fig13.png`` (bars: goodput, p99, drop rate per system).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import tomllib
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from .claims import Claim, rounded as _r
+from .claims import (BOUND, CHECK, FRACTION, GAIN, ORDER, RATIO, VALUE, Claim, ClaimSpec, Condition, Measured,
+                     judge_all)
 from .framework import Context, experiments_dir, register
 from .loadshift import setup_plt
-from .runner import aggregate, default_jobs, run_points
+from .runner import aggregate, default_jobs, mean_ci95
 from .spec import SweepSpec
-from .stats import Seeds, extreme
+from .stats import Seeds, safe_ratio
 
 LOAD = "load.rps"
 TE = "policy.overload.efficiency_threshold"
+P99 = "latency_us.p99"
+GOODPUT = "goodput_rps"
+SDR = "server_drop_rate"
+CDR = "client_drop_rate"
 SUBSWEEPS = ("fig3", "fig5", "fig6", "fig7", "fig10", "fig12", "fig13")
+# The paper's target delays (§5.1-§5.5; Fig. 3's is not stated: synthetic-100us.toml).
 TARGET_US = {"main": 200.0, "fig3": 1000.0, "fig5": 200.0, "fig6": 40000.0, "fig7": 110.0, "fig10": 110.0,
              "fig12": 200.0, "fig13": 110.0}
+# Each application's scenario file: its lock-bound capacity is read from it.
+SCENARIO = {"main": "synthetic-p50.toml", "fig5": "synthetic.toml", "fig6": "lucene.toml",
+            "fig10": "synthetic-p50-1us.toml"}
 COLORS = {"none": "tab:gray", "asqm": "tab:olive", "breakwater": "tab:red", "seda": "tab:orange",
           "try_lock": "tab:purple", "protego_ac": "tab:cyan", "protego": "tab:blue", "protego_replicas": "tab:green"}
-P99 = "latency_us.p99"
+# Regime thresholds: "the CPU is saturated" (Fig. 10, 13) and "not congested" (Fig. 6, 9).
+CPU_SATURATED = 0.95
+CPU_NOT_CONGESTED = 0.9
+
+
+# ---------------------------------------------------------------------------------------------
+# the runs' data
+
+
+def lock_saturation_demands(path: Path) -> list[tuple[str, float]]:
+    """The clients' demand (req/s) at which each lock of a scenario saturates, lowest first:
+    1 s / (the time a request holds it × the share of requests that take its busiest instance),
+    from the scenario file (a step's own time, else the type's service time; a lock family's
+    busiest instance takes its ``hot_share``, or 1/``count``)."""
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    wl = raw.get("workload", {})
+    locks = {lk["name"]: lk for lk in wl.get("locks", [])}
+    types = wl.get("types", [])
+    total = sum(float(t.get("ratio", 1.0)) for t in types) or 1.0
+    load_us: dict[str, float] = {}
+    for t in types:
+        share_t = float(t.get("ratio", 1.0)) / total
+        paths = t.get("paths", [])
+        for step in (paths[0].get("steps", []) if paths else []):
+            if step.get("op") != "lock":
+                continue
+            lk = locks.get(step["lock"], {})
+            hot = lk.get("hot")
+            share = float(hot["hot_share"]) if hot else 1.0 / float(lk.get("count", 1))
+            time = step.get("time") or t.get("service", {})
+            hold_us = float(time.get("mean_us", time.get("value_us", math.nan)))
+            load_us[step["lock"]] = load_us.get(step["lock"], 0.0) + share_t * share * hold_us
+    return sorted(((name, 1e6 / us) for name, us in load_us.items() if us > 0), key=lambda x: x[1])
+
+
+def capacities(base: Path | None = None) -> dict[str, dict[str, float]]:
+    """Per application: the demand at which its first lock saturates (``capacity``, the lock-bound
+    capacity the paper's figures are read against) and at which its last does (``last``)."""
+    base = base or experiments_dir() / "protego"
+    out = {}
+    for name, f in SCENARIO.items():
+        d = lock_saturation_demands(base / f)
+        out[name] = {"capacity": d[0][1], "last": d[-1][1], "lock": d[0][0]}
+    return out
+
+
+def derived(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows with the paper's drop rates: ``server_drops`` (at a lock, at the ingress AQM),
+    ``server_drop_rate`` (over the requests the server received: completed + server drops) and
+    ``client_drop_rate`` (the rest of ``drop_rate``: requests a client gave up before sending),
+    over the measured window."""
+    df = df.copy()
+
+    def col(c: str) -> pd.Series:
+        return df[c].astype(float).fillna(0.0) if c in df.columns else pd.Series(0.0, index=df.index)
+
+    done = col("throughput_rps") * col("duration_s")
+    server = col("lock_control.drops") + col("credits.aqm_drops")
+    rate = col("drop_rate")
+    ended = done / (1.0 - rate).where(rate < 1.0)
+    df["server_drops"] = server
+    df[SDR] = (server / (done + server)).where(done + server > 0)
+    df[CDR] = ((rate * ended - server) / ended).clip(lower=0.0).where(ended > 0)
+    return df
+
+
+def _seeds(data: dict, name: str, key: str | None = LOAD) -> Seeds:
+    return Seeds(derived(data[name]), key=key)
+
+
+def _loads(df: pd.DataFrame, key: str = LOAD) -> list[float]:
+    return sorted(set(df[key].astype(float))) if key in df.columns else []
+
+
+def _has(df: pd.DataFrame, *variants: str) -> str | None:
+    missing = set(variants) - set(df["variant"]) if "variant" in df.columns else set(variants)
+    return f"the run has no {', '.join(sorted(missing))} variant" if missing else None
+
+
+def _n(s: Seeds, variant: str, at: float | None, metric: str) -> int:
+    return int(s.values(variant, at, metric).notna().sum())
+
+
+def _per_seed(s: Seeds, variant: str, metric: str, a: float | None, b: float | None,
+              fn: Callable[[float, float], float]) -> tuple[float, float, int]:
+    """(mean, ci95, n) over seeds of fn(metric at a, metric at b) of one variant."""
+    x = pd.concat([s.values(variant, a, metric), s.values(variant, b, metric)], axis=1, join="inner")
+    return mean_ci95([fn(u, v) for u, v in x.itertuples(index=False)])
+
+
+def _krps(x: float) -> float:
+    return x / 1e3
+
+
+def _max_over(s: Seeds, loads: list[float], stat: Callable[[float], tuple[float, float]]) -> tuple[float, float, float]:
+    """(load, mean, ci95) at the load with the largest mean of ``stat``."""
+    stats = {x: stat(x) for x in loads}
+    stats = {x: v for x, v in stats.items() if v[0] is not None and math.isfinite(v[0])}
+    if not stats:
+        return math.nan, math.nan, math.nan
+    at = max(stats, key=lambda k: stats[k][0])
+    return (at, *stats[at])
+
+
+def _by_load(stats: dict[float, float]) -> dict[str, float | None]:
+    return {f"{k:g}": (None if v is None or not math.isfinite(v) else round(float(v), 4)) for k, v in stats.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# measures: Fig. 9 and 11 (main sweep: synthetic, p = 50 %, 10 µs)
+
+
+def _ratio_max(name: str, metric: str, num: str, den: str, target_key: str | None = None):
+    """max over demands of metric(num)/metric(den), paired by seed."""
+
+    def measure(data: dict) -> Measured:
+        df = data[name]
+        miss = _has(df, num, den)
+        if miss:
+            return Measured(None, missing=miss)
+        s = _seeds(data, name)
+        loads = _loads(df)
+        at, m, ci = _max_over(s, loads, lambda x: s.ratio(x, metric, num, den))
+        if not math.isfinite(at):
+            return Measured(None, missing=f"no finite {metric} ratio {num}/{den} at any demand")
+        ev = {"at_krps": _krps(at), "num": num, "den": den,
+              f"{num}_{_short(metric)}": s.mean(num, at, metric), f"{den}_{_short(metric)}": s.mean(den, at, metric),
+              f"{num}_p99_us": s.mean(num, at, P99), f"{den}_p99_us": s.mean(den, at, P99),
+              f"{num}_goodput_krps": _krps(s.mean(num, at, GOODPUT)), f"{den}_goodput_krps": _krps(s.mean(den, at, GOODPUT)),
+              f"{den}_client_drop_rate": s.mean(den, at, CDR), f"{num}_server_drop_rate": s.mean(num, at, SDR),
+              f"{den}_cores_busy": s.mean(den, at, "cores.busy_mean")}
+        return Measured(m, ci, _n(s, num, at, metric), evidence=ev,
+                        extra={"at_load_rps": at, "by_load": _by_load({x: s.ratio(x, metric, num, den)[0] for x in loads})})
+
+    return measure
+
+
+def _short(metric: str) -> str:
+    return {GOODPUT: "goodput", P99: "p99"}.get(metric, metric.replace(".", "_"))
+
+
+def _seda_cap(name: str):
+    """SEDA's largest goodput over demands / the lock-bound capacity."""
+
+    def measure(data: dict) -> Measured:
+        df = data[name]
+        miss = _has(df, "seda")
+        if miss:
+            return Measured(None, missing=miss)
+        cap = data["capacity"][name]["capacity"]
+        s = _seeds(data, name)
+        at, g, ci = _max_over(s, _loads(df), lambda x: s.stat("seda", x, GOODPUT))
+        ev = {"at_krps": _krps(at), "seda_goodput": g, "capacity": cap, "capacity_krps": _krps(cap),
+              "seda_client_drop_rate": s.mean("seda", at, CDR), "seda_p99_us": s.mean("seda", at, P99),
+              "target_us": TARGET_US[name], "seda_throughput": s.mean("seda", at, "throughput_rps")}
+        return Measured(g / cap, ci / cap if math.isfinite(ci) else None, _n(s, "seda", at, GOODPUT), evidence=ev,
+                        extra={"at_load_rps": at, "capacity_rps": round(cap, 1),
+                               "by_load_goodput_rps": _by_load({x: s.mean("seda", x, GOODPUT) for x in _loads(df)})})
+
+    return measure
+
+
+def _overloaded(data: dict, name: str, loads: list[float]) -> tuple[list[float], Condition]:
+    cap = data["capacity"][name]["capacity"]
+    top = max(loads) if loads else math.nan
+    return [x for x in loads if x > cap], Condition("highest demand over the lock-bound capacity", top / cap, ">", 1.0)
+
+
+def _p99_over_target(name: str, variant: str, overloaded_only: bool, cpu_regime: bool = False,
+                     in_target_units: bool = True):
+    """max over demands (above the lock-bound capacity when ``overloaded_only``) of the
+    variant's p99 (in units of the target when ``in_target_units``, else µs)."""
+
+    def measure(data: dict) -> Measured:
+        df = data[name]
+        miss = _has(df, variant)
+        if miss:
+            return Measured(None, missing=miss)
+        s = _seeds(data, name)
+        loads = _loads(df)
+        regime = []
+        if overloaded_only:
+            loads, cond = _overloaded(data, name, loads)
+            regime.append(cond)
+        if cpu_regime:
+            regime.append(_cpu_saturated(data, name))
+        if not loads:
+            return Measured(None, missing="no demand above the lock-bound capacity was run", regime=regime)
+        t = TARGET_US[name]
+        unit = t if in_target_units else 1.0
+        at, m, ci = _max_over(s, loads, lambda x: s.stat(variant, x, P99))
+        ev = {"at_krps": _krps(at), "p99_us": m, "target_us": t, "variant": variant,
+              "lock_wait_us": s.mean(variant, at, "sched.lock_wait_us_mean"),
+              "server_drop_rate": s.mean(variant, at, SDR), "client_drop_rate": s.mean(variant, at, CDR),
+              "cores_busy": s.mean(variant, at, "cores.busy_mean"), "cores": s.mean(variant, at, "cores.max"),
+              "goodput_krps": _krps(s.mean(variant, at, GOODPUT)), "pool_mean": s.mean(variant, at, "credits.pool_mean")}
+        budget = s.mean(variant, at, "server.lock_control.budget_us")
+        ev["budget_us"] = budget if math.isfinite(budget) else None
+        return Measured(m / unit, ci / unit if math.isfinite(ci) else None, _n(s, variant, at, P99), evidence=ev,
+                        regime=regime, extra={"at_load_rps": at, "p99_us": round(m, 1),
+                                              "by_load_p99_us": _by_load({x: s.mean(variant, x, P99) for x in loads})})
+
+    return measure
+
+
+def _drop_rate_max(name: str, variant: str, cpu_regime: bool = False):
+    """max over demands of the variant's server drop rate (the paper's)."""
+
+    def measure(data: dict) -> Measured:
+        df = data[name]
+        miss = _has(df, variant)
+        if miss:
+            return Measured(None, missing=miss)
+        s = _seeds(data, name)
+        loads = _loads(df)
+        at, m, ci = _max_over(s, loads, lambda x: s.stat(variant, x, SDR))
+        if not math.isfinite(at):
+            return Measured(None, missing="no request reached the server")
+        ev = {"at_krps": _krps(at), "client_drop_rate": s.mean(variant, at, CDR),
+              "server_drops_per_s": s.mean(variant, at, "server_drops") / max(s.mean(variant, at, "duration_s"), 1e-12),
+              "all_drop_rate": s.mean(variant, at, "drop_rate"), "p99_us": s.mean(variant, at, P99)}
+        regime = [_cpu_saturated(data, name)] if cpu_regime else []
+        return Measured(m, ci, _n(s, variant, at, SDR), evidence=ev, regime=regime,
+                        extra={"at_load_rps": at, "by_load": _by_load({x: s.mean(variant, x, SDR) for x in loads}),
+                               "by_load_client_drop_rate": _by_load({x: s.mean(variant, x, CDR) for x in loads})})
+
+    return measure
+
+
+def _collapse(name: str, variant: str, cpu_not_congested: bool):
+    """The share of its peak goodput a variant loses at the highest demand (per seed: 1 −
+    goodput(top)/goodput(the demand of the peak mean)); the regime: its CPU not congested there."""
+
+    def measure(data: dict) -> Measured:
+        df = data[name]
+        miss = _has(df, variant)
+        if miss:
+            return Measured(None, missing=miss)
+        s = _seeds(data, name)
+        loads = _loads(df)
+        if len(loads) < 2:
+            return Measured(None, missing="a collapse needs at least two demands; the run has "
+                                          f"{len(loads)}")
+        top = max(loads)
+        peak = max(loads, key=lambda x: s.mean(variant, x, GOODPUT))
+        m, ci, n = _per_seed(s, variant, GOODPUT, top, peak, lambda t, p: 1.0 - safe_ratio(t, p))
+        busy, cores = s.mean(variant, top, "cores.busy_mean"), s.mean(variant, top, "cores.max")
+        ev = {"top_krps": _krps(top), "peak_krps": _krps(peak), "goodput_top_krps": _krps(s.mean(variant, top, GOODPUT)),
+              "goodput_peak_krps": _krps(s.mean(variant, peak, GOODPUT)), "cores_busy": busy, "cores": cores,
+              "throughput_top_krps": _krps(s.mean(variant, top, "throughput_rps")), "p99_top_us": s.mean(variant, top, P99),
+              "aqm_drops": s.mean(variant, top, "credits.aqm_drops"), "low_krps": _krps(min(loads)),
+              "goodput_low_krps": _krps(s.mean(variant, min(loads), GOODPUT))}
+        regime = [Condition("cores busy at the highest demand, as a share of the cores", busy / cores, "<",
+                            CPU_NOT_CONGESTED)] if cpu_not_congested else []
+        return Measured(m, ci, n, evidence=ev, regime=regime,
+                        extra={"at_load_rps": top, "peak_load_rps": peak,
+                               "by_load_goodput_rps": _by_load({x: s.mean(variant, x, GOODPUT) for x in loads})})
+
+    return measure
+
+
+def _cpu_saturated(data: dict, name: str) -> Condition:
+    """The busiest variant's busy share of the cores at the highest demand."""
+    s = _seeds(data, name)
+    df = data[name]
+    loads = _loads(df)
+    if not loads:
+        return Condition("cores busy at the highest demand, as a share of the cores", None, ">=", CPU_SATURATED)
+    top = max(loads)
+    shares = [s.mean(v, top, "cores.busy_mean") / s.mean(v, top, "cores.max") for v in sorted(set(df["variant"]))]
+    shares = [x for x in shares if math.isfinite(x)]
+    return Condition("cores busy at the highest demand (busiest system), as a share of the cores",
+                     max(shares) if shares else None, ">=", CPU_SATURATED)
+
+
+def _asqm_goodput_gain(data: dict) -> Measured:
+    df = data["main"]
+    miss = _has(df, "protego", "protego_ac")
+    if miss:
+        return Measured(None, missing=miss)
+    s = _seeds(data, "main")
+    top = max(_loads(df))
+    cap = data["capacity"]["main"]["capacity"]
+    m, ci = s.paired(top, GOODPUT, lambda a, b: (a - b) / cap, "protego", "protego_ac")
+    ev = {"top_krps": _krps(top), "capacity_krps": _krps(cap), "goodput_full_krps": _krps(s.mean("protego", top, GOODPUT)),
+          "goodput_ac_krps": _krps(s.mean("protego_ac", top, GOODPUT)), "p99_ac_us": s.mean("protego_ac", top, P99),
+          "p99_full_us": s.mean("protego", top, P99), "throughput_ac_krps": _krps(s.mean("protego_ac", top, "throughput_rps"))}
+    return Measured(m, ci, _n(s, "protego", top, GOODPUT), evidence=ev, extra={"at_load_rps": top})
+
+
+# ---------------------------------------------------------------------------------------------
+# measures: Fig. 3 (synthetic p = 20 %, 100 µs), Fig. 5 (ASQM alone)
+
+
+def _fig3_order(metric: str, other: str, as_difference: bool = False):
+    """other vs Protego at the highest demand, paired: metric(other)/metric(Protego) − 1 (or the
+    difference)."""
+
+    def measure(data: dict) -> Measured:
+        df = data["fig3"]
+        miss = _has(df, other, "protego")
+        if miss:
+            return Measured(None, missing=miss)
+        s = _seeds(data, "fig3")
+        top = max(_loads(df))
+        fn = (lambda a, b: a - b) if as_difference else (lambda a, b: safe_ratio(a, b) - 1.0)
+        m, ci = s.paired(top, metric, fn, other, "protego")
+        ev = {"top_krps": _krps(top), "other": other, "other_value": s.mean(other, top, metric),
+              "protego_value": s.mean("protego", top, metric),
+              "other_throughput_krps": _krps(s.mean(other, top, "throughput_rps")),
+              "protego_throughput_krps": _krps(s.mean("protego", top, "throughput_rps")),
+              "other_p99_us": s.mean(other, top, P99), "protego_p99_us": s.mean("protego", top, P99),
+              "other_server_drop_rate": s.mean(other, top, SDR), "protego_server_drop_rate": s.mean("protego", top, SDR),
+              "other_client_drop_rate": s.mean(other, top, CDR), "protego_client_drop_rate": s.mean("protego", top, CDR)}
+        return Measured(m, ci, _n(s, other, top, metric), evidence=ev, extra={"at_load_rps": top, "metric": metric})
+
+    return measure
+
+
+def _fig5_phase2_p99(data: dict) -> Measured:
+    df = data["fig5"]
+    miss = _has(df, "asqm")
+    if miss:
+        return Measured(None, missing=miss)
+    s = _seeds(data, "fig5")
+    c = data["capacity"]["fig5"]
+    loads = [x for x in _loads(df) if c["capacity"] < x < c["last"]]
+    regime = [Condition("demands run in phase II (one path congested, the other not)", float(len(loads)), ">=", 1.0)]
+    if not loads:
+        return Measured(None, missing="no demand of phase II was run", regime=regime)
+    t = TARGET_US["fig5"]
+    at, m, ci = _max_over(s, loads, lambda x: s.stat("asqm", x, P99))
+    ev = {"at_krps": _krps(at), "p99_us": m, "target_us": t, "lock_wait_us": s.mean("asqm", at, "sched.lock_wait_us_mean"),
+          "server_drop_rate": s.mean("asqm", at, SDR), "phase2_from_krps": _krps(c["capacity"]),
+          "phase2_to_krps": _krps(c["last"]), "budget_us": s.mean("asqm", at, "server.lock_control.budget_us"),
+          "over_budget_share": _over_budget_share(s, "asqm", at)}
+    return Measured(m / t, ci / t if math.isfinite(ci) else None, _n(s, "asqm", at, P99), evidence=ev, regime=regime,
+                    extra={"at_load_rps": at, "p99_us": round(m, 1),
+                           "by_load_p99_us": _by_load({x: s.mean("asqm", x, P99) for x in _loads(df)})})
+
+
+def _over_budget_share(s: Seeds, variant: str, at: float) -> float | None:
+    """The share of lock waits that ended past the budget (all locks), where exported."""
+    cols = [c for c in s.df.columns if c.startswith("lock_control.locks.") and c.endswith(".waits_over_budget")]
+    if not cols:
+        return None
+    over = sum(s.mean(variant, at, c) for c in cols)
+    waits = sum(s.mean(variant, at, c[: -len("waits_over_budget")] + "waits") for c in cols)
+    return over / waits if waits > 0 else None
+
+
+def _fig5_phases(data: dict) -> Measured:
+    """Throughput's slope against demand in phase I (served share at the lowest demand) minus
+    its slope between the two highest demands."""
+    df = data["fig5"]
+    miss = _has(df, "asqm")
+    if miss:
+        return Measured(None, missing=miss)
+    s = _seeds(data, "fig5")
+    c = data["capacity"]["fig5"]
+    loads = _loads(df)
+    regime = [Condition("lowest demand over the demand where the first path congests", min(loads) / c["capacity"], "<", 1.0),
+              Condition("highest demand over the demand where the last path congests", max(loads) / c["last"], ">", 1.0)]
+    if len(loads) < 3:
+        return Measured(None, missing=f"phases need at least three demands; the run has {len(loads)}", regime=regime)
+    lo, a, b = loads[0], loads[-2], loads[-1]
+    thr = {x: s.values("asqm", x, "throughput_rps") for x in (lo, a, b)}
+    x = pd.concat([thr[lo], thr[a], thr[b]], axis=1, join="inner")
+    per = [u / lo - (w - v) / (b - a) for u, v, w in x.itertuples(index=False)]
+    m, ci, n = mean_ci95(per)
+    slopes = {f"{q:g}": round(float((s.mean("asqm", q, "throughput_rps") - s.mean("asqm", p, "throughput_rps")) / (q - p)), 3)
+              for p, q in zip(loads, loads[1:])}
+    ev = {"first_slope": s.mean("asqm", lo, "throughput_rps") / lo, "last_slope": (s.mean("asqm", b, "throughput_rps")
+          - s.mean("asqm", a, "throughput_rps")) / (b - a), "lo_krps": _krps(lo), "top_krps": _krps(b)}
+    return Measured(m, ci, n, evidence=ev, regime=regime, extra={"slopes": slopes})
+
+
+# ---------------------------------------------------------------------------------------------
+# measures: Fig. 7, 8 (Memcached-like VAR), 10, 12, 13
+
+
+def _cleanup_check(data: dict) -> Measured:
+    """Our accounting: slab-lock cleanups of Protego's dropped requests / their drops at the item
+    locks, at the highest demand (a cleanup belongs to a SET dropped after it allocated: <= 1)."""
+    df = data["fig7"]
+    miss = _has(df, "protego")
+    if miss:
+        return Measured(None, missing=miss)
+    cols = ("lock_control.locks.slab.cleanups", "lock_control.locks.item.drops")
+    if any(c not in df.columns for c in cols):
+        return Measured(None, missing="per-lock counters (lock_control.locks.*) are not in the rows")
+    s = _seeds(data, "fig7")
+    top = max(_loads(df))
+    x = pd.concat([s.values("protego", top, cols[0]), s.values("protego", top, cols[1])], axis=1, join="inner")
+    per = [safe_ratio(c, d) for c, d in x.itertuples(index=False)]
+    m, ci, n = mean_ci95(per)
+    ev = {"cleanups": s.mean("protego", top, cols[0]), "item_drops": s.mean("protego", top, cols[1]),
+          "slab_drops": s.mean("protego", top, "lock_control.locks.slab.drops"), "top_krps": _krps(top)}
+    if not math.isfinite(m):
+        return Measured(None, missing="no request was dropped at an item lock", evidence=ev)
+    return Measured(m, ci, n, evidence=ev, extra={"at_load_rps": top})
+
+
+def _replicas_slo_ratio(data: dict) -> Measured:
+    df = data["fig7"]
+    miss = _has(df, "protego_replicas")
+    if miss:
+        return Measured(None, missing=miss)
+    s = _seeds(data, "fig7")
+    loads = _loads(df)
+    slo = 2 * TARGET_US["fig7"]
+    at, p99, _ = _max_over(s, loads, lambda x: s.stat("protego_replicas", x, P99))
+    vals = s.values("protego_replicas", at, P99)
+    m, ci, n = mean_ci95([safe_ratio(slo, v) for v in vals])
+    retried = s.mean("protego_replicas", at, "requests.retried")
+    done = s.mean("protego_replicas", at, "throughput_rps") * s.mean("protego_replicas", at, "duration_s")
+    ev = {"at_krps": _krps(at), "p99_us": p99, "slo_us": slo,
+          "retried_share": retried / done if math.isfinite(retried) and done > 0 else None,
+          "server_drop_rate": s.mean("protego_replicas", at, SDR),
+          "failure_reply_p99_us": s.mean("protego_replicas", at, "lock_control.failure_reply_us.p99"),
+          "single_server_p99_us": s.mean("protego", at, P99)}
+    return Measured(m, ci, n, evidence=ev, extra={"at_load_rps": at, "p99_us": round(p99, 1),
+                                                 "by_load_p99_us": _by_load({x: s.mean("protego_replicas", x, P99) for x in loads})})
+
+
+def _failure_replies(data: dict) -> Measured:
+    """The p99 of failure replies (creation → the failure reply at the client) of the requests a
+    single Protego server drops, largest over demands. Measured on the one-server ``protego``
+    variant (Server 1 of Fig. 8 under the same demand), whose histogram holds the server's drops
+    only: with replicas it also counts the clients' local credit timeouts."""
+    df = data["fig7"]
+    miss = _has(df, "protego")
+    if miss:
+        return Measured(None, missing=miss)
+    s = _seeds(data, "fig7")
+    loads = _loads(df)
+    with_drops = [x for x in loads if s.mean("protego", x, "server_drops") > 0]
+    top = max(loads)
+    regime = [Condition("requests the server drops at the highest demand", s.mean("protego", top, "server_drops"), ">", 0.0)]
+    if not with_drops:
+        return Measured(None, missing="the server dropped no request", regime=regime)
+    metric = "lock_control.failure_reply_us.p99"
+    at, m, ci = _max_over(s, with_drops, lambda x: s.stat("protego", x, metric))
+    ev = {"at_krps": _krps(at), "target_us": TARGET_US["fig7"], "budget_us": s.mean("protego", at, "server.lock_control.budget_us"),
+          "server_drops": s.mean("protego", at, "server_drops"),
+          "client_timeouts": s.mean("protego", at, "credits.client_timeouts"),
+          "slab_wait_p99_us": s.mean("protego", at, "lock_control.locks.slab.wait_us.p99"),
+          "slab_waits_over_budget": s.mean("protego", at, "lock_control.locks.slab.waits_over_budget"),
+          "item_drops": s.mean("protego", at, "lock_control.locks.item.drops"),
+          "replicas_failure_p99_us": s.mean("protego_replicas", at, metric)}
+    return Measured(m, ci, _n(s, "protego", at, metric), evidence=ev, regime=regime,
+                    extra={"at_load_rps": at, "by_load": _by_load({x: s.mean("protego", x, metric) for x in with_drops})})
+
+
+def _fig12(metric: str, hi: float, lo: float, fn: Callable[[float, float], float], name: str):
+    """fn(metric at t_e = hi, metric at t_e = lo), paired by seed."""
+
+    def measure(data: dict) -> Measured:
+        df = data["fig12"]
+        tes = _loads(df, TE)
+        have = [t for t in (hi, lo) if any(np.isclose(t, x) for x in tes)]
+        if len(have) < 2:
+            return Measured(None, missing=f"the run has no t_e = {hi:g} and {lo:g} (it ran {', '.join(f'{t:g}' for t in tes)})")
+        s = _seeds(data, "fig12", key=TE)
+        m, ci, n = _per_seed(s, "protego", metric, hi, lo, fn)
+        ev = {"te_hi": hi, "te_lo": lo, "goodput_hi_krps": _krps(s.mean("protego", hi, GOODPUT)),
+              "goodput_lo_krps": _krps(s.mean("protego", lo, GOODPUT)), "sdr_hi": s.mean("protego", hi, SDR),
+              "sdr_lo": s.mean("protego", lo, SDR), "cdr_hi": s.mean("protego", hi, CDR), "cdr_lo": s.mean("protego", lo, CDR),
+              "pool_hi": s.mean("protego", hi, "credits.pool_mean"), "pool_lo": s.mean("protego", lo, "credits.pool_mean"),
+              "demand_krps": _krps(s.mean("protego", lo, "offered_rps"))}
+        return Measured(m, ci, n, evidence=ev, extra={
+            "by_te_goodput_rps": _by_load({t: s.mean("protego", t, GOODPUT) for t in tes}),
+            "by_te_server_drop_rate": _by_load({t: s.mean("protego", t, SDR) for t in tes})})
+
+    measure.__name__ = name
+    return measure
+
+
+def _fig13(other: str):
+    def measure(data: dict) -> Measured:
+        df = data["fig13"]
+        miss = _has(df, "protego", other)
+        if miss:
+            return Measured(None, missing=miss)
+        s = _seeds(data, "fig13", key=None)
+        m, ci = s.ratio(None, GOODPUT, "protego", other)
+        regime = []
+        if "none" in set(df["variant"]):
+            none_p99 = s.mean("none", None, P99)
+            busy = s.mean("none", None, "cores.busy_mean") / s.mean("none", None, "cores.max")
+            regime = [Condition("p99 with no overload control over the target", none_p99 / TARGET_US["fig13"], ">", 1.0),
+                      Condition("cores busy with no overload control, as a share of the cores", busy, ">=", CPU_SATURATED)]
+        else:
+            regime = [Condition("runs with no overload control (to tell whether the demand overloads the server)",
+                                0.0, ">", 0.0)]
+        ev = {"protego_goodput_mrps": s.mean("protego", None, GOODPUT) / 1e6, "other_goodput_mrps": s.mean(other, None, GOODPUT) / 1e6,
+              "demand_mrps": s.mean("protego", None, "offered_rps") / 1e6, "other": other,
+              "none_drop_rate": s.mean("none", None, "drop_rate"), "none_p99_us": s.mean("none", None, P99),
+              "none_cores_busy": s.mean("none", None, "cores.busy_mean"),
+              "protego_client_drop_rate": s.mean("protego", None, CDR), "other_drop_rate": s.mean(other, None, "drop_rate"),
+              "protego_cores_busy": s.mean("protego", None, "cores.busy_mean")}
+        return Measured(m, ci, _n(s, "protego", None, GOODPUT), evidence=ev, regime=regime)
+
+    return measure
+
+
+# ---------------------------------------------------------------------------------------------
+# the claims
+
+_Q_FIG9 = "Protego improves goodput by up to 32% compared to SEDA, maintaining latency within the target delay"
+
+CLAIMS: list[ClaimSpec] = [
+    # Fig. 9: synthetic p = 50 %, 10 µs
+    ClaimSpec(
+        id="fig9-goodput-vs-seda", paper=1.32, kind=RATIO, unit="×", paper_ref="Fig. 9, §5.4", quote=_Q_FIG9,
+        claim="Synthetic p = 50 %, 10 µs: Protego achieves up to 1.32× SEDA's goodput",
+        how="max over demands of goodput(Protego)/goodput(SEDA), paired by seed",
+        measure=_ratio_max("main", GOODPUT, "protego", "seda"),
+        cause="at {at_krps} kRPS Protego's goodput is {protego_goodput_krps} kRPS and SEDA's {seda_goodput_krps} kRPS "
+              "(SEDA's clients hold back {seda_client_drop_rate} of the demand; Protego's server drops "
+              "{protego_server_drop_rate} of what it receives)"),
+    ClaimSpec(
+        id="fig9-seda-goodput-cap", paper=168.0 / 200.0, kind=FRACTION, unit="of the lock-bound capacity",
+        paper_ref="Fig. 9, §5.4", quote="SEDA's goodput is limited to 168 kRPS leaving the other data path uncongested",
+        claim="Synthetic p = 50 %, 10 µs: SEDA's goodput is capped at 168 kRPS, 0.84 of the 200 kRPS the two locks serve",
+        how="SEDA's largest mean goodput over demands / the demand at which the first lock saturates (200 kRPS, "
+            "from synthetic-p50.toml); CI from the seeds at that demand",
+        measure=_seda_cap("main"),
+        cause="SEDA's goodput peaks at {seda_goodput} req/s at {at_krps} kRPS, against the locks' {capacity} req/s; "
+              "its clients hold back {seda_client_drop_rate} of the demand there and its p99 is {seda_p99_us} µs "
+              "(target {target_us} µs)"),
+    ClaimSpec(
+        id="fig9-protego-p99-within-target", paper=TARGET_US["main"], kind=BOUND, side="upper", unit="µs",
+        paper_ref="Fig. 9, §5.4", quote=_Q_FIG9,
+        claim="Protego keeps its p99 latency within the 200 µs target delay under lock overload",
+        how="max over demands above the lock-bound capacity of Protego's p99, mean over seeds",
+        measure=_p99_over_target("main", "protego", overloaded_only=True, in_target_units=False),
+        cause="Protego's p99 at {at_krps} kRPS is {measured} µs ± {ci95}: admitted requests wait {lock_wait_us} µs on "
+              "average at the locks (ASQM budget {budget_us} µs), the server drops {server_drop_rate} of what it "
+              "receives and the clients give up {client_drop_rate} of the demand waiting for credits"),
+    ClaimSpec(
+        id="fig9-protego-drop-rate", paper=0.40, kind=BOUND, side="upper", unit="of the requests the server receives",
+        paper_ref="Fig. 9, §5.4", quote="maintaining latency within the target delay by dropping up to 40% of incoming requests",
+        claim="Protego drops at most 40 % of the requests the server receives",
+        how="max over demands of Protego's server drop rate (lock drops / (completed + lock drops), the paper's "
+            "definition, §5.1), mean over seeds; requests clients drop for lack of a credit are counted apart",
+        measure=_drop_rate_max("main", "protego"),
+        cause="at {at_krps} kRPS the server drops {measured} of the requests it receives ({server_drops_per_s} per "
+              "second); the clients give up {client_drop_rate} more of the demand waiting for credits"),
+    ClaimSpec(
+        id="fig9-seda-p99-vs-target", paper=3.0, kind=VALUE, unit="× target", paper_ref="Fig. 9, §5.4",
+        quote="SEDA suffers from incast because 1,000 clients are each running a control loop separately. As a "
+              "result, it shows up to three times higher tail latency than the target delay",
+        claim="Synthetic p = 50 %, 10 µs: SEDA's p99 reaches up to 3× the target delay (incast of 1000 control loops)",
+        how="max over demands of SEDA's p99 / the 200 µs target, mean over seeds",
+        measure=_p99_over_target("main", "seda", overloaded_only=False),
+        cause="SEDA's p99 peaks at {p99_us} µs at {at_krps} kRPS, {measured}× the target of {target_us} µs (the "
+              "paper's band is {band_lo} to {band_hi}); its clients hold back {client_drop_rate} of the demand and "
+              "admitted requests wait {lock_wait_us} µs on average at the locks"),
+    ClaimSpec(
+        id="fig9-breakwater-collapse", kind=ORDER, side="above", unit="of its peak goodput lost",
+        paper_ref="Fig. 9, §5.4", quote="at high load, the admission control or AQM logic of Breakwater is not "
+                                         "triggered, leading to congestion collapse",
+        claim="Breakwater collapses when only the locks are congested: its signal is CPU queueing, which stays low",
+        how="per seed, 1 − Breakwater's goodput at the highest demand / at the demand of its peak mean goodput; "
+            "regime: fewer than 90 % of the cores busy there",
+        measure=_collapse("main", "breakwater", cpu_not_congested=True),
+        cause="Breakwater's goodput is {goodput_top_krps} kRPS at {top_krps} kRPS against {goodput_peak_krps} kRPS at "
+              "{peak_krps} kRPS ({cores_busy} of {cores} cores busy, {aqm_drops} AQM drops)"),
+    # Fig. 11: the breakdown
+    ClaimSpec(
+        id="fig11-no-control-collapses", kind=ORDER, side="above", unit="of its peak goodput lost",
+        paper_ref="Fig. 11, §5.4", quote="With no overload control, goodput collapses as soon as one of the data paths "
+                                          "becomes congested",
+        claim="With no overload control, goodput collapses once a data path is congested",
+        how="per seed, 1 − goodput at the highest demand / at the demand of the peak mean goodput, no control",
+        measure=_collapse("main", "none", cpu_not_congested=False),
+        cause="with no control the goodput is {goodput_top_krps} kRPS at {top_krps} kRPS against {goodput_peak_krps} "
+              "kRPS at {peak_krps} kRPS (p99 {p99_top_us} µs at the top)"),
+    ClaimSpec(
+        id="fig11-ac-alone-misses-target", paper=3.0, kind=VALUE, unit="× target", paper_ref="Fig. 11, §5.4",
+        quote="when mutexes start to be congested, its goodput degrades with up to three times higher tail latency "
+              "than the target",
+        claim="Admission control alone bounds the load but not the tail: p99 up to 3× the target when mutexes congest",
+        how="max over demands of the p99 of Protego's admission control without ASQM / the 200 µs target, mean over "
+            "seeds",
+        measure=_p99_over_target("main", "protego_ac", overloaded_only=False),
+        cause="AC alone reaches a p99 of {p99_us} µs at {at_krps} kRPS, {measured}× the target (the paper's band is "
+              "{band_lo} to {band_hi}): its pool holds {pool_mean} credits, requests wait {lock_wait_us} µs on average "
+              "at the locks with nothing dropping them, and its goodput falls to {goodput_krps} kRPS"),
+    ClaimSpec(
+        id="fig11-asqm-bounds-tail", paper=1.0, kind=BOUND, side="upper", unit="× target", paper_ref="Fig. 11, §5.4",
+        quote="By employing ASQM, Protego ensures the tail latency does not miss the target delay by dropping requests",
+        claim="Adding ASQM to admission control keeps the p99 within the target delay",
+        how="Protego's (AC + ASQM) p99 / the 200 µs target, max over demands above the lock-bound capacity",
+        measure=_p99_over_target("main", "protego", overloaded_only=True),
+        cause="AC + ASQM reaches a p99 of {p99_us} µs at {at_krps} kRPS ({measured}× the target): admitted requests "
+              "wait {lock_wait_us} µs on average at the locks with a budget of {budget_us} µs"),
+    ClaimSpec(
+        id="fig11-asqm-raises-goodput", kind=ORDER, side="above", unit="of the lock-bound capacity",
+        paper_ref="Fig. 11, §5.4", quote="when mutexes start to be congested, its goodput degrades ... By employing "
+                                          "ASQM, Protego ensures the tail latency does not miss the target",
+        claim="AC + ASQM gets more goodput than admission control alone under lock overload",
+        how="(goodput(AC + ASQM) − goodput(AC)) / the lock-bound capacity (200 kRPS) at the highest demand, paired "
+            "by seed",
+        measure=_asqm_goodput_gain,
+        cause="at {top_krps} kRPS AC + ASQM's goodput is {goodput_full_krps} kRPS and AC alone's {goodput_ac_krps} kRPS "
+              "of the locks' {capacity_krps} kRPS (p99 {p99_full_us} and {p99_ac_us} µs)"),
+    # Fig. 3: p = 20 %, 100 µs, normalised to Protego
+    ClaimSpec(
+        id="fig3-seda-underutilises", kind=ORDER, side="below", unit="throughput relative to Protego, − 1",
+        paper_ref="Fig. 3, §2.2", quote="by considering only the tail latency, it reacts to the most congested path, "
+                                         "leading to poor throughput as it underutilizes the uncongested path",
+        claim="p = 20 %, 100 µs: SEDA reacts to the most congested path and gets less throughput than Protego",
+        how="throughput(SEDA)/throughput(Protego) − 1 at the highest demand, paired by seed",
+        measure=_fig3_order("throughput_rps", "seda"),
+        cause="at {top_krps} kRPS SEDA's throughput is {other_throughput_krps} kRPS and Protego's "
+              "{protego_throughput_krps} kRPS; SEDA's clients hold back {other_client_drop_rate} of the demand"),
+    ClaimSpec(
+        id="fig3-breakwater-latency", kind=ORDER, side="above", unit="p99 relative to Protego, − 1",
+        paper_ref="Fig. 3, §2.2", quote="Breakwater's behavior leads to high utilization and very high latency",
+        claim="Breakwater never rate-limits (neither CPU nor network is the bottleneck): p99 far above Protego's",
+        how="p99(Breakwater)/p99(Protego) − 1 at the highest demand, paired by seed",
+        measure=_fig3_order(P99, "breakwater"),
+        cause="at {top_krps} kRPS Breakwater's p99 is {other_p99_us} µs and Protego's {protego_p99_us} µs"),
+    ClaimSpec(
+        id="fig3-try-lock-drops", kind=ORDER, side="above", unit="drop rate minus Protego's",
+        paper_ref="Fig. 3, §2.2", quote="Using try_lock() allows the system to achieve near-ideal latency while "
+                                         "suffering from an extremely high drop rate and poor throughput",
+        claim="try_lock drops far more of the requests the server receives than Protego",
+        how="server drop rate(try_lock) − server drop rate(Protego) at the highest demand, paired by seed",
+        measure=_fig3_order(SDR, "try_lock", as_difference=True),
+        cause="at {top_krps} kRPS try_lock's server drops {other_server_drop_rate} of what it receives and Protego's "
+              "{protego_server_drop_rate}"),
+    ClaimSpec(
+        id="fig3-try-lock-throughput", kind=ORDER, side="below", unit="throughput relative to Protego, − 1",
+        paper_ref="Fig. 3, §2.2", quote="suffering from an extremely high drop rate and poor throughput",
+        claim="try_lock gets less throughput than Protego",
+        how="throughput(try_lock)/throughput(Protego) − 1 at the highest demand, paired by seed",
+        measure=_fig3_order("throughput_rps", "try_lock"),
+        cause="at {top_krps} kRPS try_lock's throughput is {other_throughput_krps} kRPS and Protego's "
+              "{protego_throughput_krps} kRPS"),
+    ClaimSpec(
+        id="fig3-try-lock-latency", kind=ORDER, side="below", unit="p99 relative to Protego, − 1",
+        paper_ref="Fig. 3, §2.2", quote="Using try_lock() allows the system to achieve near-ideal latency",
+        claim="try_lock's p99 is below Protego's (it never waits at a lock)",
+        how="p99(try_lock)/p99(Protego) − 1 at the highest demand, paired by seed",
+        measure=_fig3_order(P99, "try_lock"),
+        cause="at {top_krps} kRPS try_lock's p99 is {other_p99_us} µs and Protego's {protego_p99_us} µs"),
+    # Fig. 5: ASQM alone, p = 20 %, 10 µs
+    ClaimSpec(
+        id="fig5-asqm-bounds-latency", paper=1.0, kind=VALUE, unit="× target", paper_ref="Fig. 5, §3.1",
+        quote="Incoming requests that take the congested path will face high queueing delay, leading AQM to start "
+              "dropping requests while keeping the tail latency near the target value",
+        claim="p = 20 %, 10 µs, ASQM without admission control: in phase II the p99 stays near the target delay",
+        how="max over the demands of phase II (between the demands where path 2 and path 1 congest, 125 and "
+            "500 kRPS from synthetic.toml) of the p99 / the 200 µs target, mean over seeds",
+        measure=_fig5_phase2_p99,
+        cause="at {at_krps} kRPS the p99 is {p99_us} µs, {measured}× the target: ASQM compares the lock queue's "
+              "oldest waiter's age with the budget ({budget_us} µs), a lower bound of a joiner's wait, so "
+              "{over_budget_share} of the lock waits end past the budget and admitted requests wait {lock_wait_us} µs "
+              "on average"),
+    ClaimSpec(
+        id="fig5-phases", kind=ORDER, side="above", unit="slope in phase I minus slope at the highest demands",
+        paper_ref="Fig. 5, §3.1", quote="Throughput grows linearly with load increases ... throughput increases "
+                                         "sub-linearly ... as the load increases, the throughput doesn't change",
+        claim="Throughput grows linearly with demand (phase I), then sub-linearly as one path congests (II), then "
+              "flattens (III)",
+        how="per seed, throughput/demand at the lowest demand minus the finite-difference slope between the two "
+            "highest demands; regime: the demands span from phase I to past phase II",
+        measure=_fig5_phases,
+        cause="the slope is {first_slope} at {lo_krps} kRPS and {last_slope} up to {top_krps} kRPS"),
+    # Fig. 6: Lucene-like
+    ClaimSpec(
+        id="fig6-lucene-goodput-vs-seda", paper=3.3, kind=RATIO, unit="×", paper_ref="Fig. 6, §5.2",
+        quote="Protego achieves up to 3.3 times higher goodput and 17 times lower 99th percentile latency than SEDA",
+        claim="Lucene: Protego achieves up to 3.3× SEDA's goodput",
+        how="max over demands of goodput(Protego)/goodput(SEDA), paired by seed",
+        measure=_ratio_max("fig6", GOODPUT, "protego", "seda"),
+        cause="at {at_krps} kRPS Protego's goodput is {protego_goodput_krps} kRPS and SEDA's {seda_goodput_krps} kRPS; "
+              "SEDA's clients hold back {seda_client_drop_rate} of the demand, Protego's server drops "
+              "{protego_server_drop_rate} of what it receives"),
+    ClaimSpec(
+        id="fig6-lucene-p99-vs-seda", paper=17.0, kind=RATIO, unit="×", paper_ref="Fig. 6, §5.2",
+        quote="17 times lower 99th percentile latency than SEDA (the abstract and §8 say 12.2×)",
+        claim="Lucene: up to 17× lower p99 than SEDA",
+        how="max over demands of p99(SEDA)/p99(Protego), paired by seed",
+        measure=_ratio_max("fig6", P99, "seda", "protego"),
+        cause="at {at_krps} kRPS SEDA's p99 is {seda_p99_us} µs and Protego's {protego_p99_us} µs"),
+    ClaimSpec(
+        id="fig6-lucene-breakwater-collapse", kind=ORDER, side="above", unit="of its peak goodput lost",
+        paper_ref="Fig. 6, §5.2", quote="Lucene does not suffer from any CPU congestion. Thus, Breakwater's admission "
+                                         "control and AQM are never triggered, leading to congestion collapse",
+        claim="Lucene never congests the CPU: Breakwater's goodput collapses once the mutexes are congested",
+        how="per seed, 1 − Breakwater's goodput at the highest demand / at the demand of its peak mean goodput; "
+            "regime: fewer than 90 % of the cores busy there",
+        measure=_collapse("fig6", "breakwater", cpu_not_congested=True),
+        cause="Breakwater's goodput is {goodput_low_krps} kRPS at {low_krps} kRPS and {goodput_top_krps} kRPS at "
+              "{top_krps} kRPS, its peak over the demands run being {goodput_peak_krps} kRPS at {peak_krps} kRPS, with "
+              "a p99 of {p99_top_us} µs at the top"),
+    ClaimSpec(
+        id="fig6-seda-goodput-cap", paper=500.0 / 600.0, kind=FRACTION, unit="of the hot lock's capacity",
+        paper_ref="Fig. 6, §5.2", quote="mutexes become congested with demand exceeding 600 RPS. SEDA ... limits the "
+                                         "system's goodput to 500 RPS",
+        claim="Lucene: SEDA reacts to the most congested path and limits goodput to 500 RPS, 0.83 of the 600 RPS "
+              "at which the mutexes congest",
+        how="SEDA's largest mean goodput over demands / the demand at which the hot TermDocs lock saturates "
+            "(lucene.toml: 1 s / (its share × its mean hold time))",
+        measure=_seda_cap("fig6"),
+        cause="SEDA's goodput peaks at {seda_goodput} req/s at {at_krps} kRPS against the hot lock's {capacity} req/s; "
+              "its clients hold back {seda_client_drop_rate} of the demand there, its p99 is {seda_p99_us} µs"),
+    ClaimSpec(
+        id="fig6-seda-p99-vs-target", paper=10.0, kind=BOUND, side="lower", unit="× target", paper_ref="Fig. 6, §5.2",
+        quote="SEDA's tail latency is bounded but more than 10 times higher than the target latency because of incast",
+        claim="Lucene: SEDA's p99 is more than 10× the 40 ms target",
+        how="max over demands of SEDA's p99 / the 40 ms target, mean over seeds",
+        measure=_p99_over_target("fig6", "seda", overloaded_only=False),
+        cause="SEDA's p99 peaks at {p99_us} µs at {at_krps} kRPS, {measured}× the target of {target_us} µs; its "
+              "clients hold back {client_drop_rate} of the demand"),
+    # Fig. 7: Memcached-like VAR
+    ClaimSpec(
+        id="fig7-var-goodput-vs-seda", paper=1.6, kind=RATIO, unit="×", paper_ref="Fig. 7, §5.3",
+        quote="achieving 1.6 times higher goodput than SEDA and 7 times higher goodput than Breakwater",
+        claim="Memcached VAR: Protego gets up to 1.6× SEDA's goodput",
+        how="max over demands of goodput(Protego)/goodput(SEDA), paired by seed",
+        measure=_ratio_max("fig7", GOODPUT, "protego", "seda"),
+        cause="at {at_krps} kRPS Protego's goodput is {protego_goodput_krps} kRPS and SEDA's {seda_goodput_krps} kRPS "
+              "(SEDA's p99 {seda_p99_us} µs, its clients hold back {seda_client_drop_rate} of the demand)"),
+    ClaimSpec(
+        id="fig7-var-goodput-vs-breakwater", paper=7.0, kind=RATIO, unit="×", paper_ref="Fig. 7, §5.3",
+        quote="achieving 1.6 times higher goodput than SEDA and 7 times higher goodput than Breakwater",
+        claim="Memcached VAR: Protego gets up to 7× Breakwater's goodput",
+        how="max over demands of goodput(Protego)/goodput(Breakwater), paired by seed",
+        measure=_ratio_max("fig7", GOODPUT, "protego", "breakwater"),
+        cause="at {at_krps} kRPS Protego's goodput is {protego_goodput_krps} kRPS and Breakwater's "
+              "{breakwater_goodput_krps} kRPS (Breakwater's p99 {breakwater_p99_us} µs, {breakwater_cores_busy} "
+              "cores busy)"),
+    ClaimSpec(
+        id="fig7-var-p99-vs-seda", paper=5.7, kind=RATIO, unit="×", paper_ref="§1 (Fig. 7)",
+        quote="when Memcached is handling a SET-heavy workload, Protego achieves up to 1.6× more goodput with 5.7× "
+              "lower 99th percentile latency compared to SEDA",
+        claim="Memcached VAR: up to 5.7× lower p99 than SEDA",
+        how="max over demands of p99(SEDA)/p99(Protego), paired by seed",
+        measure=_ratio_max("fig7", P99, "seda", "protego"),
+        cause="at {at_krps} kRPS SEDA's p99 is {seda_p99_us} µs and Protego's {protego_p99_us} µs"),
+    ClaimSpec(
+        id="fig7-dropped-set-cleanup", paper=1.0, kind=CHECK, side="upper", unit="cleanups per item-lock drop",
+        paper_ref="§5.3", quote="it cleans up the intermediate state processed by the request, freeing up the chunk "
+                                 "allocated to the request",
+        claim="Model check: a dropped request re-takes the slab lock only if it allocated (a SET dropped at its item "
+              "lock), so slab cleanups never exceed the drops at the item locks",
+        how="per seed, Protego's slab-lock cleanups / its drops at the item locks at the highest demand "
+            "(lock_control.locks.*), must be <= 1",
+        measure=_cleanup_check,
+        cause="{cleanups} slab cleanups for {item_drops} item-lock drops at {top_krps} kRPS"),
+    # Fig. 8: two replicas, one retry
+    ClaimSpec(
+        id="fig8-replicas-p99-below-slo", paper=1.7, kind=RATIO, unit="SLO / p99", paper_ref="Fig. 8, §5.3",
+        quote="The overall 99th percentile end-to-end latency achieved by Protego is higher than the per-server "
+              "target delay ... However, it is still 1.7× lower than the SLO",
+        claim="With two replicas and one retry, the end-to-end p99 stays 1.7× below the SLO of twice the target",
+        how="per seed, the SLO (220 µs) / the p99 at the demand of the largest mean p99; a request is resent once, "
+            "after a failure reply or after 10 µs without a credit (clients.retry_timeouts)",
+        measure=_replicas_slo_ratio,
+        cause="the p99 with replicas is {p99_us} µs at {at_krps} kRPS against the SLO of {slo_us} µs: "
+              "{retried_share} of the completed requests were resent, the first server drops {server_drop_rate} of "
+              "what it receives (a single server's p99: {single_server_p99_us} µs)"),
+    ClaimSpec(
+        id="fig8-failure-replies-within-target", paper=TARGET_US["fig7"], kind=BOUND, side="upper", unit="µs",
+        paper_ref="Fig. 8, §3.2, §5.3",
+        quote="Protego drops the requests before they wait for the contended mutex if the delay at the mutex exceeds "
+              "a request's budget. Thus, most of the failure messages are delivered within the target delay",
+        claim="Failure replies to the requests the server drops reach the clients within the target delay (110 µs)",
+        how="the p99 of creation → failure reply at the client of the requests a single Protego server drops "
+            "(fig7's protego variant: its histogram holds server drops only, no local credit timeouts), largest "
+            "over demands with drops, mean over seeds",
+        measure=_failure_replies,
+        cause="at {at_krps} kRPS the failure replies' p99 is {measured} µs against the target of {target_us} µs: "
+              "requests dropped at an item lock ({item_drops} of {server_drops} drops) first waited at the slab lock, "
+              "whose p99 wait is {slab_wait_p99_us} µs ({slab_waits_over_budget} waits ended past the budget of "
+              "{budget_us} µs)"),
+    # Fig. 10: synthetic p = 50 %, 1 µs (the CPU saturates too)
+    ClaimSpec(
+        id="fig10-1us-p99-within-target", paper=TARGET_US["fig10"], kind=BOUND, side="upper", unit="µs",
+        paper_ref="Fig. 10, §5.4", quote="Protego maintains the tail latency lower than the target delay while dropping "
+                                          "less than 1% of the requests in a CPU-bounded scenario",
+        claim="Synthetic p = 50 %, 1 µs, CPU-bound: Protego keeps p99 below the 110 µs target",
+        how="max over demands of Protego's p99, mean over seeds; regime: the busiest system's cores >= 95 % busy at "
+            "the highest demand",
+        measure=_p99_over_target("fig10", "protego", overloaded_only=False, cpu_regime=True, in_target_units=False),
+        cause="Protego's p99 at {at_krps} kRPS is {measured} µs; the server drops {server_drop_rate} of what it "
+              "receives, clients give up {client_drop_rate} of the demand"),
+    ClaimSpec(
+        id="fig10-protego-drops-below-1pct", paper=0.01, kind=BOUND, side="upper",
+        unit="of the requests the server receives", paper_ref="Fig. 10, §5.4",
+        quote="while dropping less than 1% of the requests in a CPU-bounded scenario",
+        claim="Synthetic p = 50 %, 1 µs, CPU-bound: Protego drops less than 1 % of the requests",
+        how="max over demands of Protego's server drop rate, mean over seeds; regime as above",
+        measure=_drop_rate_max("fig10", "protego", cpu_regime=True),
+        cause="at {at_krps} kRPS the server drops {measured} of the requests it receives; the clients give up "
+              "{client_drop_rate} more of the demand waiting for credits"),
+    ClaimSpec(
+        id="fig10-seda-p99-vs-target", paper=3.0, kind=VALUE, unit="× target", paper_ref="Fig. 10, §5.4",
+        quote="SEDA still suffers from high tail latency up to three times of the target delay because of the incast",
+        claim="Synthetic p = 50 %, 1 µs: SEDA's p99 reaches up to 3× the 110 µs target",
+        how="max over demands of SEDA's p99 / the 110 µs target, mean over seeds; regime as above",
+        measure=_p99_over_target("fig10", "seda", overloaded_only=False, cpu_regime=True),
+        cause="SEDA's p99 peaks at {p99_us} µs at {at_krps} kRPS, {measured}× the target of {target_us} µs; its "
+              "clients hold back {client_drop_rate} of the demand"),
+    # Fig. 12: t_e
+    ClaimSpec(
+        id="fig12-te-tradeoff", paper=-0.23, kind=GAIN, unit="goodput change", paper_ref="Fig. 12, §5.4",
+        quote="With t_e = 50%, it achieves 23% less goodput and 4× lower drop rate than t_e = 1%",
+        claim="t_e = 50 % gives 23 % less goodput than t_e = 1 % (300 kRPS)",
+        how="per seed, goodput(t_e = 0.5)/goodput(t_e = 0.01) − 1 at 300 kRPS",
+        measure=_fig12(GOODPUT, 0.5, 0.01, lambda a, b: safe_ratio(a, b) - 1.0, "te_goodput"),
+        cause="goodput is {goodput_hi_krps} kRPS at t_e = {te_hi} and {goodput_lo_krps} kRPS at t_e = {te_lo} "
+              "(credit pools {pool_hi} and {pool_lo}); the clients give up {cdr_hi} and {cdr_lo} of the demand"),
+    ClaimSpec(
+        id="fig12-te-drop-ratio", paper=4.0, kind=RATIO, unit="×", paper_ref="Fig. 12, §5.4",
+        quote="With t_e = 50%, it achieves 23% less goodput and 4× lower drop rate than t_e = 1%",
+        claim="t_e = 50 % drops 4× fewer of the received requests than t_e = 1 % (300 kRPS)",
+        how="per seed, server drop rate(t_e = 0.01)/server drop rate(t_e = 0.5) at 300 kRPS",
+        measure=_fig12(SDR, 0.5, 0.01, lambda a, b: safe_ratio(b, a), "te_drops"),
+        cause="the server drops {sdr_lo} of what it receives at t_e = {te_lo} and {sdr_hi} at t_e = {te_hi} "
+              "(credit pools {pool_lo} and {pool_hi}); the clients give up {cdr_lo} and {cdr_hi} of the demand"),
+    ClaimSpec(
+        id="fig12-small-te-flat", paper=0.0, kind=GAIN, unit="goodput change", paper_ref="Fig. 12, §5.4",
+        quote="For all values of t_e smaller than 10%, the goodput and drop rate don't change",
+        claim="Goodput does not change between t_e = 1 % and t_e = 10 % (300 kRPS)",
+        how="per seed, goodput(t_e = 0.1)/goodput(t_e = 0.01) − 1 at 300 kRPS: reproduced when its CI holds 0",
+        measure=_fig12(GOODPUT, 0.1, 0.01, lambda a, b: safe_ratio(a, b) - 1.0, "te_flat"),
+        cause="goodput is {goodput_hi_krps} kRPS at t_e = {te_hi} and {goodput_lo_krps} kRPS at t_e = {te_lo} "
+              "(credit pools {pool_hi} and {pool_lo}; server drop rates {sdr_hi} and {sdr_lo})"),
+    # Fig. 13: Memcached-like USR (the paper's stated limitation)
+    ClaimSpec(
+        id="fig13-usr-below-breakwater", paper=0.77, kind=RATIO, unit="× Breakwater's goodput",
+        paper_ref="Fig. 13, §5.5", quote="With clients' demand of 3.6 million RPS, Protego achieves 37% less goodput "
+                                          "than SEDA and 23% less goodput than Breakwater",
+        claim="Memcached USR (CPU-bound): Protego's goodput is 0.77× Breakwater's",
+        how="goodput(Protego)/goodput(Breakwater) at 3.6 M req/s, paired by seed; regime: with no overload control "
+            "the p99 exceeds the target and the cores are >= 95 % busy (the demand overloads the server)",
+        measure=_fig13("breakwater"),
+        cause="Protego's goodput is {protego_goodput_mrps} M req/s and Breakwater's {other_goodput_mrps} M req/s at "
+              "{demand_mrps} M req/s"),
+    ClaimSpec(
+        id="fig13-usr-below-seda", paper=0.63, kind=RATIO, unit="× SEDA's goodput", paper_ref="Fig. 13, §5.5",
+        quote="With clients' demand of 3.6 million RPS, Protego achieves 37% less goodput than SEDA",
+        claim="Memcached USR (CPU-bound): Protego's goodput is 0.63× SEDA's",
+        how="goodput(Protego)/goodput(SEDA) at 3.6 M req/s, paired by seed; regime as above",
+        measure=_fig13("seda"),
+        cause="Protego's goodput is {protego_goodput_mrps} M req/s and SEDA's {other_goodput_mrps} M req/s at "
+              "{demand_mrps} M req/s (SEDA's clients hold back {other_drop_rate} of the demand)"),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# running and analysis
+
+
+def run_point_with_locks(point: Any) -> dict[str, Any]:
+    """A sweep row (as the sweep runner's) plus the per-lock counters of ``lock_control.locks``
+    (``lock_control.locks.NAME.FIELD``) and the measured window's resends (``requests.retried``)."""
+    from ..api import run
+    from .runner import flatten
+
+    res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
+    s = res.summary
+    row = flatten(s)
+    row.pop("seed", None)
+    for lk in (s.get("lock_control") or {}).get("locks", []) or []:
+        row.update(flatten({k: v for k, v in lk.items() if k != "name"}, f"lock_control.locks.{lk['name']}."))
+    apps = s.get("applications") or []
+    row["requests.retried"] = float(sum(a.get("retries", 0) for a in apps))
+    return {"point": point.index, **point.params, **row}
+
+
+def run_rows(points: list, jobs: int) -> pd.DataFrame:
+    """Runs ``points`` with :func:`run_point_with_locks`, ``jobs`` at a time."""
+    from .runner import _tidy
+
+    if jobs <= 1 or len(points) <= 1:
+        rows = [run_point_with_locks(p) for p in points]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
+            rows = list(pool.map(run_point_with_locks, points))
+    return _tidy(pd.DataFrame(rows))
+
+
+def _jobs(ctx: Context) -> int:
+    """The reproduction's --jobs (the driver records it in meta.json before the analysis)."""
+    try:
+        return int(json.loads((ctx.out / "meta.json").read_text(encoding="utf-8"))["jobs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return default_jobs()
 
 
 def run_sub(ctx: Context, name: str) -> pd.DataFrame:
-    """Runs sub-sweep ``name`` (experiments/protego/NAME.toml) with the main sweep's profile."""
-    spec = SweepSpec.load(experiments_dir() / "protego" / f"{name}.toml", quick=ctx.quick)
-    df = run_points(spec.points(), jobs=default_jobs())
+    """Runs sub-sweep ``name`` (experiments/protego/NAME.toml) with the main sweep's profile and
+    seed count."""
+    spec = SweepSpec.load(experiments_dir() / "protego" / f"{name}.toml", quick=ctx.quick, seeds=len(ctx.spec.seeds))
+    df = run_rows(spec.points(), jobs=_jobs(ctx))
     df.to_parquet(ctx.out / f"{name}.parquet", index=False)
     return df
 
@@ -51,372 +974,37 @@ def run_sub(ctx: Context, name: str) -> pd.DataFrame:
                       "SEDA's conservative rate limits, try_lock's drops, Protego's performance-driven admission "
                       "control with ASQM, on the synthetic two-path application, Lucene-like and Memcached-like "
                       "servers",
-          spec="protego/sweep.toml")
+          spec="protego/sweep.toml", claims=CLAIMS)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
-    subs = {name: run_sub(ctx, name) for name in SUBSWEEPS}
-    claims: list[Claim] = []
-    main = ctx.results
-    plot_vs_load(ctx, main, "main", "Fig. 9 and 11: synthetic, p = 50 %, 10 µs", "protego_fig9_fig11.png")
-    claims += claims_fig9(main)
-    claims += claims_fig11(main)
+    data: dict[str, Any] = {"main": ctx.results, **{name: run_sub(ctx, name) for name in SUBSWEEPS},
+                            "capacity": capacities()}
+    plot_vs_load(ctx, data["main"], "main", "Fig. 9 and 11: synthetic, p = 50 %, 10 µs", "protego_fig9_fig11.png")
     for name, title in (("fig3", "Fig. 3: synthetic, p = 20 %, 100 µs"), ("fig5", "Fig. 5: synthetic, p = 20 %, 10 µs, ASQM only"),
                         ("fig6", "Fig. 6: Lucene-like"), ("fig7", "Fig. 7 and 8: Memcached-like, VAR"),
-                        ("fig10", "Fig. 10: synthetic, p = 50 %, 1 µs"), ("fig13", "Fig. 13: Memcached-like, USR")):
-        plot_vs_load(ctx, subs[name], name, title, f"protego_{name}.png")
-    claims += claims_fig3(subs["fig3"])
-    claims += claims_fig5(subs["fig5"])
-    claims += claims_fig6(subs["fig6"])
-    claims += claims_fig7(subs["fig7"])
-    claims += claims_fig10(subs["fig10"])
-    claims += claims_fig12(ctx, subs["fig12"])
-    claims += claims_fig13(subs["fig13"])
-    plot_bars(ctx, subs["fig13"], "Fig. 13: Memcached-like, USR, 3.6 M req/s demand", "protego_fig13.png")
-    return claims
-
-
-# ---------------------------------------------------------------------------------------------
-# claims
-
-
-def _loads(df: pd.DataFrame) -> list[float]:
-    return sorted(set(df[LOAD].astype(float))) if LOAD in df.columns else [math.nan]
-
-
-def _stat_all(s: Seeds, variant: str, metric: str, loads: list[float]) -> dict[float, tuple[float, float]]:
-    return {x: s.stat(variant, x, metric) for x in loads}
-
-
-def _ratio_all(s: Seeds, metric: str, num: str, den: str, loads: list[float]) -> dict[float, tuple[float, float]]:
-    return {x: s.ratio(x, metric, num, den) for x in loads}
-
-
-def _byload(d: dict[float, tuple[float, float]]) -> dict[str, float | None]:
-    return {f"{k:g}": _r(m) for k, (m, _) in d.items()}
-
-
-def _cause(holds: bool, text: str) -> dict:
-    return {} if holds else {"cause": text}
-
-
-def claims_fig9(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=LOAD)
-    loads = _loads(df)
-    over = [x for x in loads if x > 200000]
-    ratios = _ratio_all(s, "goodput_rps", "protego", "seda", loads)
-    at, m, ci = extreme(ratios, largest=True)
-    out = [Claim(
-        id="fig9-goodput-vs-seda",
-        claim="Synthetic p = 50 %, 10 µs: Protego achieves up to 32 % more goodput than SEDA (Fig. 9)",
-        paper=1.32, measured=_r(m), holds=bool(m > 1.0),
-        extra={"unit": "×", "ci95": _r(ci), "at_load_rps": at, "by_load": _byload(ratios),
-               "measure": "max over demands of goodput(Protego)/goodput(SEDA), paired by seed; holds if > 1",
-               **_cause(m > 1.0, "SEDA's per-client limits are not below the locks' capacity at these demands")})]
-    p99 = _stat_all(s, "protego", P99, over)
-    at, m, ci = extreme(p99, largest=True)
-    ok = m <= TARGET_US["main"] * 1.1
-    out.append(Claim(
-        id="fig9-protego-p99-within-target",
-        claim="Protego keeps the 99th percentile latency within the target delay (200 µs) under lock overload",
-        paper=200.0, measured=_r(m), holds=bool(ok),
-        extra={"unit": "µs", "ci95": _r(ci), "at_load_rps": at, "by_load": _byload(p99),
-               "measure": "max over demands above the locks' capacity (200 kRPS) of Protego's p99 latency, mean over "
-                          "seeds; holds if within 10 % of the target",
-               **_cause(ok, "ASQM admits a request to a lock queue when its accumulated delay plus the oldest "
-                            "waiter's age fits the budget; that age is a lower bound of its own wait (service "
-                            "times ahead of it are exponential), so the waits of admitted requests overshoot the "
-                            "budget in the tail (see lock_control.locks.wait_us.p99)")}))
-    bw_peak = max(s.mean("breakwater", x, "goodput_rps") for x in loads)
-    top = max(loads)
-    bw_top, ci = s.stat("breakwater", top, "goodput_rps")
-    busy, _ = s.stat("breakwater", top, "cores.busy_mean")
-    ok = bw_top < 0.25 * bw_peak and busy < 4 * 0.9
-    out.append(Claim(
-        id="fig9-breakwater-collapse",
-        claim="Breakwater collapses when only the locks are congested: its AQM and admission control see CPU "
-              "queueing only, which stays low (Fig. 9, §2.2)",
-        paper=None, measured=_r(bw_top / bw_peak if bw_peak > 0 else math.nan), holds=bool(ok),
-        extra={"unit": "of its peak goodput", "at_load_rps": top, "peak_goodput_rps": _r(bw_peak, 0),
-               "goodput_rps": _r(bw_top, 0), "cores_busy_mean": _r(busy, 2),
-               "measure": "Breakwater's goodput at the highest demand / its peak over demands; holds if < 0.25 with "
-                          "fewer than 90 % of the 4 cores busy",
-               **_cause(ok, "Breakwater's signal saw CPU queueing at this demand")}))
-    return out
-
-
-def claims_fig11(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=LOAD)
-    top = max(_loads(df))
-    none_g, _ = s.stat("none", top, "goodput_rps")
-    none_peak = max(s.mean("none", x, "goodput_rps") for x in _loads(df))
-    ac_p99, ac_ci = s.stat("protego_ac", top, P99)
-    full_p99, full_ci = s.stat("protego", top, P99)
-    ac_g, _ = s.stat("protego_ac", top, "goodput_rps")
-    full_g, _ = s.stat("protego", top, "goodput_rps")
-    t = TARGET_US["main"]
-    return [
-        Claim(id="fig11-no-control-collapses",
-              claim="With no overload control, goodput collapses once a data path is congested (Fig. 11)",
-              paper=None, measured=_r(none_g / none_peak if none_peak > 0 else math.nan),
-              holds=bool(none_g < 0.25 * none_peak),
-              extra={"unit": "of its peak goodput", "at_load_rps": top,
-                     "measure": "goodput at the highest demand / peak goodput over demands, no control; holds if < 0.25"}),
-        Claim(id="fig11-ac-alone-misses-target",
-              claim="Admission control alone bounds the load but not the tail: p99 above the target when mutexes are "
-                    "congested (up to 3× the target in Fig. 11)",
-              paper=3.0, measured=_r(ac_p99 / t), holds=bool(ac_p99 > t),
-              extra={"unit": "× target", "ci95": _r(ac_ci / t), "at_load_rps": top,
-                     "measure": "p99 of Protego's AC without ASQM / target delay; holds if > 1"}),
-        Claim(id="fig11-asqm-bounds-tail",
-              claim="Adding ASQM keeps the tail near the target and raises goodput over AC alone (Fig. 11)",
-              paper=1.0, measured=_r(full_p99 / t), holds=bool(full_p99 <= 1.1 * t and full_g > ac_g),
-              extra={"unit": "× target", "ci95": _r(full_ci / t), "at_load_rps": top,
-                     "goodput_ac_rps": _r(ac_g, 0), "goodput_ac_asqm_rps": _r(full_g, 0),
-                     "measure": "p99(AC + ASQM) / target; holds if <= 1.1 and its goodput exceeds AC alone's"}),
-    ]
-
-
-def claims_fig3(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=LOAD)
-    top = max(_loads(df))
-    thr_seda, ci1 = s.ratio(top, "throughput_rps", "seda", "protego")
-    p99_bw, ci2 = s.ratio(top, P99, "breakwater", "protego")
-    dr_tl = s.mean("try_lock", top, "drop_rate")
-    dr_p = s.mean("protego", top, "drop_rate")
-    thr_tl, _ = s.ratio(top, "throughput_rps", "try_lock", "protego")
-    return [
-        Claim(id="fig3-seda-underutilises", claim="p = 20 %, 100 µs: SEDA reacts to the most congested path and gets "
-              "less throughput than Protego (Fig. 3)", paper=None, measured=_r(thr_seda), holds=bool(thr_seda < 1),
-              extra={"unit": "× Protego", "ci95": _r(ci1), "at_load_rps": top,
-                     "measure": "throughput(SEDA)/throughput(Protego) at the highest demand, paired; holds if < 1",
-                     **_cause(thr_seda < 1, "SEDA's additive increase per 10 ms interval with 1000 clients lets it "
-                                            "admit up to the lock capacity of the busier path and beyond")}),
-        Claim(id="fig3-breakwater-latency", claim="Breakwater never rate-limits (neither CPU nor network is the "
-              "bottleneck): very high latency, normalised to Protego (Fig. 3)", paper=None, measured=_r(p99_bw),
-              holds=bool(p99_bw > 2), extra={"unit": "× Protego", "ci95": _r(ci2), "at_load_rps": top,
-                                             "measure": "p99(Breakwater)/p99(Protego); holds if > 2"}),
-        Claim(id="fig3-try-lock-drops", claim="try_lock drops far more requests than Protego and gets less "
-              "throughput (Fig. 3)", paper=None, measured=_r(dr_tl / dr_p if dr_p > 0 else math.inf),
-              holds=bool(dr_tl > dr_p and thr_tl < 1),
-              extra={"unit": "× Protego's drop rate", "drop_rate_try_lock": _r(dr_tl), "drop_rate_protego": _r(dr_p),
-                     "throughput_vs_protego": _r(thr_tl), "at_load_rps": top,
-                     "measure": "drop rate (all failures at the client, over requests) of try_lock / Protego's; holds "
-                                "if larger with less throughput"}),
-    ]
-
-
-def claims_fig5(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=LOAD)
-    loads = _loads(df)
-    p99 = _stat_all(s, "asqm", P99, loads)
-    at, m, ci = extreme(p99, largest=True)
-    thr = {x: s.mean("asqm", x, "throughput_rps") for x in loads}
-    # Phase I: throughput follows demand; phase II: sub-linear; phase III/IV: flat or falling.
-    slopes = {f"{b:g}": _r((thr[b] - thr[a]) / (b - a), 3) for a, b in zip(loads, loads[1:])}
-    first, last = list(slopes.values())[0], list(slopes.values())[-1]
-    first_linear = first is not None and first > 0.9
-    phases_hold = bool(first_linear and last is not None and last < 0.5 * first)
-    return [
-        Claim(id="fig5-asqm-bounds-latency", claim="p = 20 %, 10 µs, ASQM without admission control: latency stays "
-              "bounded near the target at every demand (Fig. 5)", paper=200.0, measured=_r(m),
-              holds=bool(m <= 1.1 * TARGET_US["fig5"]),
-              extra={"unit": "µs", "ci95": _r(ci), "at_load_rps": at, "by_load": _byload(p99),
-                     "measure": "max over demands of the p99 latency; holds if within 10 % of the 200 µs target",
-                     **_cause(m <= 1.1 * TARGET_US["fig5"], "ASQM compares the lock queue's age with the budget; "
-                              "while the queue is below the budget, requests join at the path's full arrival rate "
-                              "(160 kRPS on path 2 at 200 kRPS) but leave at the lock's rate (100 kRPS), so a joiner "
-                              "waits about age × join rate / service rate, up to 1.6× the budget: 41 % of the waits "
-                              "at lock B end past the budget at 200 kRPS (summary lock_control.locks.waits_over_budget)"
-                              "; at the highest demands the CPU also queues (phase III-IV). With Protego's admission "
-                              "control in front (Fig. 9, 11) the join rate is held near the capacity and p99 stays "
-                              "within the target")}),
-        Claim(id="fig5-phases", claim="Throughput grows linearly with demand (phase I), then sub-linearly as one "
-              "path congests (II), then flattens (III) (Fig. 5)", paper=None, measured=_r(last),
-              holds=phases_hold,
-              extra={"unit": "slope of throughput vs demand at the highest demands", "slopes": slopes,
-                     "measure": "finite-difference slopes of mean throughput against demand; holds if the first is "
-                                "> 0.9 and the last < half of it",
-                     **_cause(phases_hold,
-                              f"the demands run ({', '.join(f'{x / 1e3:g}' for x in loads)} kRPS) give slopes "
-                              f"{', '.join(f'{v:g}' for v in slopes.values())}: "
-                              f"{'the first is not above 0.9' if not first_linear else 'the last is not below half of the first'}"
-                              f"; the three phases need demands from below a path's lock capacity (100 kRPS) to well "
-                              f"past it (a --quick run has only a few)")}),
-    ]
-
-
-def claims_fig6(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=LOAD)
-    loads = _loads(df)
-    g = _ratio_all(s, "goodput_rps", "protego", "seda", loads)
-    at, m, ci = extreme(g, largest=True)
-    l = _ratio_all(s, P99, "seda", "protego", loads)
-    at2, m2, ci2 = extreme(l, largest=True)
-    top = max(loads)
-    bw_peak = max(s.mean("breakwater", x, "goodput_rps") for x in loads)
-    bw_top = s.mean("breakwater", top, "goodput_rps")
-    return [
-        Claim(id="fig6-lucene-goodput-vs-seda", claim="Lucene: Protego achieves up to 3.3× SEDA's goodput (Fig. 6)",
-              paper=3.3, measured=_r(m), holds=bool(m > 1),
-              extra={"unit": "×", "ci95": _r(ci), "at_load_rps": at, "by_load": _byload(g),
-                     "measure": "max over demands of goodput(Protego)/goodput(SEDA), paired; holds if > 1"}),
-        Claim(id="fig6-lucene-p99-vs-seda", claim="Lucene: up to 17× lower p99 than SEDA (Fig. 6)", paper=17.0,
-              measured=_r(m2), holds=bool(m2 > 1),
-              extra={"unit": "×", "ci95": _r(ci2), "at_load_rps": at2, "by_load": _byload(l),
-                     "measure": "max over demands of p99(SEDA)/p99(Protego); holds if > 1",
-                     **_cause(bool(m2 > 1), "at every demand run (" + "; ".join(
-                         f"{x / 1e3:g} kRPS: SEDA {s.mean('seda', x, P99):.0f} µs, Protego {s.mean('protego', x, P99):.0f} µs"
-                         for x in loads) + ") SEDA's p99 is not above Protego's"
-                         + (" (a --quick run has one demand; the full run's sweep of demands finds the gap past the "
-                            "hot lock's capacity)" if len(loads) == 1 else ""))}),
-        Claim(id="fig6-lucene-breakwater-collapse", claim="Lucene never congests the CPU: Breakwater's goodput "
-              "collapses once the mutexes are congested (Fig. 6)", paper=None,
-              measured=_r(bw_top / bw_peak if bw_peak > 0 else math.nan), holds=bool(bw_top < 0.5 * bw_peak),
-              extra={"unit": "of its peak goodput", "at_load_rps": top,
-                     "by_load": {f"{x:g}": _r(s.mean("breakwater", x, "goodput_rps"), 0) for x in loads},
-                     "p99_us_at_top": _r(s.mean("breakwater", top, P99), 0),
-                     "measure": "Breakwater goodput at the highest demand / its peak; holds if < 0.5",
-                     **_cause(bw_top < 0.5 * bw_peak, "the half of the queries on cold terms never wait on the hot "
-                              "TermDocs lock, so their goodput keeps growing with demand while the hot path's queue "
-                              "grows without bound (p99 in seconds): goodput dips past the hot lock's capacity and "
-                              "then rises again instead of collapsing")}),
-    ]
-
-
-def claims_fig7(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=LOAD)
-    loads = _loads(df)
-    gs = _ratio_all(s, "goodput_rps", "protego", "seda", loads)
-    at, m, ci = extreme(gs, largest=True)
-    gb = _ratio_all(s, "goodput_rps", "protego", "breakwater", loads)
-    at2, m2, ci2 = extreme(gb, largest=True)
-    out = [
-        Claim(id="fig7-var-goodput-vs-seda", claim="Memcached VAR: Protego gets up to 1.6× SEDA's goodput (Fig. 7)",
-              paper=1.6, measured=_r(m), holds=bool(m > 1),
-              extra={"unit": "×", "ci95": _r(ci), "at_load_rps": at, "by_load": _byload(gs),
-                     "measure": "max over demands of goodput(Protego)/goodput(SEDA), paired; holds if > 1"}),
-        Claim(id="fig7-var-goodput-vs-breakwater", claim="Memcached VAR: up to 7× Breakwater's goodput (Fig. 7)",
-              paper=7.0, measured=_r(m2), holds=bool(m2 > 1),
-              extra={"unit": "×", "ci95": _r(ci2), "at_load_rps": at2, "by_load": _byload(gb),
-                     "measure": "max over demands of goodput(Protego)/goodput(Breakwater), paired; holds if > 1"}),
-    ]
-    cl = "lock_control.locks"
-    if "protego" in set(df["variant"]):
-        top = max(loads)
-        sub = df[(df["variant"] == "protego") & np.isclose(df[LOAD].astype(float), top)]
-        out.append(Claim(
-            id="fig7-dropped-set-cleanup", claim="Dropped SETs free their memory under the slab lock, adding to its "
-            "contention at high load (§5.3)", paper=None, measured=_r(float(sub.get("lock_control.drops", pd.Series([0])).mean()), 1),
-            holds=bool(len(sub) and float(sub.get("lock_control.drops", pd.Series([0])).mean()) > 0),
-            extra={"unit": "drops per run (measured window)", "at_load_rps": top,
-                   "measure": "lock-step drops of Protego at the highest demand; their cleanups are counted per lock "
-                              f"in the summary's {cl}[slab].cleanups"}))
-    if "protego_replicas" in set(df["variant"]):
-        p99 = _stat_all(s, "protego_replicas", P99, loads)
-        at3, m3, ci3 = extreme(p99, largest=True)
-        fr = _stat_all(s, "protego_replicas", "lock_control.failure_reply_us.p99", loads)
-        at4, m4, _ = extreme(fr, largest=True)
-        slo = 2 * TARGET_US["fig7"]
-        out.append(Claim(
-            id="fig8-replicas-p99-below-slo", claim="With two replicas and one retry, the end-to-end p99 stays 1.7× "
-            "below the SLO of twice the target (Fig. 8)",
-            paper=1.7, measured=_r(slo / m3 if m3 > 0 else math.nan), holds=bool(m3 < slo),
-            extra={"unit": "SLO / p99", "p99_us": _r(m3), "ci95_p99_us": _r(ci3), "at_load_rps": at3,
-                   "by_load_p99": _byload(p99),
-                   "measure": "SLO (220 µs) / the largest p99 over demands, means over seeds; holds if p99 < SLO; "
-                              "a request is resent once, after a failure reply or after 10 µs without a credit "
-                              "(clients.retry_timeouts)"}))
-        ok = m4 <= TARGET_US["fig7"]
-        out.append(Claim(
-            id="fig8-failure-replies-within-target", claim="Failure messages reach the clients within the target "
-            "delay (110 µs): ASQM drops a request before it spends its budget (Fig. 8, §3.2)",
-            paper=110.0, measured=_r(m4), holds=bool(ok),
-            extra={"unit": "µs", "at_load_rps": at4, "by_load": _byload(fr),
-                   "measure": "largest p99 over demands of the delay from a request's creation to its failure reply "
-                              "at the client (or to its local credit timeout), means over seeds; holds if within the "
-                              "target",
-                   **_cause(ok, "a SET joins the slab lock's queue when its delay so far plus the oldest waiter's age "
-                                "fits the 70 µs budget, but its own wait there can be longer (the age is a lower "
-                                "bound); it is then dropped at its item lock with more than the budget spent, and "
-                                "the reply also carries the client's credit wait and the network")}))
-    return out
-
-
-def claims_fig10(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=LOAD)
-    loads = _loads(df)
-    p99 = _stat_all(s, "protego", P99, loads)
-    at, m, ci = extreme(p99, largest=True)
-    t = TARGET_US["fig10"]
-    return [Claim(id="fig10-1us-p99-within-target", claim="Synthetic p = 50 %, 1 µs (CPU also saturates): Protego "
-                  "keeps p99 below the target (110 µs) (Fig. 10)", paper=110.0, measured=_r(m),
-                  holds=bool(m <= 1.1 * t),
-                  extra={"unit": "µs", "ci95": _r(ci), "at_load_rps": at, "by_load": _byload(p99),
-                         "measure": "max over demands of Protego's p99; holds if within 10 % of the target",
-                         **_cause(m <= 1.1 * t, "as at 10 µs, the lock-queue age underestimates the wait; with 1 µs "
-                                  "services the 10 µs network and credit round trips dominate the latency")})]
-
-
-def claims_fig12(ctx: Context, df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=TE)
-    tes = sorted(set(df[TE].astype(float)))
-    lo, hi = min(tes), max(tes)
-    glo = s.values("protego", lo, "goodput_rps")
-    ghi = s.values("protego", hi, "goodput_rps")
-    dlo = s.values("protego", lo, "lock_control.drops")
-    dhi = s.values("protego", hi, "lock_control.drops")
-    both = glo.index.intersection(ghi.index)
-    less = float((1 - ghi[both] / glo[both]).mean()) if len(both) else math.nan
-    fewer = float((dlo[both] / dhi[both].replace(0, np.nan)).mean()) if len(both) else math.nan
-    plot_fig12(ctx, df, tes)
-    ok = less > 0 and fewer > 1
-    return [Claim(id="fig12-te-tradeoff", claim=f"t_e = {hi:g} gives less goodput and a lower drop rate than "
-                  f"t_e = {lo:g} (paper: 23 % less goodput, 4× lower drop rate) (Fig. 12)", paper=0.23,
-                  measured=_r(less), holds=bool(ok),
-                  extra={"unit": "fraction less goodput", "drop_ratio": _r(fewer), "paper_drop_ratio": 4.0,
-                         "measure": "paired by seed at 300 kRPS: 1 − goodput(high t_e)/goodput(low t_e), and lock "
-                                    "drops(low)/drops(high); holds if goodput is lower and drops fewer",
-                         "by_te_goodput": {f"{t:g}": _r(s.mean("protego", t, "goodput_rps"), 0) for t in tes},
-                         **_cause(ok, "Algorithm 1's equilibrium pool is set by how often noisy per-iteration counts "
-                                      "pass the slope test; at this load both thresholds end near the same pool")})]
-
-
-def claims_fig13(df: pd.DataFrame) -> list[Claim]:
-    s = Seeds(df, key=None)
-    p = s.mean("protego", None, "goodput_rps")
-    out = []
-    for other, paper in (("breakwater", 0.77), ("seda", 0.63)):
-        o = s.mean(other, None, "goodput_rps")
-        r, ci = s.ratio(None, "goodput_rps", "protego", other)
-        ok = r < 1
-        out.append(Claim(
-            id=f"fig13-usr-below-{other}", claim=f"Memcached USR (CPU-bound, GET-heavy): Protego's goodput is below "
-            f"{other}'s, its stated limitation (paper: {100 * (1 - paper):.0f} % less) (Fig. 13)", paper=paper,
-            measured=_r(r), holds=bool(ok),
-            extra={"unit": f"× {other}'s goodput", "ci95": _r(ci), "goodput_rps": {"protego": _r(p, 0), other: _r(o, 0)},
-                   "measure": "goodput at 3.6 M req/s demand, paired by seed; holds if Protego's is lower",
-                   **_cause(ok, "the paper attributes the gap to Protego's slow pool updates (every 4 e2e RTTs) and to "
-                                "the server-side credit work that SEDA does not do; the simulator charges no CPU for "
-                                "credit management, and SEDA's per-client limits with 1000 clients reject more "
-                                "requests here than Protego's credits do")}))
-    return out
+                        ("fig10", "Fig. 10: synthetic, p = 50 %, 1 µs")):
+        plot_vs_load(ctx, data[name], name, title, f"protego_{name}.png")
+    plot_fig12(ctx, data["fig12"])
+    plot_bars(ctx, data["fig13"], "Fig. 13: Memcached-like, USR, 3.6 M req/s demand", "protego_fig13.png")
+    return judge_all(CLAIMS, data)
 
 
 # ---------------------------------------------------------------------------------------------
 # figures
+
+_PANELS = [(GOODPUT, "goodput (req/s)"), (P99, "p99 latency (µs)"), (SDR, "server drop rate (paper's)"),
+           (CDR, "dropped at the clients"), ("cores.busy_mean", "cores busy (mean)")]
 
 
 def plot_vs_load(ctx: Context, df: pd.DataFrame, name: str, title: str, filename: str) -> None:
     if LOAD not in df.columns or df[LOAD].nunique() < 1:
         return
     plt = setup_plt()
-    agg = aggregate(df, ["variant", LOAD])
-    metrics = [("goodput_rps", "goodput (req/s)"), (P99, "p99 latency (µs)"), ("drop_rate", "drop rate"),
-               ("cores.busy_mean", "cores busy (mean)")]
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4.2), constrained_layout=True)
+    agg = aggregate(derived(df), ["variant", LOAD])
+    fig, axes = plt.subplots(1, len(_PANELS), figsize=(22, 4.2), constrained_layout=True)
     for v in sorted(set(agg["variant"])):
         c = agg[agg["variant"] == v].sort_values(LOAD)
-        for ax, (m, lab) in zip(axes, metrics):
+        for ax, (m, lab) in zip(axes, _PANELS):
             if m not in c.columns:
                 continue
             err = c.get(f"{m}.ci95")
@@ -436,9 +1024,10 @@ def plot_vs_load(ctx: Context, df: pd.DataFrame, name: str, title: str, filename
 
 def plot_bars(ctx: Context, df: pd.DataFrame, title: str, filename: str) -> None:
     plt = setup_plt()
-    agg = aggregate(df, ["variant"])
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), constrained_layout=True)
-    for ax, (m, lab) in zip(axes, (("goodput_rps", "goodput (req/s)"), (P99, "p99 latency (µs)"), ("drop_rate", "drop rate"))):
+    agg = aggregate(derived(df), ["variant"])
+    panels = ((GOODPUT, "goodput (req/s)"), (P99, "p99 latency (µs)"), (SDR, "server drop rate"), (CDR, "dropped at the clients"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(15, 3.8), constrained_layout=True)
+    for ax, (m, lab) in zip(axes, panels):
         err = np.nan_to_num(agg[f"{m}.ci95"].to_numpy(float)) if f"{m}.ci95" in agg.columns else None
         ax.bar(agg["variant"], agg[m], yerr=err, color=[COLORS.get(v, "gray") for v in agg["variant"]], capsize=3)
         ax.set_ylabel(lab)
@@ -447,16 +1036,19 @@ def plot_bars(ctx: Context, df: pd.DataFrame, title: str, filename: str) -> None
     ctx.save_figure(fig, filename)
 
 
-def plot_fig12(ctx: Context, df: pd.DataFrame, tes: list[float]) -> None:
+def plot_fig12(ctx: Context, df: pd.DataFrame) -> None:
     plt = setup_plt()
-    agg = aggregate(df, ["variant", TE]).sort_values(TE)
+    agg = aggregate(derived(df), ["variant", TE]).sort_values(TE)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
-    a1.errorbar(agg[TE], agg["goodput_rps"] / 1e3, yerr=np.nan_to_num(agg["goodput_rps.ci95"].to_numpy(float)) / 1e3,
+    a1.errorbar(agg[TE], agg[GOODPUT] / 1e3, yerr=np.nan_to_num(agg[f"{GOODPUT}.ci95"].to_numpy(float)) / 1e3,
                 marker="o", capsize=2)
     a1.set_ylabel("goodput (kRPS)")
-    col = "lock_control.drops" if "lock_control.drops" in agg.columns else "drop_rate"
-    a2.errorbar(agg[TE], agg[col], yerr=np.nan_to_num(agg[f"{col}.ci95"].to_numpy(float)), marker="o", capsize=2)
-    a2.set_ylabel("ASQM drops (measured window)")
+    a2.errorbar(agg[TE], agg[SDR], yerr=np.nan_to_num(agg[f"{SDR}.ci95"].to_numpy(float)), marker="o", capsize=2,
+                label="at the server (paper's)")
+    a2.errorbar(agg[TE], agg[CDR], yerr=np.nan_to_num(agg[f"{CDR}.ci95"].to_numpy(float)), marker="s", capsize=2,
+                label="at the clients (no credit)")
+    a2.set_ylabel("drop rate")
+    a2.legend(fontsize=7)
     for a in (a1, a2):
         a.set_xscale("log")
         a.set_xlabel("efficiency threshold t_e")
