@@ -24,7 +24,9 @@ from .sweep.runner import default_jobs, mean_ci95
 
 
 def metric_value(summary: dict, metric: str) -> float:
-    """The value of a dotted metric path in a summary dict (lists of sections by ``name``)."""
+    """The value of a dotted metric path in a summary dict (lists of sections by ``name``);
+    NaN where the summary has no value (``null``: a latency of a run in which nothing
+    completed), so that it meets no SLO."""
     node: Any = summary
     for part in metric.split("."):
         if isinstance(node, list):
@@ -38,6 +40,8 @@ def metric_value(summary: dict, metric: str) -> float:
         else:
             raise ValueError(f"metric {metric!r}: the summary has no {part!r}")
     node = plain(node)  # a numpy number is a number
+    if node is None:
+        return math.nan
     if not isinstance(node, (int, float)):
         raise ValueError(f"metric {metric!r} is not a number")
     return float(node)
@@ -54,33 +58,38 @@ def backlog_excess(s: dict) -> float:
     system (offered rate × mean latency), plus 10. Positive: the run did not keep up (a short
     run's percentiles can hide a queue that grows without bound, e.g. starved long requests)."""
     r = s["requests"]
-    in_system = s["offered_rps"] * s["latency_us"]["mean"] * 1e-6
+    in_system = s["offered_rps"] * (s["latency_us"]["mean"] or 0.0) * 1e-6  # null: nothing completed
     return r["in_flight"] - (0.001 * r["generated"] + 3 * in_system + 10)
 
 
-def _probe(scenario: Any, overrides: Sequence[str], seed: int, load: float, metric: str) -> tuple[float, float, bool]:
+def _probe(scenario: Any, overrides: Sequence[str], seed: int, load: float, metric: str) -> dict:
     from .api import run
 
     s = run(scenario, seed=seed, overrides=[*overrides, f"load.fraction={load:.6g}"]).summary
     util = (s.get("sched") or {}).get("worker_utilization", {}).get("mean", 0.0)
-    return metric_value(s, metric), float(s["offered_rps"]), backlog_excess(s) <= 0 and util < SATURATED
+    excess = backlog_excess(s)
+    return {"value": metric_value(s, metric), "offered_rps": float(s["offered_rps"]),
+            "stable": excess <= 0 and util < SATURATED, "utilization": float(util), "backlog_excess": float(excess)}
 
 
 def bisect_seed(scenario: Any, seed: int, slo: float, metric: str = "slowdown.p999",
                 overrides: Sequence[str] = (), lo: float = 0.05, hi: float = 1.0, tol: float = 0.01) -> dict:
     """One seed's bisection: the highest load in [lo, hi] (to within ``tol``) that meets the SLO,
-    with the probes made. ``load`` is ``lo`` (``meets_at_lo`` false) if even ``lo`` misses it."""
+    with the probes made (each with its metric ``value``, ``offered_rps``, ``stable``, mean worker
+    ``utilization`` and :func:`backlog_excess`). ``load`` is ``lo`` (``meets_at_lo`` false) if even
+    ``lo`` misses it; ``fail_load`` is the lowest load that missed it (``None`` if ``hi`` met it),
+    so the SLO crossing lies in [``load``, ``fail_load``]."""
     probes = []
 
     def ok(x: float) -> bool:
-        v, rps, stable = _probe(scenario, overrides, seed, x, metric)
-        probes.append({"load": x, "value": v, "offered_rps": rps, "stable": stable})
-        return v <= slo and stable
+        p = _probe(scenario, overrides, seed, x, metric)
+        probes.append({"load": x, **p})
+        return p["value"] <= slo and p["stable"]
 
     if ok(hi):
-        return {"seed": seed, "load": hi, "meets_at_lo": True, "probes": probes}
+        return {"seed": seed, "load": hi, "fail_load": None, "meets_at_lo": True, "probes": probes}
     if not ok(lo):
-        return {"seed": seed, "load": lo, "meets_at_lo": False, "probes": probes}
+        return {"seed": seed, "load": lo, "fail_load": lo, "meets_at_lo": False, "probes": probes}
     a, b = lo, hi
     while b - a > tol:
         m = (a + b) / 2
@@ -88,7 +97,7 @@ def bisect_seed(scenario: Any, seed: int, slo: float, metric: str = "slowdown.p9
             a = m
         else:
             b = m
-    return {"seed": seed, "load": a, "meets_at_lo": True, "probes": probes}
+    return {"seed": seed, "load": a, "fail_load": b, "meets_at_lo": True, "probes": probes}
 
 
 def _bisect_args(args: tuple) -> dict:
@@ -103,11 +112,17 @@ def max_load(scenario: Any, slo: float, metric: str = "slowdown.p999", seeds: It
 
     ``scenario`` is a path, dict or :class:`~microsched.Scenario`; ``overrides`` apply to every
     probe (``"dotted.key=value"``). Returns ``{"load", "load_ci95", "rps", "rps_ci95", "n",
-    "seeds": [per-seed results with their probes], "metric", "slo"}``.
+    "meets_slo", "missing_at_lo", "capacity_rps", "seeds": [per-seed results with their probes],
+    "metric", "slo", "lo", "hi"}``.
+
+    ``meets_slo`` is false if some seed misses the SLO even at ``lo`` (``missing_at_lo`` lists
+    those seeds): if every seed does, no load in [lo, hi] meets it and ``load`` and ``rps`` are
+    ``None``; if only some do, their load counts as ``lo`` (an upper bound) in the mean. A value
+    that cannot be computed (the interval with one seed) is ``None``, never NaN.
     """
     from .api import validate
 
-    seeds = list(seeds)
+    seeds = [plain(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds: give at least one seed")
     if not (0 < lo < hi):
@@ -122,12 +137,21 @@ def max_load(scenario: Any, slo: float, metric: str = "slowdown.p999", seeds: It
     else:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
             per_seed = list(ex.map(_bisect_args, args))
+    missing = [r["seed"] for r in per_seed if not r["meets_at_lo"]]
     load, ci, n = mean_ci95(r["load"] for r in per_seed)
+    if len(missing) == len(per_seed):  # no load in [lo, hi] meets the SLO
+        load = ci = math.nan
     # Capacity in req/s: a probe's offered rate over its load (the same for every probe).
     p = per_seed[0]["probes"][0]
     capacity = p["offered_rps"] / p["load"] if p["load"] > 0 else math.nan
     return {
-        "metric": metric, "slo": slo, "load": load, "load_ci95": ci, "n": n,
-        "rps": load * capacity, "rps_ci95": ci * capacity if math.isfinite(ci) else math.nan,
-        "capacity_rps": capacity, "seeds": per_seed,
+        "metric": metric, "slo": slo, "lo": lo, "hi": hi, "meets_slo": not missing, "missing_at_lo": missing,
+        "load": _number(load), "load_ci95": _number(ci), "n": n,
+        "rps": _number(load * capacity), "rps_ci95": _number(ci * capacity), "capacity_rps": _number(capacity),
+        "seeds": per_seed,
     }
+
+
+def _number(x: float) -> float | None:
+    """``x``, or ``None`` if it is not a finite number (JSON has no NaN)."""
+    return float(x) if x is not None and math.isfinite(x) else None
