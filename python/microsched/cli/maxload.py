@@ -51,13 +51,35 @@ def cmd_maxload(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
     if args.json:
-        sys.stdout.write(json.dumps(r, indent=2) + "\n")
+        # Strict JSON: a value that could not be computed (a metric of a probe in which nothing
+        # completed) is null, not NaN.
+        sys.stdout.write(json.dumps(_json_safe(r), indent=2, allow_nan=False) + "\n")
         return 0
-    ci = "" if not math.isfinite(r["load_ci95"]) else f" ± {r['load_ci95']:.3f}"
-    rci = "" if not math.isfinite(r["rps_ci95"]) else f" ± {r['rps_ci95']:,.0f}"
-    print(f"max load with {r['metric']} <= {r['slo']:g}: {r['load']:.3f}{ci} of capacity "
-          f"= {r['rps']:,.0f}{rci} req/s (n = {r['n']} seeds)")
+    n_seeds = f"n = {r['n']} seed{'s' if r['n'] != 1 else ''}"
+    if r["load"] is None:
+        at_lo = f" ({r['capacity_rps'] * args.lo:,.0f} req/s)" if r["capacity_rps"] is not None else ""
+        print(f"no load in [{args.lo:.3f}, {args.hi:.3f}] of capacity meets {r['metric']} <= {r['slo']:g}: "
+              f"even {args.lo:.3f}{at_lo} misses it, for every seed ({n_seeds}); lower --lo or relax --slo")
+    else:
+        ci = "" if r["load_ci95"] is None else f" ± {r['load_ci95']:.3f}"
+        rci = "" if r["rps_ci95"] is None else f" ± {r['rps_ci95']:,.0f}"
+        rps = "" if r["rps"] is None else f" = {r['rps']:,.0f}{rci} req/s"
+        missing = r.get("missing_at_lo") or []
+        note = (f"; {len(missing)} of {r['n']} seeds miss it even at --lo {args.lo:.3f}, counted as "
+                f"{args.lo:.3f} (an upper bound)") if missing else ""
+        print(f"max load with {r['metric']} <= {r['slo']:g}: {r['load']:.3f}{ci} of capacity{rps} ({n_seeds}{note})")
     for s in r["seeds"]:
         note = "" if s["meets_at_lo"] else " (misses the SLO even at --lo)"
         print(f"  seed {s['seed']}: {s['load']:.3f}{note} after {len(s['probes'])} runs")
     return 0
+
+
+def _json_safe(v: Any) -> Any:
+    """``v`` with every non-finite float (NaN, infinities) as ``None``."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
