@@ -4,143 +4,46 @@ control" (``shared/papers/core-allocation-vs-overload-control.md`` §2, "Through
 Load 1.0 (32 M req/s) on 32 cores with a Caladan-style allocator, Breakwater with a credit pool
 that starts at 40 (floor: Breakwater's max_cores, 32), network RTT 5, 10, 25 and 30 µs
 (``experiments/collapse/``). Variants: the baseline; the study's fix (``core_fix``: proportional
-growth and the minimum pool ⌈32·(RTT + 10 µs)/10 µs⌉); the baseline on a static 32-core
+growth and the minimum pool ⌈32·(RTT + target)/target⌉); the baseline on a static 32-core
 allocation (contrast: the collapse is an interaction with the core allocator).
 
-Claims are on the measured window (20–40 ms, after a 20 ms warm-up; ``--quick``: 20–30 ms).
-Figures: ``collapse_timeseries.png`` (cores, throughput, queued tasks and pool over the whole run
-and a 300 µs close-up of the cycle, baseline vs fix at RTT 30 µs) and ``collapse_vs_rtt.png``
-(throughput and allocated cores against the RTT, per variant). The time series are re-run for
-seed 1 at the longest RTT with 1 µs samples (``timeseries.parquet``).
+The module reads as the study's claims (:data:`CLAIMS`, with the paper's numbers: 1 core of 32
+active, a pool of 40 that does not grow, bursts that always see high delay, a cycle per round
+trip, load 1.0 using all 32 cores without the collapse), the functions that measure them on plain
+data (:func:`build_data`: the sweep's rows plus one row per seed from the baseline's 1 µs time
+series at the longest RTT) and :func:`analyze`. Claims are on the measured window (after the
+warm-up). Figures: ``collapse_timeseries.png`` (cores, throughput, queued tasks and pool over the
+whole run and a 300 µs close-up of the cycle, baseline vs fix at the longest RTT) and
+``collapse_vs_rtt.png`` (throughput and allocated cores against the RTT, per variant). The time
+series (``timeseries.parquet``) are re-runs of the sweep's points with 1 µs samples.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from .claims import Claim, rounded as _r
+from .claims import (BOUND, FRACTION, ORDER, VALUE, Cause, ClaimSpec, Measured, judge_all, rounded as _r)
 from .framework import Context, register
-from .loadshift import binned, run_timeseries, setup_plt
-from .search_cause import gated_fix_churn
-from .stats import Seeds
+from .loadshift import binned, run_timeseries, scenario_params, setup_plt
+from .runner import mean_ci95
 
 RTT = "network.rtt_us"
 BASE, FIX, STATIC = "baseline", "fix", "static"
-CAPACITY_RPS = 32e6
 COLLAPSE_RTTS = (25.0, 30.0)    # the study: "a network RTT of 25 µs is enough for this problem to manifest"
-SHORT_RTTS = (5.0, 10.0)        # contrast
-COLLAPSED_BELOW = 0.25          # fraction of capacity: "collapsed" (the study shows ~1 of 32 cores active)
-HEALTHY_ABOVE = 0.5             # fraction of capacity: "no collapse"
+FIG2_RTT = 30.0                 # Fig. 2's RTT
+SHORT_RTTS = (5.0, 10.0)        # contrast: an RTT short against the service time
+ONE_CORE = 1.5                  # a 1 µs sample "has one core" below this (samples are time averages)
 TS_SAMPLE_US = 1.0
 COLORS = {BASE: "tab:red", FIX: "tab:blue", STATIC: "tab:gray"}
 MARKERS = {BASE: "o", FIX: "s", STATIC: "^"}
 
 
-
-@register("collapse", paper="Core allocation vs overload control (simulation study)", figure="Fig. 2",
-          description="Throughput collapse at load 1.0 with a credit pool of 40 and RTT 25–30 µs "
-                      "(Breakwater + Caladan-style allocation, 32 cores); its absence at short RTTs and with "
-                      "the study's fix (minimum pool)",
-          spec="collapse/sweep.toml")
-def analyze(ctx: Context) -> list[Claim]:
-    ctx.require_variants(BASE, FIX)
-    df = ctx.results
-    df = df.assign(frac=df["throughput_rps"].astype(float) / CAPACITY_RPS)
-    seeds = Seeds(df, key=RTT)
-    rtts = sorted(set(df[RTT].astype(float)))
-    rtt_ts = max(rtts)
-    points = [p for p in ctx.spec.points()
-              if p.params.get("variant") in (BASE, FIX) and float(p.params[RTT]) == rtt_ts
-              and p.seed == min(ctx.spec.seeds)]
-    ts = run_timeseries(points, extra_overrides=[f"metrics.sample_interval_us={TS_SAMPLE_US:g}"])
-    ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
-    plot_timeseries(ctx, ts, rtt_ts)
-    plot_vs_rtt(ctx, df)
-
-    claims: list[Claim] = []
-    for rtt in COLLAPSE_RTTS:
-        if rtt in rtts:
-            claims.append(claim_collapse(seeds, rtt))
-            claims.append(claim_fix(seeds, rtt))
-    short = [r for r in SHORT_RTTS if r in rtts]
-    if short:
-        claims.append(claim_short_rtt(seeds, short))
-    if STATIC in set(df["variant"]) and rtt_ts in COLLAPSE_RTTS:
-        claims.append(claim_static(seeds, rtt_ts))
-    if rtt_ts in COLLAPSE_RTTS:
-        claims.append(claim_cycle(ts, rtt_ts))
-    return claims
-
-
-def claim_collapse(s: Seeds, rtt: float) -> Claim:
-    frac, ci = s.stat(BASE, rtt, "frac")
-    cores, _ = s.stat(BASE, rtt, "cores.allocated_mean")
-    pool, _ = s.stat(BASE, rtt, "credits.pool_mean")
-    return Claim(
-        id=f"collapse@rtt{rtt:g}",
-        claim=f"With a credit pool of 40 and an RTT of {rtt:g} µs, throughput at load 1.0 collapses: most cores "
-              f"stay parked (study Fig. 2: a single core of 32 remains active)",
-        paper=_r(1 / 32), measured=_r(frac), holds=bool(frac < COLLAPSED_BELOW and cores < 32 / 4),
-        extra={"unit": "of capacity", "ci95": _r(ci),
-               "measure": f"baseline throughput / capacity (32 M req/s) over the measured window, mean over "
-                          f"seeds; paper = 1/32 (one core active); holds if < {COLLAPSED_BELOW} with fewer than "
-                          f"8 cores allocated on average",
-               "cores_allocated_mean": _r(cores, 3), "credit_pool_mean": _r(pool, 1)},
-    )
-
-
-def claim_fix(s: Seeds, rtt: float) -> Claim:
-    frac, ci = s.stat(FIX, rtt, "frac")
-    base, _ = s.stat(BASE, rtt, "frac")
-    cores, _ = s.stat(FIX, rtt, "cores.allocated_mean")
-    min_pool = math.ceil(32 * (rtt + 10) / 10)
-    return Claim(
-        id=f"fix-no-collapse@rtt{rtt:g}",
-        claim=f"With the study's fix (minimum pool depending on max cores and RTT: {min_pool} here) there is no "
-              f"collapse at RTT {rtt:g} µs (study §3)",
-        paper=None, measured=_r(frac), holds=bool(frac > HEALTHY_ABOVE),
-        extra={"unit": "of capacity", "ci95": _r(ci),
-               "measure": f"fix throughput / capacity over the measured window, mean over seeds; holds if > "
-                          f"{HEALTHY_ABOVE}", "baseline": _r(base), "cores_allocated_mean": _r(cores, 3),
-               "min_pool": min_pool,
-               **({} if frac > HEALTHY_ABOVE else
-                  {"cause": gated_fix_churn(s, FIX, rtt, max_cores=32, wake_us=5, target_us=10, drop_us=20)})},
-    )
-
-
-def claim_short_rtt(s: Seeds, rtts: list[float]) -> Claim:
-    by = {f"{r:g}": s.stat(BASE, r, "frac")[0] for r in rtts}
-    worst = min(by.values())
-    return Claim(
-        id="short-rtt-no-collapse",
-        claim=f"With the same pool of 40 but a short RTT ({', '.join(by)} µs) the system does not collapse: "
-              f"the collapse needs an RTT long against the service time (study: 25 µs is enough)",
-        paper=None, measured=_r(worst), holds=bool(worst > HEALTHY_ABOVE),
-        extra={"unit": "of capacity", "measure": f"the lowest baseline throughput / capacity over these RTTs, "
-                                                 f"mean over seeds; holds if > {HEALTHY_ABOVE}",
-               "by_rtt_us": {k: _r(v) for k, v in by.items()}},
-    )
-
-
-def claim_static(s: Seeds, rtt: float) -> Claim:
-    st, _ = s.stat(STATIC, rtt, "frac")
-    base, _ = s.stat(BASE, rtt, "frac")
-    ratio = st / base if base > 0 else math.inf
-    return Claim(
-        id=f"collapse-needs-core-allocation@rtt{rtt:g}",
-        claim="The collapse is an interaction with the core allocator: the same pool and RTT on a static "
-              "32-core allocation does not collapse (study §2: the small pool makes the allocator park cores)",
-        paper=None, measured=_r(ratio, 3), holds=bool(ratio > 4),
-        extra={"unit": "×", "measure": "throughput(static 32 cores) / throughput(baseline), same pool and RTT, "
-                                       "means over seeds; holds if > 4",
-               "static_fraction": _r(st), "baseline_fraction": _r(base),
-               "note": "with static cores the pool grows by α = 1 per RTT from 40 (no collapse cycle), so its "
-                       "throughput is still ramping in the measured window"},
-    )
+# ---------------------------------------------------------------------------------------------
+# the data
 
 
 def cycle_period_us(ts: pd.DataFrame, max_us: float, col: str = "queue_len") -> tuple[float, float]:
@@ -166,21 +69,321 @@ def cycle_period_us(ts: pd.DataFrame, max_us: float, col: str = "queue_len") -> 
     return float(lags[i]), float(ac[i])
 
 
-def claim_cycle(ts: pd.DataFrame, rtt: float) -> Claim:
-    s = ts[(ts["variant"] == BASE)]
-    s = s[s["t_ms"] > s["t_ms"].max() / 2]
-    period, peak = cycle_period_us(s, 4 * rtt)
-    return Claim(
-        id=f"collapse-cycle@rtt{rtt:g}",
-        claim="The collapsed system cycles: a burst arrives, waits for cores, is served, and the cores park "
-              "during the idle round trip before the next burst (study Fig. 2)",
-        paper=_r(rtt), measured=_r(period, 1), holds=bool(peak > 0 and rtt <= period <= 2 * rtt),
-        extra={"unit": "µs", "autocorrelation_at_period": _r(peak, 3),
-               "measure": "period of the queued-task count in the baseline: the lag of the highest "
-                          "autocorrelation after its first zero crossing, up to 4 RTT (second half of the run, "
-                          "1 µs samples, seed 1); paper = the RTT (one burst per round trip, plus the burst's "
-                          "own time at the server); holds if a positive peak lies within [RTT, 2 RTT]"},
-    )
+def cycle_table(ts: pd.DataFrame, rtt_us: float, target_us: float, warmup_ms: float) -> pd.DataFrame:
+    """One row per seed of a variant's 1 µs time series over the measured window: the cycle's
+    period and autocorrelation (:func:`cycle_period_us`, up to 4 RTT), the share of round-trip
+    periods whose longest sampled queueing delay reaches the target, the share of samples with
+    about one core allocated, and the cores' and pool's ranges."""
+    rows = []
+    for (v, seed), g in ts.groupby(["variant", "seed"]):
+        w = g[g["t_ms"] > warmup_ms]
+        period, ac = cycle_period_us(w, 4 * rtt_us)
+        k = np.floor((w["t_ms"].to_numpy(float) - warmup_ms) * 1000 / rtt_us).astype(int)
+        per = w.assign(_k=k).groupby("_k")["oldest_delay_us"].max()
+        per = per.iloc[:-1] if len(per) > 1 else per  # the last period may be cut by the run's end
+        rows.append({"variant": v, "seed": seed, "rtt_us": rtt_us, "period_us": period,
+                     "autocorrelation": ac if ac > 0 else math.nan,
+                     "high_delay_fraction": float((per >= target_us).mean()), "periods": len(per),
+                     "one_core_fraction": float((w["cores_allocated"] < ONE_CORE).mean()),
+                     "cores_median": float(w["cores_allocated"].median()),
+                     "cores_max": float(w["cores_allocated"].max()),
+                     "busy_mean": float(w["cores_busy"].mean()),
+                     "pool_min": float(w["credit_pool"].min()), "pool_max": float(w["credit_pool"].max()),
+                     "delay_median": float(per.median())})
+    return pd.DataFrame(rows)
+
+
+def build_data(results: pd.DataFrame, ts: pd.DataFrame, scenario: Mapping[str, Any]) -> dict[str, Any]:
+    """What the claims are measured on: ``results`` (the sweep's rows, with ``frac`` = throughput
+    / capacity), ``cycles`` (:func:`cycle_table` of the baseline's time series) and ``params``."""
+    params = scenario_params(scenario)
+    params["initial_pool"] = scenario["policy"]["overload"].get("initial_pool")
+    params["floor"] = scenario["policy"]["overload"].get("min_pool") or params["max_cores"]
+    params["alpha"] = scenario["policy"]["overload"].get("alpha")
+    res = results.assign(frac=results["throughput_rps"].astype(float) / params["capacity_rps"])
+    base_ts = ts[ts["variant"] == BASE]
+    rtt = float(base_ts[RTT].max()) if len(base_ts) else FIG2_RTT
+    cycles = cycle_table(base_ts[np.isclose(base_ts[RTT].astype(float), rtt)], rtt, params["target_us"],
+                         params["warmup_ms"])
+    return {"results": res, "cycles": cycles, "params": params}
+
+
+# ---------------------------------------------------------------------------------------------
+# measure functions and causes
+
+
+def _vals(df: pd.DataFrame, variant: str, rtt: float | None, col: str) -> pd.Series:
+    if col not in df.columns:
+        return pd.Series(dtype=float)
+    sel = df["variant"] == variant
+    if rtt is not None:
+        key = RTT if RTT in df.columns else "rtt_us"
+        sel &= np.isclose(df[key].astype(float), rtt)
+    return df[sel].groupby("seed")[col].mean().astype(float)
+
+
+def _mean(df: pd.DataFrame, variant: str, rtt: float | None, col: str) -> float:
+    s = _vals(df, variant, rtt, col)
+    return float(s.mean()) if len(s) else math.nan
+
+
+def _measured(values, missing: str, **kw) -> Measured:
+    m, ci, n = mean_ci95(list(values))
+    if not math.isfinite(m):
+        return Measured(None, n=n, missing=missing, **kw)
+    return Measured(m, ci if math.isfinite(ci) else None, n, **kw)
+
+
+def _figures(data: Mapping[str, Any], variant: str, rtt: float) -> dict[str, Any]:
+    """A variant's whole-run figures at one RTT (means over seeds), as cause evidence."""
+    r, p = data["results"], data["params"]
+    tr, dur = _mean(r, variant, rtt, "core_time.transition_ns"), _mean(r, variant, rtt, "duration_s")
+    wakes = tr / (p["alloc_delay_us"] * 1e3) / (dur * 1e3) if dur > 0 else math.nan
+    return {"rtt": rtt, "frac": _r(_mean(r, variant, rtt, "frac"), 3),
+            "cores": _r(_mean(r, variant, rtt, "cores.allocated_mean"), 2),
+            "busy": _r(_mean(r, variant, rtt, "cores.busy_mean"), 2),
+            "pool": _r(_mean(r, variant, rtt, "credits.pool_mean"), 0),
+            "issued": _r(_mean(r, variant, rtt, "credits.issued_mean"), 0),
+            "qd99": _r(_mean(r, variant, rtt, "queueing_delay_us.p99"), 1),
+            "drop_rate": _r(_mean(r, variant, rtt, "drop_rate"), 3),
+            "aqm_drops": _r(_mean(r, variant, rtt, "credits.aqm_drops"), 0),
+            "client_timeouts": _r(_mean(r, variant, rtt, "credits.client_timeouts"), 0),
+            "wakes_per_ms": _r(wakes, 1), "target_us": p["target_us"], "drop_us": p["drop_us"],
+            "max_cores": p["max_cores"], "search": str(p.get("search")), "gate": str(p.get("drop_gate"))}
+
+
+def measure_fraction(variant: str, rtt: float):
+    def measure(data: Mapping[str, Any]) -> Measured:
+        r = data["results"]
+        return _measured(_vals(r, variant, rtt, "frac"), f"no {variant} run at RTT {rtt:g} µs",
+                         evidence=_figures(data, variant, rtt),
+                         extra={"by_rtt_us": {f"{x:g}": _r(_mean(r, variant, x, "frac"), 4)
+                                              for x in sorted(set(r[RTT].astype(float)))}})
+    return measure
+
+
+CAUSE_POINT = (
+    "at RTT {rtt} µs the {variant} serves {measured} ± {ci95} of capacity with {cores} of {max_cores} cores "
+    "allocated ({busy} busy, {wakes_per_ms} core wake-ups per ms), a mean pool of {pool} credits ({issued} issued) "
+    "and queueing delay p99 {qd99} µs against the {target_us} µs target and the {drop_us} µs AQM threshold; it "
+    "drops {drop_rate} of the requests ({aqm_drops} AQM drops, {client_timeouts} client timeouts)")
+
+
+def cause_point(variant: str):
+    def cause(data: Mapping[str, Any], m: Measured) -> Cause:
+        ev = {"measured": m.value, "ci95": m.ci95, "variant": variant, **m.evidence}
+        text = CAUSE_POINT
+        if variant == FIX:
+            text += ("; the fix's ramp: work search {search}, drop gate {gate}, minimum pool {min_pool}")
+            ev["min_pool"] = min_pool(data["params"], ev["rtt"])
+        return Cause(text, ev)
+    return cause
+
+
+def min_pool(params: Mapping[str, Any], rtt: float) -> int:
+    """The fix's minimum pool: ⌈max_cores · (RTT + target) / target⌉ (breakwater.rs core_fix_min_pool)."""
+    t = params["target_us"]
+    return int(math.ceil(round(params["max_cores"] * (rtt + t) / t, 9)))
+
+
+def measure_short(data: Mapping[str, Any]) -> Measured:
+    r = data["results"]
+    rtts = [x for x in SHORT_RTTS if np.isclose(r[RTT].astype(float), x).any()]
+    if not rtts:
+        return Measured(None, missing="no baseline run at a short RTT")
+    by = {x: _mean(r, BASE, x, "frac") for x in rtts}
+    worst = min(by, key=lambda x: by[x])
+    m = _measured(_vals(r, BASE, worst, "frac"), "", evidence=_figures(data, BASE, worst),
+                  extra={"by_rtt_us": {f"{x:g}": _r(v, 4) for x, v in by.items()}, "worst_rtt_us": worst})
+    return m
+
+
+def measure_one_core(data: Mapping[str, Any]) -> Measured:
+    r, c = data["results"], data["cycles"]
+    ev = {**_figures(data, BASE, FIG2_RTT), "one_core_fraction": _r(_mean(c, BASE, None, "one_core_fraction"), 3),
+          "cores_median": _r(_mean(c, BASE, None, "cores_median"), 2),
+          "cores_max": _r(_mean(c, BASE, None, "cores_max"), 2), "sample_us": TS_SAMPLE_US}
+    return _measured(_vals(r, BASE, FIG2_RTT, "cores.allocated_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
+                     evidence=ev)
+
+
+CAUSE_ONE_CORE = (
+    "the baseline averages {measured} ± {ci95} allocated cores at RTT {rtt} µs ({busy} busy): the median "
+    "{sample_us} µs sample has {cores_median} cores and {one_core_fraction} of the samples have about one, while a "
+    "burst is served the allocator grants up to {cores_max}; it serves {frac} of capacity")
+
+
+def measure_pool(data: Mapping[str, Any]) -> Measured:
+    r, c, p = data["results"], data["cycles"], data["params"]
+    ev = {**_figures(data, BASE, FIG2_RTT), "start": p["initial_pool"], "floor": p["floor"], "alpha": p["alpha"],
+          "pool_min": _r(_mean(c, BASE, None, "pool_min"), 0), "pool_max": _r(_mean(c, BASE, None, "pool_max"), 0),
+          "low_delay_fraction": _r(1 - _mean(c, BASE, None, "high_delay_fraction"), 3),
+          "periods": _r(_mean(c, BASE, None, "periods"), 0)}
+    return _measured(_vals(r, BASE, FIG2_RTT, "credits.pool_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
+                     evidence=ev)
+
+
+CAUSE_POOL = (
+    "the baseline's pool averages {measured} ± {ci95} credits at RTT {rtt} µs, between {pool_min} and {pool_max} "
+    "(it starts at {start}, floor {floor}): {low_delay_fraction} of the {periods} round-trip periods see no sampled "
+    "queueing delay at the {target_us} µs target, and each such period adds α = {alpha} credits")
+
+
+def measure_high_delay(data: Mapping[str, Any]) -> Measured:
+    c = data["cycles"]
+    ev = {**_figures(data, BASE, FIG2_RTT), "delay_median": _r(_mean(c, BASE, None, "delay_median"), 1),
+          "periods": _r(_mean(c, BASE, None, "periods"), 0)}
+    return _measured(_vals(c, BASE, None, "high_delay_fraction"), "no baseline time series", evidence=ev)
+
+
+CAUSE_HIGH_DELAY = (
+    "{measured} ± {ci95} of the {periods} round-trip periods at RTT {rtt} µs see a sampled queueing delay at the "
+    "{target_us} µs target (median of the periods' longest: {delay_median} µs); the baseline has {cores} cores "
+    "allocated on average")
+
+
+def measure_cycle(data: Mapping[str, Any]) -> Measured:
+    c = data["cycles"]
+    cyc = c[(c["variant"] == BASE) & c["autocorrelation"].notna()]
+    ev = {"rtt": FIG2_RTT, "autocorrelation": _r(float(cyc["autocorrelation"].mean()) if len(cyc) else None, 3),
+          "cycling": len(cyc), "seeds": int(c[c["variant"] == BASE]["seed"].nunique()),
+          "busy": _r(_mean(c, BASE, None, "busy_mean"), 2)}
+    return _measured(cyc["period_us"], "the baseline's queue shows no cycle (no positive autocorrelation after its "
+                                       "first zero crossing within 4 RTT)", evidence=ev,
+                     extra={"autocorrelation_at_period": ev["autocorrelation"], "seeds_cycling": len(cyc)})
+
+
+CAUSE_CYCLE = (
+    "the queued-task count repeats every {measured} ± {ci95} µs (autocorrelation {autocorrelation}; {cycling} of "
+    "{seeds} seeds cycle) against an RTT of {rtt} µs, with {busy} cores busy on average")
+
+
+def measure_static(data: Mapping[str, Any]) -> Measured:
+    r = data["results"]
+    st, b = _vals(r, STATIC, FIG2_RTT, "frac"), _vals(r, BASE, FIG2_RTT, "frac")
+    both = pd.concat([st, b], axis=1, join="inner").dropna()
+    ev = {"static": _r(float(st.mean()), 3), "base": _r(float(b.mean()), 3), "rtt": FIG2_RTT,
+          "static_pool": _r(_mean(r, STATIC, FIG2_RTT, "credits.pool_mean"), 0),
+          "base_pool": _r(_mean(r, BASE, FIG2_RTT, "credits.pool_mean"), 0)}
+    return _measured([a - c for a, c in both.itertuples(index=False)], "no static or baseline run at the RTT",
+                     evidence=ev)
+
+
+CAUSE_STATIC = (
+    "at RTT {rtt} µs the static allocation serves {static} of capacity (mean pool {static_pool}) and the baseline "
+    "{base} (mean pool {base_pool}): a difference of {measured} ± {ci95}")
+
+
+_FIG2 = "Fig. 2, §2"
+_QUOTE_ONE = "A credit pool size of 40 and an RTT of 30µs leave the system idle that only a single core remains active"
+
+
+def _collapse_claim(rtt: float) -> ClaimSpec:
+    quote = _QUOTE_ONE if rtt == FIG2_RTT else "a network RTT of 25µs is enough for this problem to manifest"
+    return ClaimSpec(
+        id=f"collapse@rtt{rtt:g}", kind=FRACTION, paper=1 / 32, paper_ref=_FIG2, unit="of capacity",
+        claim=f"With a credit pool of 40 and an RTT of {rtt:g} µs, throughput at load 1.0 collapses to what a "
+              "single core of 32 serves",
+        quote=quote,
+        how="baseline throughput / capacity (32 × the mean service rate) over the measured window, mean over "
+            "seeds; the paper's number: one core of 32 active = 1/32 of capacity",
+        measure=measure_fraction(BASE, rtt), cause=cause_point(BASE), group="Fig. 2")
+
+
+def _fix_claim(rtt: float) -> ClaimSpec:
+    return ClaimSpec(
+        id=f"fix-no-collapse@rtt{rtt:g}", kind=FRACTION, paper=1.0, paper_ref="Fig. 2, §3", unit="of capacity",
+        claim=f"With the study's fix (a minimum pool depending on max cores and RTT) there is no collapse at RTT "
+              f"{rtt:g} µs: load 1.0 uses the 32 cores' capacity",
+        quote="1.0 load should use all 32 cores ... to avoid the throughput collapse problem, we set a minimum "
+              "credit pool size that depends on the maximum number of available cores and the RTT",
+        how="fix throughput / capacity over the measured window, mean over seeds",
+        measure=measure_fraction(FIX, rtt), cause=cause_point(FIX), group="Fig. 2")
+
+
+CLAIMS: list[ClaimSpec] = [
+    _collapse_claim(25.0),
+    _collapse_claim(30.0),
+    ClaimSpec(
+        id="collapse-one-core@rtt30", kind=VALUE, paper=1, paper_ref=_FIG2, unit="cores",
+        claim="In the collapse (pool 40, RTT 30 µs, load 1.0) a single core of 32 remains active",
+        quote=_QUOTE_ONE,
+        how="the baseline's mean allocated cores over the measured window, mean over seeds",
+        measure=measure_one_core, cause=CAUSE_ONE_CORE, group="Fig. 2"),
+    ClaimSpec(
+        id="collapse-pool-stays@rtt30", kind=VALUE, paper=40, paper_ref=_FIG2, unit="credits",
+        claim="In the collapse the credit pool stays at its low level of 40: it cannot grow",
+        quote="Incoming bursts always observe high latency, preventing the credit pool size from growing",
+        how="the baseline's mean credit pool over the measured window, mean over seeds",
+        measure=measure_pool, cause=CAUSE_POOL, group="Fig. 2"),
+    ClaimSpec(
+        id="collapse-bursts-high-delay@rtt30", kind=FRACTION, paper=1.0, paper_ref=_FIG2, unit="of periods",
+        claim="In the collapse every incoming burst observes a high delay",
+        quote="Incoming bursts always observe high latency",
+        how="the share of round-trip periods of the measured window (1 µs samples, every seed) whose longest "
+            "sampled queueing delay (oldest queued request) reaches Breakwater's target, mean over seeds; "
+            "always = 1",
+        measure=measure_high_delay, cause=CAUSE_HIGH_DELAY, group="Fig. 2"),
+    ClaimSpec(
+        id="collapse-cycle@rtt30", kind=BOUND, side="lower", paper=FIG2_RTT, paper_ref=_FIG2, unit="µs",
+        claim="The collapsed system cycles once per round trip: a burst arrives, waits for cores, is served, and "
+              "the cores park during the idle round trip before the next burst",
+        quote="the system is left idle for long enough that most cores to park. Thus, when a new burst of "
+              "requests arrive, the same behavior repeats",
+        how="period of the baseline's queued-task count: the lag of the highest autocorrelation after its first "
+            "zero crossing, up to 4 RTT (measured window, 1 µs samples), mean over the seeds that cycle; the paper "
+            "gives no period: a cycle (a positive autocorrelation peak) at least one round trip long (the "
+            "responses travel back, the system idles, the next burst comes); not measured = no cycle",
+        measure=measure_cycle, cause=CAUSE_CYCLE, group="Fig. 2"),
+    _fix_claim(25.0),
+    _fix_claim(30.0),
+    ClaimSpec(
+        id="short-rtt-no-collapse", kind=FRACTION, paper=1.0, paper_ref="§2", unit="of capacity",
+        claim="With the same pool of 40 but an RTT short against the service time (5, 10 µs) there is no collapse: "
+              "load 1.0 uses the 32 cores' capacity",
+        quote="If the network RTT is large enough compared to request service time, the system is left idle ... "
+              "1.0 load should use all 32 cores",
+        how="the baseline's throughput / capacity at the short RTT where it is lowest, mean over seeds",
+        measure=measure_short, cause=cause_point(BASE), group="Fig. 2"),
+    ClaimSpec(
+        id="collapse-needs-core-allocation@rtt30", kind=ORDER, side="above", paper_ref="§2",
+        unit="of capacity",
+        claim="The collapse is an interaction with the core allocator: the same pool and RTT on a static 32-core "
+              "allocation serve more",
+        quote="A small credit pool size leads to low load, as very little work is admitted to the server, leading "
+              "the core allocator to park most cores",
+        how="per seed: throughput / capacity of the static allocation minus the baseline's, same pool and RTT, "
+            "mean over seeds; reproduced if the interval lies above 0",
+        measure=measure_static, cause=CAUSE_STATIC, group="Fig. 2"),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# the reproduction
+
+
+@register("collapse", paper="Core allocation vs overload control (simulation study)", figure="Fig. 2",
+          description="Throughput collapse at load 1.0 with a credit pool of 40 and RTT 25–30 µs "
+                      "(Breakwater + Caladan-style allocation, 32 cores); its absence at short RTTs and with "
+                      "the study's fix (minimum pool)",
+          spec="collapse/sweep.toml", claims=CLAIMS)
+def analyze(ctx: Context):
+    from ..api import validate
+
+    ctx.require_variants(BASE, FIX)
+    rtts = sorted(set(ctx.results[RTT].astype(float)))
+    rtt_ts = FIG2_RTT if FIG2_RTT in rtts else max(rtts)
+    first = min(ctx.spec.seeds)
+    points = [p for p in ctx.spec.points() if float(p.params[RTT]) == rtt_ts
+              and (p.params.get("variant") == BASE or (p.params.get("variant") == FIX and p.seed == first))]
+    ts = run_timeseries(points, extra_overrides=[f"metrics.sample_interval_us={TS_SAMPLE_US:g}"])
+    ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
+    base_point = next(p for p in points if p.params.get("variant") == BASE)
+    data = build_data(ctx.results, ts, validate(base_point.scenario, list(base_point.overrides)))
+    data["cycles"].to_parquet(ctx.out / "cycles.parquet", index=False)
+    plot_timeseries(ctx, ts[ts["seed"] == first], rtt_ts)
+    plot_vs_rtt(ctx)
+    return judge_all(CLAIMS, data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,6 +396,7 @@ def plot_timeseries(ctx: Context, ts: pd.DataFrame, rtt: float) -> None:
                              gridspec_kw={"width_ratios": [2, 1]})
     t_end = float(ts["t_ms"].max())
     lo = t_end - 0.3
+    cap = None
     for v in (BASE, FIX):
         s = ts[ts["variant"] == v]
         b = binned(s, 0.1)
@@ -201,6 +405,7 @@ def plot_timeseries(ctx: Context, ts: pd.DataFrame, rtt: float) -> None:
         axes[1, 0].plot(b["t_ms"], b["throughput_rps"] / 1e6, **kw)
         axes[2, 0].plot(b["t_ms"], b["queue_len"], **kw)
         axes[3, 0].plot(b["t_ms"], b["credit_pool"], **kw)
+        cap = float(s["offered_rps"].max()) if len(s) else cap
         z = s[s["t_ms"] > lo]
         t = (z["t_ms"] - lo) * 1000
         kz = dict(color=COLORS[v], lw=0.9, where="post")
@@ -210,7 +415,8 @@ def plot_timeseries(ctx: Context, ts: pd.DataFrame, rtt: float) -> None:
         axes[3, 1].step(t, z["credits_issued"], **kz)
     axes[0, 0].set_ylabel("LC cores allocated")
     axes[1, 0].set_ylabel("throughput (M req/s)")
-    axes[1, 0].axhline(CAPACITY_RPS / 1e6, color="black", lw=0.6, ls=":")
+    if cap:
+        axes[1, 0].axhline(cap / 1e6, color="black", lw=0.6, ls=":")
     axes[2, 0].set_ylabel("tasks queued at the server")
     axes[3, 0].set_ylabel("credit pool C_total")
     axes[3, 0].set_yscale("log")
@@ -236,7 +442,7 @@ def plot_timeseries(ctx: Context, ts: pd.DataFrame, rtt: float) -> None:
 
 
 def _warmup_ms(ctx: Context) -> float:
-    for o in ctx.spec.overrides:
+    for o in reversed(ctx.spec.overrides):
         k, _, v = o.partition("=")
         if k.strip() == "warmup_ms":
             return float(v)
@@ -245,7 +451,7 @@ def _warmup_ms(ctx: Context) -> float:
     return float(validate(str(ctx.spec.base))["warmup_ms"])
 
 
-def plot_vs_rtt(ctx: Context, df: pd.DataFrame) -> None:
+def plot_vs_rtt(ctx: Context) -> None:
     plt = setup_plt()
     agg = ctx.aggregate
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6), constrained_layout=True)
@@ -258,7 +464,8 @@ def plot_vs_rtt(ctx: Context, df: pd.DataFrame) -> None:
         e2 = c["cores.allocated_mean.ci95"].to_numpy(float)
         e2 = None if np.all(~np.isfinite(e2)) else np.nan_to_num(e2)
         ax2.errorbar(c[RTT], c["cores.allocated_mean"], yerr=e2, **kw)
-    ax1.axhline(CAPACITY_RPS / 1e6, color="black", lw=0.6, ls=":", label="capacity (32 M req/s)")
+    cap = float(agg["offered_rps"].max()) / 1e6
+    ax1.axhline(cap, color="black", lw=0.6, ls=":", label=f"offered ({cap:g} M req/s)")
     ax1.set_ylabel("throughput (M req/s), measured window")
     ax2.set_ylabel("LC cores allocated (mean)")
     for ax in (ax1, ax2):
