@@ -60,7 +60,7 @@ class RunResult:
         import pandas as pd
 
         summary = raw["summary"]
-        summary = json.loads(summary) if isinstance(summary, str) else dict(summary)
+        summary = null_if_none_completed(json.loads(summary) if isinstance(summary, str) else dict(summary))
         scen = raw.get("scenario") or {}
         scen = json.loads(scen) if isinstance(scen, str) else dict(scen)
         ts = pd.DataFrame(dict(raw.get("timeseries") or {}))
@@ -90,6 +90,38 @@ class RunResult:
             self.requests.to_parquet(out / REQUESTS_FILE, index=False)
         plot_latency_cdf(self, out / CDF_PLOT_FILE)
         return out
+
+
+# The summary sections that are statistics of completed requests.
+COMPLETED_STATS = ("latency_us", "queueing_delay_us", "slowdown")
+
+
+def null_if_none_completed(summary: dict) -> dict:
+    """``summary`` (changed in place and returned) with the statistics of completed requests
+    (``latency_us``, ``queueing_delay_us``, ``slowdown``: every percentile and the mean) as
+    ``None`` where no request completed, overall, per request type and per application: the
+    engines report an empty histogram's percentiles as 0, which reads as a perfect latency."""
+
+    def fix(section: Any, completed: Any) -> None:
+        if not isinstance(section, dict) or completed != 0:
+            return
+        for key in COMPLETED_STATS:
+            stats = section.get(key)
+            if isinstance(stats, dict) and all(v in (0, None) for v in stats.values()):
+                section[key] = {k: None for k in stats}
+
+    def fix_with_types(section: Any) -> None:
+        if not isinstance(section, dict):
+            return
+        fix(section, (section.get("requests") or {}).get("completed"))
+        for t in section.get("by_type") or ():
+            if isinstance(t, dict):
+                fix(t, t.get("completed"))
+
+    fix_with_types(summary)
+    for app in summary.get("applications") or ():
+        fix_with_types(app)
+    return summary
 
 
 def _empty_cdf() -> "pd.DataFrame":

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Sequence
 import pandas as pd
 
 from ._native_loader import native
-from .api import RunResult, _check_overrides, _check_seed, _source, validate
+from .api import RunResult, _check_overrides, _check_seed, _source, null_if_none_completed, validate
 
 # How long `run_real` waits for the server to say where it listens.
 READY_TIMEOUT_S = 20.0
@@ -58,7 +58,8 @@ def loadgen(scenario: Any, addr: str | None = None, overrides: Iterable[str] = (
             allow_remote: bool = False) -> dict:
     """Runs the scenario's open-loop load against the server at ``addr``; returns the load
     generator's result (``summary``, ``client``, ``timeseries``, ``latency_cdf``,
-    ``window_unix_ns``)."""
+    ``window_unix_ns``), as the runtime writes it (what :func:`merge` reads: an empty latency
+    histogram's percentiles are 0 there; the merged summary has them as ``None``)."""
     text, fmt, base_dir = _source(scenario)
     raw = native().loadgen(text, fmt, base_dir, _check_overrides(overrides), addr, _check_seed(seed), allow_remote)
     return json.loads(raw)
@@ -69,7 +70,7 @@ def merge(loadgen_result: dict | str, server_report: dict | str, scenario: dict 
     lg = loadgen_result if isinstance(loadgen_result, str) else json.dumps(loadgen_result)
     rep = server_report if isinstance(server_report, str) else json.dumps(server_report)
     raw = native().merge_real(lg, rep)
-    summary = json.loads(raw["summary"])
+    summary = null_if_none_completed(json.loads(raw["summary"]))
     ts = pd.DataFrame(dict(raw["timeseries"]))
     cdf = raw["latency_cdf"]
     cdf_df = pd.DataFrame({"latency_us": list(cdf["latency_us"]), "fraction": list(cdf["fraction"])}, dtype="float64")

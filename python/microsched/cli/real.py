@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from ..api import null_if_none_completed
 from .args import Formatter, add_scenario, add_set, duration, seed
 from .errors import CliError, with_file
 from .render import console, num, print_summary
@@ -166,12 +168,13 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
                            allow_remote=args.allow_remote)
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
-    if args.result:
+    if args.result:  # as the runtime wrote it: `real` merges it with the server's report
         Path(args.result).write_text(json.dumps(res) + "\n", encoding="utf-8")
+    summary = null_if_none_completed(copy.deepcopy(res["summary"]))
     if args.json:
-        sys.stdout.write(json.dumps(res["summary"], indent=2) + "\n")
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
-        print_summary(res["summary"])
+        print_summary(summary)
     return 0
 
 

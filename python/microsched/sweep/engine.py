@@ -125,9 +125,11 @@ def run_task(task: Task) -> dict[str, Any]:
     else:
         from .._native_loader import native
 
+        from ..api import null_if_none_completed
+
         raw = native().run(task.text, task.fmt, task.base_dir, list(task.overrides), int(task.seed))
         summary = raw["summary"]
-        summary = json.loads(summary) if isinstance(summary, str) else dict(summary)
+        summary = null_if_none_completed(json.loads(summary) if isinstance(summary, str) else dict(summary))
     row = flatten(summary)
     row.pop("seed", None)
     return {"point_id": task.id, "point": task.index, **task.params, **row}
