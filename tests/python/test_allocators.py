@@ -3,21 +3,14 @@
 Scenario tests: 16 cores, exponential 10 µs requests, per-core queues with stealing, 100
 sessions, RTT 10 µs, no overload control (experiments/allocators/base.toml), at CoreSync's low,
 medium and high loads 0.2 / 0.5 / 0.8, fixed seeds, 200 ms runs. Every policy sees the same
-requests for a given seed (common random numbers), so the comparisons are paired.
+requests for a given seed (common random numbers), so the comparisons are paired. "shenango" is
+the CoreSync artifact's (Caladan's `simple` policy with the delay rule), "caladan" the `ias`
+policy, as the sweep runs them.
 
-What is asserted is what holds robustly in our model (checked over seeds 1–6 and run lengths
-100–1000 ms, see the `allocators` reproduction's claims.json). Two claims of the brief do not
-hold as stated, and are reported by the reproduction (holds = false) instead of asserted:
-
-* "proactive p99 < Shenango p99" holds for Utilization Range (ratio ≤ 0.96 at every load), but
-  Delay Range 0.5–1 µs only ties Shenango at load 0.2 (ratio 0.99–1.02 depending on the seed),
-  and Delay Range 1–4 µs is ~5 % *worse* than Shenango at every load: with a 1–4 µs target it
-  keeps only 0.2–0.3 more cores than the reactive policies. Asserted here: Utilization Range at
-  all three loads, Delay Range 0.5–1 µs at 0.5 and 0.8 on the mean over three seeds (margin 2–3 %).
-* "BE cores + LC allocated = machine": a core being handed to the LC application
-  (server.allocation_delay_us = 5 µs) is counted as LC-allocated during its allocation delay
-  (`cores.transition_mean` says how much of the allocation that is). Asserted here: BE + LC =
-  machine exactly, with and without an allocation delay.
+What is asserted about the model is what holds robustly in it (directions with a margin over
+the seeds' spread). How close the paper's numbers come is the reproduction's verdict
+(claims.json), asserted here only as the verdict model's contract: every claim declared, model
+checks passed, and every claim that is not reproduced carries a cause read from the run.
 """
 
 from __future__ import annotations
@@ -33,13 +26,16 @@ import pytest
 import microsched
 from conftest import REPO, run_cli
 from microsched.reproduce import SpecError, SweepSpec, mean_ci95
-from microsched.reproduce.claims import REQUIRED_KEYS, check_claims
+from microsched.reproduce.allocators import CLAIMS, Data
+from microsched.reproduce.claims import (CHECK, DIRECTION, MODEL_CHECK, NOT_REPRODUCED, OUT_OF_REGIME, REPRODUCED,
+                                         VERDICTS, check_claims, judge)
 
 BASE = REPO / "experiments" / "allocators" / "base.toml"
 SWEEP = REPO / "experiments" / "allocators" / "sweep.toml"
 LOADS = (0.2, 0.5, 0.8)
 SHORT = ["duration_ms=200", "warmup_ms=10"]
-DYNAMIC = ("shenango", "caladan", "caladan-5", "caladan-10", "utilization_range", "delay_range", "delay_range-1-4")
+DYNAMIC = ("shenango", "shenango-original", "caladan", "caladan-5", "caladan-10", "caladan-20", "utilization_range",
+           "delay_range", "delay_range-1-4")
 REACTIVE = ("shenango", "caladan")
 PROACTIVE = ("utilization_range", "delay_range", "delay_range-1-4")
 
@@ -74,16 +70,16 @@ def test_every_dynamic_policy_allocates_fewer_cores_than_static(load):
     assert static == pytest.approx(16.0, abs=1e-9)
     for v in DYNAMIC:
         got = cores(v, load)
-        # the work needs load × 16 busy cores; a dynamic policy must stay clearly below 16
-        assert got < static - 1.0, f"{v} at load {load}: {got:.2f} cores, static {static}"
+        # the work needs load × 16 busy cores; a dynamic policy stays below 16 by far more than the
+        # seeds' spread (~0.01 cores); the closest is Caladan with a 20 µs poll at load 0.8 (~15.6)
+        assert got < static - 0.25, f"{v} at load {load}: {got:.2f} cores, static {static}"
         assert got >= summary(v, load)["cores"]["busy_mean"] - 1e-9
 
 
 @pytest.mark.parametrize("load", LOADS)
 def test_proactive_policies_allocate_more_cores_than_reactive(load):
     # The paper's settings (utilization 75-95 %, delay 0.5-1 µs). Seed-to-seed noise of the mean
-    # allocation is ~0.02 cores, so 0.1 is five noise widths. Delay range 1-4 µs keeps only
-    # 0.03-0.2 more cores (waking cores count as allocated): reported by the reproduction only.
+    # allocation is ~0.03 cores, so 0.1 is several noise widths.
     reactive = max(cores(r, load) for r in REACTIVE)
     for p in [p for p in PROACTIVE if p != "delay_range-1-4"]:
         assert cores(p, load) > reactive + 0.1, (
@@ -91,18 +87,19 @@ def test_proactive_policies_allocate_more_cores_than_reactive(load):
 
 
 @pytest.mark.parametrize("load", LOADS)
-def test_utilization_range_has_lower_p99_than_shenango(load):
-    # Ratio 0.87-0.96 over seeds 1-6 at these loads.
-    assert p99("utilization_range", load) < p99("shenango", load)
-
-
-@pytest.mark.parametrize("load", [0.5, 0.8])
-def test_delay_range_has_lower_p99_than_shenango_at_medium_and_high_load(load):
-    # Mean over three seeds (per-seed ratios 0.97-1.00); at load 0.2 the two tie (0.99-1.02,
-    # reported by the reproduction, not asserted), and delay range 1-4 µs is ~5 % worse.
-    dr = sum(p99("delay_range", load, s) for s in (1, 2, 3)) / 3
+def test_proactive_policies_have_lower_p99_than_shenango(load):
+    # Mean over three seeds; the margin is 5-20 % here (a p99 histogram bucket is ~1 %).
     sh = sum(p99("shenango", load, s) for s in (1, 2, 3)) / 3
-    assert dr < sh, f"delay_range p99 {dr:.1f} µs, shenango {sh:.1f} µs at load {load}"
+    for p in ("utilization_range", "delay_range"):
+        got = sum(p99(p, load, s) for s in (1, 2, 3)) / 3
+        assert got < 0.97 * sh, f"{p} p99 {got:.1f} µs, shenango {sh:.1f} µs at load {load}"
+
+
+@pytest.mark.parametrize("load", LOADS)
+def test_longer_caladan_poll_keeps_more_cores(load):
+    # Fig. 1's knob: 2 -> 5 -> 10 -> 20 µs of fruitless polling before a core parks.
+    got = [cores(v, load) for v in ("caladan", "caladan-5", "caladan-10", "caladan-20")]
+    assert all(b > a + 0.1 for a, b in zip(got, got[1:])), got
 
 
 @pytest.mark.parametrize("variant", ["static", *DYNAMIC])
@@ -143,7 +140,7 @@ def test_static_gives_nothing_to_best_effort():
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("repro") / "allocators"
-    r = run_cli("reproduce", "allocators", "--quick", "--out", out, "--jobs", "2")
+    r = run_cli("reproduce", "allocators", "--quick", "--out", out, "--jobs", "1")
     return out, r
 
 
@@ -155,43 +152,80 @@ def test_reproduce_quick_writes_results_figures_and_claims(quick_run):
         assert (out / f).is_file(), f
         assert (out / f).stat().st_size > 0, f
     assert (out / "latency_vs_utilization.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "claims hold" in r.out
+    assert "paper claims reproduced" in r.out
 
     df = pd.read_parquet(out / "results.parquet")
     spec = SweepSpec.load(SWEEP, quick=True)
-    assert len(df) == len(spec.variants) * 3 * 1  # variants × loads 0.2/0.5/0.8 × one seed
+    assert len(spec.seeds) >= 3, "the quick profile runs at least 3 seeds, so every verdict has a CI"
+    assert len(df) == len(spec.variants) * 3 * len(spec.seeds)  # variants × loads 0.2/0.5/0.8 × seeds
     for col in ("variant", "load.fraction", "seed", "policy.allocator.kind", "latency_us.p99",
-                "cpu_utilization", "cores.allocated_mean", "be_cores_mean", "core_time.transition_ns"):
+                "cpu_utilization", "cores.allocated_mean", "be_cores_mean", "core_time.transition_ns",
+                "requests.completed", "requests.generated", "core_time.search_ns"):
         assert col in df.columns, col
     assert set(df["load.fraction"]) == set(LOADS)
     assert set(df["variant"]) == {v.name for v in spec.variants}
-    assert df["duration_s"].eq(0.05).all(), "--quick runs 50 ms"
+    assert df["duration_s"].eq(0.5).all(), "--quick runs 500 ms"
 
     agg = pd.read_parquet(out / "aggregate.parquet")
     assert {"latency_us.p99", "latency_us.p99.ci95", "n"} <= set(agg.columns)
-    assert len(agg) == len(df)  # one seed: one row per point
+    assert len(agg) == len(df) / len(spec.seeds)  # one row per point
 
 
-def test_reproduce_quick_claims_are_well_formed(quick_run):
+def test_reproduce_quick_claims_follow_the_verdict_model(quick_run):
     out, _ = quick_run
     claims = json.loads((out / "claims.json").read_text(encoding="utf-8"))
     check_claims(claims)
-    assert claims, "at least one claim"
-    for c in claims:
-        assert set(REQUIRED_KEYS) <= c.keys()
-        assert isinstance(c["id"], str) and isinstance(c["claim"], str)
-        assert c["paper"] is None or isinstance(c["paper"], (int, float))
-        assert c["measured"] is None or (isinstance(c["measured"], (int, float)) and math.isfinite(c["measured"]))
-        assert isinstance(c["holds"], bool)
     by_id = {c["id"]: c for c in claims}
+    assert list(by_id) == [s.id for s in CLAIMS], "every declared claim is judged, in order"
+    for c, spec in zip(claims, CLAIMS):
+        assert c["verdict"] in VERDICTS and c["kind"] == spec.kind and c["paper_ref"] == spec.paper_ref
+        assert c["paper"] == (None if spec.paper is None else pytest.approx(spec.paper))
+        assert c["measured"] is None or (isinstance(c["measured"], (int, float)) and math.isfinite(c["measured"]))
+        if spec.kind != CHECK:
+            assert c["n"] == 3 and isinstance(c["ci95"], (int, float)), c["id"]  # a CI over the 3 seeds
+        if c["verdict"] in (DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME):
+            cause = c["cause"]
+            assert cause["text"] and cause["evidence"], c["id"]
+    # The paper's ratios are judged by their number: the tolerance band is the paper's ×/÷ 1.25.
+    cal = by_id["caladan-lower-p99-than-shenango"]
+    assert cal["paper"] == pytest.approx(1.16 / 1.7)
+    assert cal["band"] == [pytest.approx(1.16 / 1.7 / 1.25, abs=1e-4), pytest.approx(1.16 / 1.7 * 1.25, abs=1e-4)]
+    # The model checks hold exactly, and say so as model checks (not paper claims).
+    for cid in ("be-plus-lc-equals-machine", "core-time-conservation"):
+        assert by_id[cid]["verdict"] == MODEL_CHECK and by_id[cid]["passed"] is True
+    assert by_id["be-plus-lc-equals-machine"]["measured"] < 1e-6
+    assert by_id["core-time-conservation"]["measured"] == 0
+    # Robust in the model (margins of many CIs): dynamic allocators give cores away.
     for load in LOADS:
-        assert by_id[f"dynamic-fewer-cores@{load}"]["holds"] is True
-    for p in ("utilization_range", "delay_range"):
-        assert by_id[f"proactive-more-cores/{p}"]["holds"] is True
-    assert by_id["proactive-lower-p99/utilization_range"]["holds"] is True
-    assert by_id["core-time-conservation"]["holds"] is True
-    gap = by_id["be-plus-lc-equals-machine"]
-    assert gap["holds"] is True and gap["measured"] < 1e-6
+        assert by_id[f"dynamic-fewer-cores@{load}"]["verdict"] == REPRODUCED
+
+
+def test_a_cause_is_read_from_the_run(quick_run):
+    """Change the run's numbers and the cause changes with them: static's p99 (the floor the
+    Caladan / Shenango p99 cause cites) and Caladan's p99 at load 0.5."""
+    out, _ = quick_run
+    df = pd.read_parquet(out / "results.parquet")
+    spec = next(s for s in CLAIMS if s.id == "caladan-lower-p99-than-shenango")
+
+    def cause_of(runs: pd.DataFrame) -> dict:
+        c = judge(spec, Data(runs=runs, run_ns=None))
+        assert c.verdict != REPRODUCED or "cause" not in c.extra
+        return c.extra.get("cause") or {}
+
+    # a run where Caladan is 1.3x slower than measured: certainly not the paper's 0.68
+    slow = df.copy()
+    at = (slow["variant"] == "caladan") & (slow["load.fraction"] == 0.5)
+    slow.loc[at, "latency_us.p99"] *= 1.3
+    a = cause_of(slow)
+    floor = slow.copy()
+    st = (floor["variant"] == "static") & (floor["load.fraction"] == 0.5)
+    floor.loc[st, "latency_us.p99"] *= 0.8
+    b = cause_of(floor)
+    assert a["text"] != b["text"]
+    assert b["evidence"]["static_p99"] == pytest.approx(0.8 * a["evidence"]["static_p99"])
+    for c in (a, b):
+        assert f"{c['evidence']['static_p99']:.1f} µs" in c["text"]
+    assert b["evidence"]["floor"] < a["evidence"]["floor"]
 
 
 def test_reproduce_list_names_the_paper_and_figure():
@@ -228,7 +262,7 @@ def test_spec_points_cross_variants_grid_and_seeds():
     assert len(pts) == len(spec.variants) * 3 * 2
     p = next(p for p in pts if p.params["variant"] == "caladan-10" and p.params["load.fraction"] == 0.5)
     assert p.params["policy.allocator.poll_us"] == 10
-    assert "load.fraction=0.5" in p.overrides and "duration_ms=50" in p.overrides
+    assert "load.fraction=0.5" in p.overrides and "duration_ms=500" in p.overrides
 
 
 @pytest.mark.parametrize("text, field", [
