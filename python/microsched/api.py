@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pandas is imported when a result is built: `microsched vali
     import pandas as pd
 
 from ._native_loader import native
-from .scenario import Scenario, _format_of, is_numpy
+from .scenario import Scenario, _format_of, check_names, is_numpy
 
 ScenarioLike = str | os.PathLike | Mapping[str, Any] | Scenario
 
@@ -235,6 +235,8 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
     seed = _check_seed(seed)
     ovr = _check_overrides(overrides)
     text, fmt, base_dir = _source(scenario)
+    # What the Rust schema does not check (distinct request type names), before anything runs.
+    check_names(json.loads(native().validate(text, fmt, base_dir, ovr, bool(force))))
     raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial))
     for w in raw.get("warnings") or ():
         warnings.warn(w, UserWarning, stacklevel=2)
@@ -246,7 +248,7 @@ def validate(scenario: ScenarioLike, overrides: Iterable[str] = (), *, force: bo
     in. Raises ``ValueError`` naming the field at fault, also when the run's cost estimate is
     over the machine's limits (unless ``force``)."""
     text, fmt, base_dir = _source(scenario)
-    return json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), bool(force)))
+    return check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), bool(force))))
 
 
 def estimate(scenario: ScenarioLike, overrides: Iterable[str] = ()) -> dict:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ._native_loader import native
 from .api import RunResult, _check_overrides, _check_seed, _source, null_if_none_completed, validate
+from .scenario import check_names
 
 # How long `run_real` waits for the server to say where it listens.
 READY_TIMEOUT_S = 20.0
@@ -46,6 +47,7 @@ def serve(scenario: Any, addr: str | None = None, duration_s: float | None = Non
     configuration (a non-loopback address without ``allow_remote``, an invalid scenario).
     ``stats(counters)`` is called every ``stats_every_s`` seconds with the live counters."""
     text, fmt, base_dir = _source(scenario)
+    check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), True)))
     if not (stats_every_s > 0):
         raise ValueError(f"--stats-every: {stats_every_s} is not allowed: use a number of seconds > 0")
     cb = (lambda line: stats(json.loads(line))) if stats is not None else None
@@ -61,6 +63,7 @@ def loadgen(scenario: Any, addr: str | None = None, overrides: Iterable[str] = (
     ``window_unix_ns``), as the runtime writes it (what :func:`merge` reads: an empty latency
     histogram's percentiles are 0 there; the merged summary has them as ``None``)."""
     text, fmt, base_dir = _source(scenario)
+    check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), True)))
     raw = native().loadgen(text, fmt, base_dir, _check_overrides(overrides), addr, _check_seed(seed), allow_remote)
     return json.loads(raw)
 

@@ -88,6 +88,31 @@ def _to_json(tree: Mapping[str, Any]) -> str:
         raise ValueError(f"scenario: {e}") from None
 
 
+def check_names(resolved: Mapping[str, Any]) -> Any:
+    """Checks what the Rust schema leaves to Python: that the request types of a workload (the
+    top level's, each application's) have distinct names, which name their results
+    (``by_type``, the sweep columns ``by_type.NAME.*``: a second type of the same name would
+    silently replace the first). Returns ``resolved``; raises ``ValueError`` naming the field."""
+    workloads = [("", resolved.get("workload"))]
+    for i, app in enumerate(resolved.get("applications") or ()):
+        if isinstance(app, Mapping):
+            workloads.append((f"applications[{i}].", app.get("workload")))
+    for prefix, w in workloads:
+        types = w.get("types") if isinstance(w, Mapping) else None
+        seen: dict[Any, int] = {}
+        for i, t in enumerate(types if isinstance(types, list) else ()):
+            name = t.get("name") if isinstance(t, Mapping) else None
+            if name is None:
+                continue
+            if name in seen:
+                where = f"{prefix}workload.types"
+                raise ValueError(f"{where}[{i}].name: `{name}` is already the name of {where}[{seen[name]}]: "
+                                 f"request types need distinct names (they name the per-type results, by_type); "
+                                 f"rename one of them")
+            seen[name] = i
+    return resolved
+
+
 class Scenario:
     """A scenario: the tree of a scenario file plus the directory relative paths refer to.
 
@@ -186,7 +211,7 @@ class Scenario:
         in). Raises ``ValueError("field.path: message")`` naming the field at fault, also when
         the run's cost estimate is over the machine's limits (unless ``force``)."""
         text = native().validate(self.to_json(), "json", str(self.base_dir), list(overrides), force)
-        return json.loads(text)
+        return check_names(json.loads(text))
 
     # -- dunder ---------------------------------------------------------------------------
 
