@@ -225,7 +225,7 @@ def _paired_maxload(data: dict, a: str, b: str) -> pd.DataFrame:
     A, B = _maxload_rows(data, a), _maxload_rows(data, b)
     if A.empty or B.empty:
         return pd.DataFrame()
-    return A[["load", "step"]].join(B[["load", "step"]], lsuffix="_a", rsuffix="_b", how="inner")
+    return A[["load", "step"]].merge(B[["load", "step"]], left_index=True, right_index=True, suffixes=("_a", "_b"))
 
 
 def _m_maxload_ratio(a: str, b: str, minus_one: bool = False) -> Callable[[dict], Measured]:
@@ -296,7 +296,7 @@ def _m_monotone(rungs: tuple[str, ...]) -> Callable[[dict], Measured]:
             return _missing("a rung's max-load search is missing")
         steps = []
         for (x, y) in zip(frames, frames[1:]):
-            j = x[["load", "step"]].join(y[["load", "step"]], lsuffix="_a", rsuffix="_b", how="inner")
+            j = x[["load", "step"]].merge(y[["load", "step"]], left_index=True, right_index=True, suffixes=("_a", "_b"))
             steps.append((j["load_b"] - j["load_a"], float((j["step_a"] + j["step_b"]).mean())))
         means = [float(s.mean()) for s, _ in steps]
         k = int(np.argmin(means))
