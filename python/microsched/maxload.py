@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Iterable, Sequence
 
 from .scenario import plain
-from .sweep.runner import default_jobs, mean_ci95
+from .sweep.runner import default_jobs, main_hidden_from_spawn, mean_ci95
 
 
 def metric_value(summary: dict, metric: str) -> float:
@@ -136,7 +136,9 @@ def max_load(scenario: Any, slo: float, metric: str = "slowdown.p999", seeds: It
         per_seed = [_bisect_args(a) for a in args]
     else:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
-            per_seed = list(ex.map(_bisect_args, args))
+            with main_hidden_from_spawn():  # workers (spawn, as on macOS) must not rerun a script
+                futures = [ex.submit(_bisect_args, a) for a in args]
+            per_seed = [f.result() for f in futures]
     missing = [r["seed"] for r in per_seed if not r["meets_at_lo"]]
     load, ci, n = mean_ci95(r["load"] for r in per_seed)
     if len(missing) == len(per_seed):  # no load in [lo, hi] meets the SLO

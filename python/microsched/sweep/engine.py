@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .runner import _tidy, aggregate, default_jobs, die_with_parent, flatten
+from .runner import _tidy, aggregate, default_jobs, die_with_parent, flatten, main_hidden_from_spawn
 from .spec import Point, SpecError, SweepSpec, split_override
 
 PARTS_DIR = "parts"
@@ -224,7 +224,10 @@ def run_local(tasks: Sequence[Task], jobs: int, on_row: RowCallback) -> None:
                                initargs=(os.getpid(),))
     ok = False
     try:
-        futures = {pool.submit(run_task, t): t for t in tasks}
+        # The workers start as tasks are submitted; they must not import this process's
+        # __main__ (a script calling run_sweep without a __main__ guard, or read from stdin).
+        with main_hidden_from_spawn():
+            futures = {pool.submit(run_task, t): t for t in tasks}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)

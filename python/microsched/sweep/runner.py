@@ -10,13 +10,16 @@ differ between two runs of the same point.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
 import os
+import sys
 import time
+import types
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -109,6 +112,32 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="microsched-parent-watchdog").start()
 
 
+@contextlib.contextmanager
+def main_hidden_from_spawn() -> Iterator[None]:
+    """While the block runs, workers started with ``spawn`` (or ``forkserver``) do not import
+    this process's ``__main__``. They run only microsched's functions (:func:`run_point`,
+    ``engine.run_task``) on microsched's objects, so they never need it, and importing it breaks
+    two common cases: a script that calls ``run_sweep`` at its top level, without
+    ``if __name__ == "__main__":`` (every worker would run the sweep again, and they collide on
+    its files: "process pool was terminated abruptly"), and a script read from stdin (the
+    workers look for a file named ``<stdin>``). ``spawn`` takes what to import from
+    ``sys.modules["__main__"]`` as each worker starts, so a stand-in module (no file, no spec)
+    is put there meanwhile: start the pool's workers inside the block (a
+    ``ProcessPoolExecutor`` starts them as tasks are submitted)."""
+    real_main = sys.modules.get("__main__")
+    if real_main is None or (getattr(real_main, "__spec__", None) is None
+                             and getattr(real_main, "__file__", None) is None):
+        yield  # nothing that spawn would import (an interactive session, python -c, Jupyter)
+        return
+    stand_in = types.ModuleType("__main__", "stand-in for __main__ while sweep workers start")
+    sys.modules["__main__"] = stand_in
+    try:
+        yield
+    finally:
+        if sys.modules.get("__main__") is stand_in:
+            sys.modules["__main__"] = real_main
+
+
 def default_jobs() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -139,7 +168,8 @@ def run_points(points: Sequence[Point], jobs: int | None = None,
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx, initializer=die_with_parent,
                                  initargs=(os.getpid(),)) as pool:
-            futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
+            with main_hidden_from_spawn():  # the workers start here
+                futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)  # progress per point
