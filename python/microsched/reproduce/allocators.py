@@ -2,9 +2,10 @@
 
 Static, Shenango (as the CoreSync artifact ran it: Caladan's ``simple`` policy with the delay
 rule), original Shenango (standing queue; no claim is about it), Caladan (``ias``, poll 2, 5, 10
-and 20 µs), Utilization Range (75–95 %) and Delay Range (0.5–1 µs and 1–4 µs) on 16 cores,
-exponential 10 µs requests, per-core queues with work stealing, 100 sessions, RTT 10 µs, no
-overload control, loads 0.1–0.9 (``experiments/allocators/sweep.toml``).
+and 20 µs with delay threshold 5 µs, and threshold 10 µs at poll 2 µs), Utilization Range
+(75–95 %) and Delay Range (0.5–1 µs and 1–4 µs) on 16 cores, exponential 10 µs requests, per-core
+queues with work stealing, 100 sessions, RTT 10 µs, no overload control, loads 0.1–0.9
+(``experiments/allocators/sweep.toml``).
 
 Figures: p99 latency against CPU utilization, one curve per policy (CoreSync Fig. 3's baselines
 and Fig. 1's Caladan poll periods), and allocated LC / best-effort cores against load.
@@ -48,21 +49,24 @@ REACTIVE = (SHENANGO, CALADAN)
 PROACTIVE = (UR, DR, DR14)
 CALADAN_POLL = ((CALADAN, 2), ("caladan-5", 5), ("caladan-10", 10))  # Fig. 1
 CALADAN_BEYOND = (("caladan-10", 10), ("caladan-20", 20))           # "beyond 10 µs"
+CALADAN_THRESHOLD = ((CALADAN, 5), ("caladan-t10", 10))              # the queueing delay threshold (µs)
 FIG3 = (STATIC, SHENANGO, "shenango-original", CALADAN, UR, DR, DR14)
-FIG1 = (CALADAN, "caladan-5", "caladan-10", "caladan-20")
+FIG1 = (CALADAN, "caladan-5", "caladan-10", "caladan-20", "caladan-t10")
 NAMES = {STATIC: "Static", SHENANGO: "Shenango", "shenango-original": "original Shenango", CALADAN: "Caladan",
          "caladan-5": "Caladan (poll 5 µs)", "caladan-10": "Caladan (poll 10 µs)",
-         "caladan-20": "Caladan (poll 20 µs)", UR: "Utilization Range", DR: "Delay Range",
+         "caladan-20": "Caladan (poll 20 µs)", "caladan-t10": "Caladan (threshold 10 µs)", UR: "Utilization Range",
+         DR: "Delay Range",
          DR14: "Delay Range 1–4 µs"}
 
 COLORS = {
     "static": "black", "shenango": "tab:blue", "shenango-original": "tab:cyan", "caladan": "tab:orange",
-    "caladan-5": "tab:red", "caladan-10": "tab:brown", "caladan-20": "tab:olive",
+    "caladan-5": "tab:red", "caladan-10": "tab:brown", "caladan-20": "tab:olive", "caladan-t10": "gold",
     "utilization_range": "tab:green", "delay_range": "tab:purple", "delay_range-1-4": "tab:pink",
 }
 MARKERS = {
     "static": "s", "shenango": "o", "shenango-original": "h", "caladan": "^", "caladan-5": "v",
-    "caladan-10": "<", "caladan-20": ">", "utilization_range": "D", "delay_range": "P", "delay_range-1-4": "X",
+    "caladan-10": "<", "caladan-20": ">", "caladan-t10": "*", "utilization_range": "D", "delay_range": "P",
+    "delay_range-1-4": "X",
 }
 
 P99 = "latency_us.p99"
@@ -328,9 +332,11 @@ def dynamic_fewer_cores(load: float) -> Callable[[Data], Measured]:
 
 
 def poll_steps(metric: str, fn: Callable[[float, float], float], largest: bool = False,
-               pairs: tuple = tuple(zip(CALADAN_POLL, CALADAN_POLL[1:]))) -> Callable[[Data], Measured]:
-    """``fn(shorter, longer)`` per seed for each step of the poll period at each of loads
-    0.2/0.5/0.8; the smallest (or largest) step's mean decides."""
+               pairs: tuple = tuple(zip(CALADAN_POLL, CALADAN_POLL[1:])),
+               knob: str = "poll") -> Callable[[Data], Measured]:
+    """``fn(shorter, longer)`` per seed for each step of Caladan's ``knob`` (the poll period, or
+    the queueing delay threshold) at each of loads 0.2/0.5/0.8; the smallest (or largest) step's
+    mean decides."""
 
     def measure(d: Data) -> Measured:
         variants = tuple(v for pair in pairs for v, _ in pair)
@@ -343,15 +349,16 @@ def poll_steps(metric: str, fn: Callable[[float, float], float], largest: bool =
         key = (max if largest else min)(by, key=lambda k: by[k][0])
         m, ci, n = by[key]
         x, a, b, pa, pb = key
-        ev = {"load": x, "poll_a": pa, "poll_b": pb, **_point(s, a, x, "a"), **_point(s, b, x, "b")}
+        ev = {"load": x, "knob": knob, "poll_a": pa, "poll_b": pb, **_point(s, a, x, "a"), **_point(s, b, x, "b")}
         return Measured(m, ci, n, evidence=ev, regime=_below_capacity(s, (a, b), x),
-                        extra={"at": f"load {x:g}: poll {pa}→{pb} µs",
+                        extra={"at": f"load {x:g}: {knob} {pa}→{pb} µs",
                                "by_step": {f"{k[0]:g}:{k[3]}->{k[4]}us": _r(v[0]) for k, v in by.items()}})
 
     return measure
 
 
-POLL_CAUSE = ("at load {load}, from poll {poll_a} to {poll_b} µs: Caladan keeps {a_cores:.2f} → {b_cores:.2f} cores "
+POLL_CAUSE = ("at load {load}, from {knob} {poll_a} to {poll_b} µs: Caladan keeps {a_cores:.2f} → {b_cores:.2f} "
+              "cores "
               "({a_busy:.2f} busy), {a_searching:.2f} → {b_searching:.2f} of them searching for work on average; "
               "p99 {a_p99:.1f} → {b_p99:.1f} µs, queueing delay p99 {a_qd99:.1f} → {b_qd99:.1f} µs")
 
@@ -465,6 +472,14 @@ CLAIMS: list[ClaimSpec] = [
         paper=PAPER_UR_UTIL / PAPER_DR_UTIL, paper_ref=_FIG3_REF, quote=_UTIL_QUOTE,
         how=f"LC cores allocated (Utilization Range) / (Delay Range 0.5–1 µs) {_MEDIUM_NOTE}",
         measure=ratio_at(UR, DR, CORES), cause=cores_ratio_cause(PAPER_UR_UTIL / PAPER_DR_UTIL)),
+    ClaimSpec(
+        id="fig3/caladan-vs-shenango-cores", group="Fig. 3", kind=RATIO, unit="×",
+        claim="At medium load Caladan allocates 0.98× Shenango's cores (CoreSync matches Shenango's utilization, "
+              "Caladan's is 2 % below CoreSync's)",
+        paper=PAPER_CALADAN_UTIL, paper_ref="§I, §IV-B, Fig. 3",
+        quote=f"CoreSync matches the low CPU utilization of Shenango and Caladan. {_CAL_QUOTE}",
+        how=f"LC cores allocated (Caladan) / (Shenango) {_MEDIUM_NOTE}",
+        measure=ratio_at(CALADAN, SHENANGO, CORES), cause=cores_ratio_cause(PAPER_CALADAN_UTIL)),
     # Fig. 3 statements with no number, for the setting the paper does not run (Delay Range 1–4 µs)
     ClaimSpec(
         id="proactive-more-cores/delay_range-1-4", group="Fig. 3", kind=ORDER, side="above", unit="cores",
@@ -532,6 +547,26 @@ CLAIMS: list[ClaimSpec] = [
             "percentage points, paired per seed",
         measure=poll_steps(UTIL, _pct_points, largest=True, pairs=(CALADAN_BEYOND,)),
         cause=POLL_CAUSE + "; measured {measured:.3f} ± {ci95} pp: the interval does not lie above no difference"),
+    ClaimSpec(
+        id="fig1/caladan-higher-threshold-fewer-cores", group="Fig. 1", kind=ORDER, side="below", unit="pp",
+        claim="A higher Caladan queueing delay threshold (5 → 10 µs, Caladan's default) allocates fewer cores "
+              "(improves utilization) at loads 0.2, 0.5 and 0.8",
+        paper_ref="§II-B (Fig. 1's knobs)",
+        quote="Increasing the queueing delay threshold improves utilization at the expense of latency",
+        how="the largest step over loads 0.2/0.5/0.8 of LC cores allocated / 16 from threshold 5 to 10 µs (poll "
+            "2 µs), in percentage points, paired per seed",
+        measure=poll_steps(UTIL, _pct_points, largest=True, pairs=(CALADAN_THRESHOLD,), knob="threshold"),
+        cause=POLL_CAUSE + "; measured {measured:.3f} ± {ci95} pp: the interval does not lie below no difference"),
+    ClaimSpec(
+        id="fig1/caladan-higher-threshold-higher-p99", group="Fig. 1", kind=ORDER, side="above", unit="fraction",
+        claim="A higher Caladan queueing delay threshold (5 → 10 µs) raises the p99 latency at loads 0.2, 0.5 "
+              "and 0.8",
+        paper_ref="§II-B (Fig. 1's knobs)",
+        quote="Increasing the queueing delay threshold improves utilization at the expense of latency",
+        how="the smallest step over loads 0.2/0.5/0.8 of p99(threshold 10 µs) / p99(threshold 5 µs) − 1, paired "
+            "per seed",
+        measure=poll_steps(P99, lambda a, b: _p99_ratio(a, b) - 1, pairs=(CALADAN_THRESHOLD,), knob="threshold"),
+        cause=POLL_CAUSE + "; measured {measured:.3f} ± {ci95}: the interval does not lie above no difference"),
     # model checks
     ClaimSpec(
         id="be-plus-lc-equals-machine", group="model", kind=CHECK, side="upper", paper=EPS_CORES, unit="cores",
@@ -551,8 +586,9 @@ CLAIMS: list[ClaimSpec] = [
 
 
 @register("allocators", paper="CoreSync (Pardeshi et al.)", figure="Fig. 1 and Fig. 3 (baselines)",
-          description="p99 latency vs CPU utilization of Static, Shenango, Caladan (poll 2/5/10/20 µs), "
-                      "Utilization Range and Delay Range; 16 cores, exp. 10 µs, loads 0.1–0.9, no overload control",
+          description="p99 latency vs CPU utilization of Static, Shenango, Caladan (poll 2/5/10/20 µs, threshold "
+                      "5/10 µs), Utilization Range and Delay Range; 16 cores, exp. 10 µs, loads 0.1–0.9, no overload "
+                      "control",
           spec="allocators/sweep.toml", claims=CLAIMS)
 def analyze(ctx: Context) -> list[Claim]:
     df = ctx.results
@@ -572,7 +608,8 @@ def _run_ns(ctx: Context) -> float:
 
 def _require(df: pd.DataFrame, ctx: Context) -> None:
     variants = set(df["variant"])
-    need = {STATIC, *REACTIVE, *PROACTIVE, *(v for v, _ in CALADAN_POLL), *(v for v, _ in CALADAN_BEYOND)}
+    need = {STATIC, *REACTIVE, *PROACTIVE, *(v for pairs in (CALADAN_POLL, CALADAN_BEYOND, CALADAN_THRESHOLD)
+                                              for v, _ in pairs)}
     if not need <= variants:
         raise ValueError(f"{ctx.spec.path}: variants: the allocators reproduction needs {', '.join(sorted(need))}; "
                          f"missing {', '.join(sorted(need - variants))}")
@@ -610,7 +647,7 @@ def plot_latency_vs_utilization(ctx: Context) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.2), constrained_layout=True, sharey=True)
     panels = [
         (axes[0], FIG3, "baselines of CoreSync Fig. 3 (poll 2 µs, thresholds 5 µs)"),
-        (axes[1], FIG1, "Caladan poll period, as CoreSync Fig. 1 (and 20 µs)"),
+        (axes[1], FIG1, "Caladan poll period, as CoreSync Fig. 1 (and 20 µs; delay threshold 10 µs)"),
     ]
     for ax, variants, title in panels:
         for v in variants:
