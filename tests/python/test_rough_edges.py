@@ -332,3 +332,72 @@ def test_duplicate_request_type_names_cli_and_sweep(write_scenario, tmp_path):
     assert r.code == 2, r.err
     assert "workload.types[1].name: `get`" in r.err
     assert not (tmp_path / "out" / "parts").exists() or not any((tmp_path / "out" / "parts").iterdir())
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. license, py.typed, the native module's stub
+
+
+def test_license_file_is_mit_and_declared():
+    import tomllib
+
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License")
+    assert "Copyright (c) 2026 microsched developers" in text
+    assert "THE SOFTWARE IS PROVIDED \"AS IS\"" in text
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["license"] == "MIT"
+    assert project["license-files"] == ["LICENSE"]
+
+
+def test_package_is_typed():
+    pkg = Path(microsched.__file__).parent
+    assert (pkg / "py.typed").is_file()
+    assert (pkg / "_native.pyi").is_file()
+
+
+def test_native_stub_matches_the_module():
+    """Every function of microsched._native is in the stub, with the same parameters and
+    defaults (`...` in the stub where the native default is a fresh list), and nothing else."""
+    import ast
+    import inspect
+
+    import microsched._native as native
+
+    tree = ast.parse((Path(microsched.__file__).parent / "_native.pyi").read_text(encoding="utf-8"))
+    stubs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert sorted(stubs) == sorted(native.__all__)
+    for name, node in stubs.items():
+        params = inspect.signature(getattr(native, name)).parameters
+        args = node.args.args
+        assert [a.arg for a in args] == list(params), name
+        defaults = [None] * (len(args) - len(node.args.defaults)) + node.args.defaults
+        for a, d in zip(args, defaults):
+            want = params[a.arg].default
+            if want is inspect.Parameter.empty:
+                assert d is None, (name, a.arg)
+            else:
+                assert d is not None, (name, a.arg)
+                got = ast.literal_eval(d)
+                assert got == want or (got is Ellipsis and want is Ellipsis), (name, a.arg, got, want)
+    assert ast.literal_eval(next(n.value for n in tree.body if isinstance(n, ast.Assign)
+                                 and n.targets[0].id == "__all__")) == list(native.__all__)
+
+
+def test_source_distribution_holds_license_and_typing_files(tmp_path):
+    """With maturin at hand (the build backend), the source distribution carries LICENSE (and
+    PKG-INFO declares it), py.typed and the stub; the wheel takes the same python/ tree."""
+    import shutil
+    import tarfile
+
+    maturin = shutil.which("maturin")
+    if maturin is None:
+        pytest.skip("maturin is not installed (pip install maturin to run this check)")
+    p = subprocess.run([maturin, "sdist", "-o", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+        pkg_info = tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("/PKG-INFO"))).read().decode()
+    assert {"LICENSE", "python/microsched/py.typed", "python/microsched/_native.pyi"} <= names
+    assert "License-Expression: MIT" in pkg_info and "License-File: LICENSE" in pkg_info
