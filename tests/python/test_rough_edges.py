@@ -401,3 +401,34 @@ def test_source_distribution_holds_license_and_typing_files(tmp_path):
         pkg_info = tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("/PKG-INFO"))).read().decode()
     assert {"LICENSE", "python/microsched/py.typed", "python/microsched/_native.pyi"} <= names
     assert "License-Expression: MIT" in pkg_info and "License-File: LICENSE" in pkg_info
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. microsched --help
+
+
+def test_help_lists_every_command_once():
+    from microsched.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    commands = list(sub.choices)
+    assert {"run", "sweep", "harvest", "harvest-pods", "real"} <= set(commands)
+    r = run_cli("--help")
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    for name in commands:
+        # each command heads exactly one line of the listing: its name, then its summary
+        heads = [ln for ln in lines if ln.split()[:1] == [name]]
+        assert len(heads) == 1, (name, heads)
+    assert r.out.count("commands:") == 1
+    assert "positional arguments" not in r.out
+    # no command without its summary on the same line (argparse wraps names longer than the column)
+    for ln in lines:
+        if ln.split()[:1] and ln.split()[0] in commands:
+            assert len(ln.split()) > 1, ln
+    # the "a command is required" message names every command too
+    r = run_cli()
+    assert r.code == 2
+    for name in commands:
+        assert name in r.err, name

@@ -27,33 +27,21 @@ from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning 
 DESCRIPTION = """\
 microsched: a deterministic discrete-event simulator of a microsecond-scale server
 (cores, per-core or central queues, work stealing, network RTT, open-loop clients,
-core allocators and overload controllers).
+core allocators and overload controllers), and a real runtime of the same policies.
+"""
 
-commands:
-  run        simulate a scenario and print its summary (optionally save results and a plot)
-  validate   check a scenario and print it with every default filled in
-  schema     print the JSON Schema of the scenario format
-  bench      measure simulator speed (simulated requests per wall-clock second)
-  reproduce  regenerate a paper's figure and check its claims (`reproduce --list`)
-  maxload    find the highest load meeting an SLO (bisection over load, seeds, CI)
-  compare    compare policies on a scenario: paired differences and ratios with CIs, figures
-  serve      run the real UDP server of a scenario (worker threads, parking, credits)
-  loadgen    run the scenario's open-loop load against a real server
-  real       run server and load generator as two processes on loopback, merge the results
-  sweep      run a sweep spec (grid of overrides × seeds) on a local pool or on Ray
-  plot       draw latency / throughput / Pareto / slowdown / time-series figures
-  report     write a self-contained HTML report of a sweep, reproduction or run
-
+EPILOG = """\
 Run `microsched COMMAND --help` for the manual of a command.
 Bad input exits with status 2 and one line on stderr: `microsched: error: <message>`.
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog=PROG, description=DESCRIPTION, formatter_class=Formatter)
+    p = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=MainFormatter)
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
                    help="print the version and exit")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    # The one list of commands is argparse's, made of every command's own `help`.
+    sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=Parser)
     run.add_commands(sub)
     validate.add_commands(sub)
     bench.add_commands(sub)
@@ -67,6 +55,27 @@ def build_parser() -> argparse.ArgumentParser:
     real.add_commands(sub)
     harvest.add_commands(sub)
     return p
+
+
+class MainFormatter(Formatter):
+    """The layout of ``microsched --help``: the command names in a column wide enough for the
+    longest (argparse measures the listed commands without their indent and would put the
+    summary of ``harvest-pods`` on a line of its own)."""
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if isinstance(action, argparse._SubParsersAction):
+            names = [len(a.metavar or a.dest) for a in action._get_subactions()]
+            self._action_max_length = max(self._action_max_length, max(names, default=0) + 2 * self._indent_increment
+                                          + self._current_indent)
+        return super()._format_action(action)
+
+
+def commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The names of the parser's commands, in the order of ``--help``."""
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            return list(a.choices)
+    return []
 
 
 def _version() -> str:
@@ -88,9 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        fail("a command is required: run, validate, schema, bench, reproduce, sweep, plot, report, serve, "
-             "loadgen or real "
-             f"(see `{PROG} --help`)")
+        names = commands(parser)
+        fail(f"a command is required: {', '.join(names[:-1])} or {names[-1]} (see `{PROG} --help`)")
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
