@@ -1,9 +1,13 @@
-"""`microsched reproduce load-shift` and `microsched reproduce collapse` (issue 4): the simulation
-study "core allocation vs overload control", Fig. 1 and Fig. 2, on their --quick profiles.
+"""`microsched reproduce load-shift` and `microsched reproduce collapse` (issues 4 and 23): the
+simulation study "core allocation vs overload control", Fig. 1 and Fig. 2, on their --quick
+profiles (3 seeds, common random numbers across variants: deterministic numbers).
 
-The quick runs use fixed seeds (seed 1, common random numbers across variants), so their
-numbers are deterministic; the bounds below are the qualitative claims with margins wide enough
-to survive small model changes, each bound's reason beside it.
+The claims are judged by the one verdict model (reproduce/claims.py): these tests check that
+every declared claim is judged with the paper's number, that a claim that is not reproduced
+carries a cause whose numbers come from the run (its evidence), that a cause follows the
+results it is read from, and the measurement helpers. They do not pin a verdict the model could
+honestly change; where they state a measured fact (the baseline collapses in the 0.2 phase under
+the default semantics), the reason is beside it.
 """
 
 from __future__ import annotations
@@ -18,33 +22,41 @@ import pytest
 
 from conftest import REPO, run_cli
 from microsched.api import validate
-from microsched.reproduce.claims import REQUIRED_KEYS, check_claims
+from microsched.reproduce import collapse as C
+from microsched.reproduce import get
+from microsched.reproduce import loadshift as L
+from microsched.reproduce.claims import (DIRECTION, MODEL_CHECK, NOT_REPRODUCED, OUT_OF_REGIME, REPRODUCED,
+                                         REQUIRED_KEYS, VERDICTS, check_claims, judge)
 from microsched.reproduce.collapse import cycle_period_us
 from microsched.reproduce.loadshift import binned
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _claims(out: Path) -> dict[str, dict]:
+def _claims(out: Path, name: str) -> dict[str, dict]:
     claims = json.loads((out / "claims.json").read_text(encoding="utf-8"))
     check_claims(claims)
-    assert claims
+    declared = [s.id for s in get(name).claims]
+    assert [c["id"] for c in claims] == declared, "every declared claim is judged, in order"
     for c in claims:
         assert set(REQUIRED_KEYS) <= c.keys()
-        assert c["paper"] is None or isinstance(c["paper"], (int, float))
+        assert c["verdict"] in VERDICTS and c["verdict"] != MODEL_CHECK
+        assert c["n"] == 3 or c["measured"] is None, f"{c['id']}: judged over the 3 quick seeds"
         assert c["measured"] is None or (isinstance(c["measured"], (int, float)) and math.isfinite(c["measured"]))
-        assert isinstance(c["holds"], bool)
-        if not c["holds"]:
-            # `note` (the study's reasons) or `cause` (a measured mechanism, issue 12)
-            assert c.get("note") or c.get("cause"), f"{c['id']}: a claim that does not hold explains why"
+        assert c.get("quote") and c.get("paper_ref") and c.get("measure")
+        assert "note" not in c, f"{c['id']}: no fixed prose: causes are read from the run"
+        if c["verdict"] != REPRODUCED:
+            cause = c["cause"]
+            assert cause["text"] and cause["evidence"], c["id"]
     return {c["id"]: c for c in claims}
 
 
-def _files(out: Path, pngs: tuple[str, ...]) -> None:
-    for f in ("results.parquet", "aggregate.parquet", "claims.json", "meta.json", "timeseries.parquet", *pngs):
+def _files(out: Path, names: tuple[str, ...]) -> None:
+    for f in ("results.parquet", "aggregate.parquet", "claims.json", "meta.json", "timeseries.parquet", *names):
         assert (out / f).is_file() and (out / f).stat().st_size > 0, f
-    for f in pngs:
-        assert (out / f).read_bytes()[:8] == PNG, f
+    for f in names:
+        if f.endswith(".png"):
+            assert (out / f).read_bytes()[:8] == PNG, f
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,45 +66,90 @@ def _files(out: Path, pngs: tuple[str, ...]) -> None:
 @pytest.fixture(scope="module")
 def loadshift(tmp_path_factory):
     out = tmp_path_factory.mktemp("repro") / "load-shift"
-    r = run_cli("reproduce", "load-shift", "--quick", "--out", out, "--jobs", "2")
+    r = run_cli("reproduce", "load-shift", "--quick", "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
     return out
 
 
+def _loadshift_data(out: Path) -> dict:
+    """The data the claims were judged on, rebuilt from the run's files."""
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    fix = next(v for v in meta["spec"]["variants"] if v["name"] == "fix")
+    scenario = validate(meta["spec"]["base"], [*meta["spec"]["overrides"], *fix["set"]])
+    return L.build_data(pd.read_parquet(out / "results.parquet"), pd.read_parquet(out / "timeseries.parquet"),
+                        scenario, meta.get("semantics", {}).get("name"))
+
+
 def test_loadshift_quick_writes_results_figures_and_claims(loadshift):
-    _files(loadshift, ("loadshift_timeseries.png", "loadshift_closeup.png"))
+    _files(loadshift, ("loadshift_timeseries.png", "loadshift_closeup.png", "loadshift_phases.png",
+                       "phases.parquet", "shifts.parquet"))
     df = pd.read_parquet(loadshift / "results.parquet")
     assert set(df["variant"]) == {"baseline", "fix", "baseline-init32"}
-    assert df["seed"].eq(1).all()
+    assert set(df["seed"]) == {1, 2, 3}
     ts = pd.read_parquet(loadshift / "timeseries.parquet")
-    for col in ("t_ms", "throughput_rps", "credit_pool", "cores_allocated", "queue_len", "variant", "seed"):
+    for col in ("t_ms", "throughput_rps", "credit_pool", "cores_allocated", "queue_len", "oldest_delay_us",
+                "variant", "seed"):
         assert col in ts.columns, col
-    # the whole 100 ms schedule at 10 µs samples, per variant
-    assert ts.groupby("variant").size().eq(10_000).all()
-    assert ts["t_ms"].max() == pytest.approx(100.0)
+    # the whole 100 ms schedule at 10 µs samples, per variant and seed
+    assert ts.groupby(["variant", "seed"]).size().eq(10_000).all()
+    ph = pd.read_parquet(loadshift / "phases.parquet")
+    assert sorted(set(ph["load"])) == [0.2, 0.5, 1.2] and set(ph["phase"]) == {1, 2, 3, 4}
+    sh = pd.read_parquet(loadshift / "shifts.parquet")
+    assert sorted(set(sh["shift_ms"])) == [25.0, 75.0]  # the two rises of the load
 
 
 def test_loadshift_quick_claims(loadshift):
-    c = _claims(loadshift)
-    imp = c["fix-throughput-improvement"]
-    assert imp["paper"] == 7.0
-    # Direction: the fix must beat the baseline (the magnitude is reported, holds or not).
-    assert imp["measured"] > 0
-    assert imp["holds"] == (3.5 <= imp["measured"] <= 14.0)
-    # The baseline is slower to reach 80 % of capacity after the 25 ms shift than the fix (it does
-    # not get there at all within the phase in our model). With the defaults of issue 12 item 6
-    # the fix's cores churn and in the quick run it does not get there either (peak ~70 % of
-    # capacity, ~20 of 32 cores allocated): the failure must carry that measured cause.
-    ramp = c["baseline-slow-ramp"]
-    assert ramp["baseline_censored"] is True and ramp["measured"] == 25.0
-    assert ramp["holds"] or ("does not reach 80% of capacity" in ramp["cause"] and "tighter limit" in ramp["cause"] and ramp["fix_ms"] == 25.0), ramp
-    # Bottom panel: most of the burst is dropped (measured ~0.9; bound 0.25 = "a significant portion").
-    assert c["burst-dropped-cores-park"]["holds"] is True
-    # Similar latency (the claim's band is [2/3, 1.5]): p99 ratio ~0.9 with the instant search and
-    # the ungated ramp; with the defaults of issue 12 item 6 (probe search + drop-gated ramp) the
-    # fix's cores churn and its p99 rises (~2.4 measured): a failure must carry its measured cause.
-    lat = c["similar-latency"]
-    assert lat["holds"] or "wake-ups per ms" in lat["cause"], lat
+    c = _claims(loadshift, "load-shift")
+    gain = c["fix-throughput-improvement"]
+    assert gain["paper"] == 0.07 and gain["kind"] == "gain"
+    if gain["verdict"] != REPRODUCED:
+        # the cause compares every phase's throughput and cites the pool's maximum against its ceiling
+        ev = gain["cause"]["evidence"]
+        for k in ("base1", "fix1", "base4", "fix4", "f_pool_max", "ceiling", "base_client_timeouts"):
+            assert k in ev, k
+        assert f"{ev['f_pool_max']:,.0f}" in gain["cause"]["text"] or str(ev["f_pool_max"]) in gain["cause"]["text"]
+    assert c["low-load-cores"]["paper"] == 7 and c["high-load-all-cores"]["paper"] == 32
+    assert c["pool-tracks-allocated-cores"]["paper"] == 1.0 and c["similar-latency"]["paper"] == 1.0
+    # Measured, default semantics: the baseline collapses in the first (0.2) phase and serves
+    # about a tenth of its offered load before the shift, so the burst claims are outside the
+    # paper's regime (its baseline serves the low load with ~7 cores).
+    for cid in ("burst-dropped-cores-park", "burst-cores-park"):
+        reg = c[cid]["regime"][0]
+        assert reg["value"] < 0.5 and reg["holds"] is False
+        assert c[cid]["verdict"] == OUT_OF_REGIME and str(reg["value"]) in c[cid]["cause"]["text"]
+
+
+def test_loadshift_cause_follows_the_results(loadshift):
+    """A cause is read from the run: change the results and its text changes with them."""
+    data = _loadshift_data(loadshift)
+    spec = next(s for s in L.CLAIMS if s.id == "fix-throughput-improvement")
+    before = judge(spec, data)
+    saved = json.loads((loadshift / "claims.json").read_text(encoding="utf-8"))
+    assert before.to_dict()["cause"] == next(x for x in saved if x["id"] == spec.id)["cause"]
+    r = data["results"].copy()
+    base = r["variant"] == "baseline"
+    r.loc[base, "throughput_rps"] = r.loc[base, "throughput_rps"] * 3
+    r.loc[base, "credits.client_timeouts"] = 12345.0
+    after = judge(spec, {**data, "results": r})
+    assert after.extra["cause"]["text"] != before.extra["cause"]["text"]
+    assert "12,345" in after.extra["cause"]["text"]
+
+
+def test_loadshift_study_semantics_every_miss_has_a_cause(tmp_path):
+    """`--semantics study` (the study simulator's semantics): the gain and the burst claim had
+    no cause before issue 23; now every claim not reproduced carries one from the run."""
+    out = tmp_path / "load-shift-study"
+    r = run_cli("reproduce", "load-shift", "--quick", "--semantics", "study", "--out", out, "--jobs", "1")
+    assert r.code == 0, r.err
+    c = _claims(out, "load-shift")
+    gain = c["fix-throughput-improvement"]
+    assert gain["semantics"] == "study"
+    # measured: the fix wins under the study's semantics (about +17 %, CI ~±4 %)
+    assert gain["verdict"] in (REPRODUCED, DIRECTION)
+    burst = c["burst-dropped-cores-park"]
+    if burst["verdict"] == NOT_REPRODUCED:
+        ev = burst["cause"]["evidence"]
+        assert {"client_queued_max", "delay_max", "pool", "drop_us"} <= ev.keys()
 
 
 def test_binned_sums_counts_and_averages_levels():
@@ -104,6 +161,18 @@ def test_binned_sums_counts_and_averages_levels():
     assert b["drops"].tolist() == [3, 7]
 
 
+def test_phases_and_ramp_of_a_synthetic_series():
+    scenario = validate(REPO / "experiments" / "load-shift" / "base.toml")
+    ph = L.phases_of(scenario)
+    assert ph == [(0.0, 25.0, 0.2), (25.0, 50.0, 1.2), (50.0, 75.0, 0.5), (75.0, 100.0, 1.2)]
+    t = np.round(np.arange(1, 10_001) * 0.01, 6)
+    # throughput reaches 0.9 of capacity 3 ms after the 25 ms shift, never after the 75 ms one
+    thr = np.where((t > 28) & (t <= 50), 0.9 * 32e6, 0.1 * 32e6)
+    ts = pd.DataFrame({"t_ms": t, "throughput_rps": thr})
+    assert L.ramp_time_ms(ts, 25.0, 0.8 * 32e6, 25.0) == pytest.approx(3.1)
+    assert L.ramp_time_ms(ts, 75.0, 0.8 * 32e6, 25.0) == 25.0  # censored: the whole phase
+
+
 # ---------------------------------------------------------------------------------------------
 # collapse (Fig. 2)
 
@@ -111,38 +180,49 @@ def test_binned_sums_counts_and_averages_levels():
 @pytest.fixture(scope="module")
 def collapse(tmp_path_factory):
     out = tmp_path_factory.mktemp("repro") / "collapse"
-    r = run_cli("reproduce", "collapse", "--quick", "--out", out, "--jobs", "2")
+    r = run_cli("reproduce", "collapse", "--quick", "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
     return out
 
 
 def test_collapse_quick_writes_results_figures_and_claims(collapse):
-    _files(collapse, ("collapse_timeseries.png", "collapse_vs_rtt.png"))
+    _files(collapse, ("collapse_timeseries.png", "collapse_vs_rtt.png", "cycles.parquet"))
     df = pd.read_parquet(collapse / "results.parquet")
     assert set(df["variant"]) == {"baseline", "fix", "static"}
-    assert set(df["network.rtt_us"]) == {5, 30}
+    assert set(df["network.rtt_us"]) == {5, 10, 25, 30}
+    cyc = pd.read_parquet(collapse / "cycles.parquet")
+    assert set(cyc["seed"]) == {1, 2, 3} and set(cyc["variant"]) == {"baseline"}
 
 
 def test_collapse_quick_claims(collapse):
-    c = _claims(collapse)
-    base = c["collapse@rtt30"]
-    # The study: one core of 32 stays active (~3 % of capacity); we measure ~3 %. Below 25 % with
-    # fewer than 8 cores is unambiguously "collapsed" (8× margin).
-    assert base["holds"] is True and base["measured"] < 0.25
-    assert base["cores_allocated_mean"] < 8
-    fix = c["fix-no-collapse@rtt30"]
-    # With the defaults (probe search + drop-gated ramp) the fix collapses too at RTT 30 µs in
-    # the quick run (~0.31 measured: its cores churn, README "Work search"); a failure must carry
-    # its measured cause. The model before the switch: test_collapse_fix_holds_with_instant_semantics.
-    assert fix["min_pool"] == 128
-    assert fix["holds"] or "wake-ups per ms" in fix["cause"], fix
-    # A short RTT (5 µs) with the same pool does not collapse (~0.93 measured).
-    assert c["short-rtt-no-collapse"]["holds"] is True
-    # Static cores with the same pool: no collapse (the interaction needs the allocator).
-    assert c["collapse-needs-core-allocation@rtt30"]["holds"] is True
-    # The cycle is at least one round trip long (a burst's responses must travel back first).
-    cyc = c["collapse-cycle@rtt30"]
-    assert cyc["autocorrelation_at_period"] > 0 and cyc["measured"] >= 30
+    c = _claims(collapse, "collapse")
+    assert c["collapse@rtt30"]["paper"] == pytest.approx(1 / 32)
+    assert c["collapse-one-core@rtt30"]["paper"] == 1 and c["collapse-pool-stays@rtt30"]["paper"] == 40
+    assert c["fix-no-collapse@rtt30"]["paper"] == 1.0
+    # Measured: the baseline at RTT 30 µs serves a few % of capacity (one core's worth is 1/32):
+    # the collapse itself; ~0.035 in the quick run, far below the short RTTs' ~0.87.
+    assert c["collapse@rtt30"]["measured"] < 0.1 < c["short-rtt-no-collapse"]["measured"]
+    pool = c["collapse-pool-stays@rtt30"]
+    if pool["verdict"] != REPRODUCED:
+        ev = pool["cause"]["evidence"]
+        assert {"low_delay_fraction", "pool_max", "start"} <= ev.keys() and ev["start"] == 40
+
+
+def test_collapse_cause_follows_the_results(collapse):
+    meta = json.loads((collapse / "meta.json").read_text(encoding="utf-8"))
+    scenario = validate(meta["spec"]["base"], meta["spec"]["overrides"])
+    data = C.build_data(pd.read_parquet(collapse / "results.parquet"),
+                        pd.read_parquet(collapse / "timeseries.parquet"), scenario)
+    spec = next(s for s in C.CLAIMS if s.id == "collapse-pool-stays@rtt30")
+    r = data["results"].copy()
+    sel = (r["variant"] == "baseline") & (r["network.rtt_us"] == 30)
+    texts = []
+    for pool in (90.0, 120.0):
+        r.loc[sel, "credits.pool_mean"] = pool
+        got = judge(spec, {**data, "results": r})
+        assert got.verdict == NOT_REPRODUCED
+        texts.append(got.extra["cause"]["text"])
+    assert texts[0] != texts[1] and "90" in texts[0] and "120" in texts[1]
 
 
 def test_cycle_period_of_a_periodic_signal():
@@ -154,6 +234,11 @@ def test_cycle_period_of_a_periodic_signal():
     assert all(math.isnan(v) for v in cycle_period_us(flat, 120))
 
 
+def test_fix_min_pool_matches_the_simulator():
+    p = {"max_cores": 32, "target_us": 10.0}
+    assert C.min_pool(p, 30.0) == 128 and C.min_pool(p, 25.0) == 112  # breakwater.rs core_fix_min_pool
+
+
 def test_initial_pool_is_validated():
     base = REPO / "experiments" / "collapse" / "base.toml"
     assert validate(base)["policy"]["overload"]["initial_pool"] == 40
@@ -161,12 +246,12 @@ def test_initial_pool_is_validated():
         validate(base, ["policy.overload.initial_pool=0"])
 
 
-def test_collapse_fix_holds_with_instant_semantics(tmp_path):
-    """`--semantics instant` (instant search, ungated ramp: the model before issue 12 item 6):
-    the fix (minimum pool 128) runs near capacity (~0.93 measured); > 0.7 is far from the
+def test_collapse_fix_with_instant_semantics(tmp_path):
+    """`--semantics instant` (instant search, ungated ramp: the model before issue 12 item 6): the
+    fix (minimum pool 128) runs near capacity at RTT 30 µs (~0.93 measured); > 0.7 is far from the
     collapse's 0.03 and leaves room for the AQM's drops at load 1.0."""
     out = tmp_path / "collapse-instant"
     r = run_cli("reproduce", "collapse", "--quick", "--semantics", "instant", "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
-    fix = _claims(out)["fix-no-collapse@rtt30"]
-    assert fix["holds"] is True and fix["measured"] > 0.7 and fix["min_pool"] == 128
+    fix = _claims(out, "collapse")["fix-no-collapse@rtt30"]
+    assert fix["measured"] > 0.7

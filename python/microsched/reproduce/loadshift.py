@@ -527,7 +527,7 @@ def measure_high_load_cores(data: Mapping[str, Any]) -> Measured:
 
 CAUSE_HIGH_LOAD = (
     "in the load-{load} phases the fix keeps {measured} ± {ci95} of {max_cores} cores allocated ({busy} busy, "
-    "{wakes_per_ms} core wake-ups per ms over the run: granted cores park again), serving {throughput} of capacity "
+    "{wakes_per_ms} core wake-ups per ms over the run), serving {throughput} of capacity "
     "({served} of the offered load) and dropping {drop_fraction} of the arrivals; its pool averages {pool} credits "
     "(max {pool_max}), {issued} issued. Work search {search}, fix ramp drop gate {gate}")
 
