@@ -18,8 +18,13 @@ APPS = {
 
 LEVELS = ("low", "mid", "high")
 
+# "standalone" lends nothing (a static buffer of all 8 cores: the standalone run to the ns) and
+# reports the all-cores-busy fraction of the Primary alone (Fig. 3's ACBF). "static-0" lends every
+# idle core (a buffer of 0): the control of the "p99 within 4 %" claims, which per Fig. 6 must
+# miss that bound where the model's harvesting interference is felt.
 CONTROLLERS = {
-    "standalone": ["policy.allocator.kind=static"],
+    "standalone": ["policy.allocator.kind=harvest_static", "policy.allocator.buffer=8"],
+    "static-0": ["policy.allocator.kind=harvest_static", "policy.allocator.buffer=0"],
     "acbf": ["policy.allocator.kind=harvest_acbf", "policy.allocator.observe_windows=10"],
     "acbf-artifact": ["policy.allocator.kind=harvest_acbf", "policy.allocator.variant=artifact"],
     "static-2": ["policy.allocator.kind=harvest_static", "policy.allocator.buffer=2"],
@@ -34,12 +39,27 @@ CONTROLLERS = {
 EXTRA = {
     ("memcached", "80k", 80_000): {
         "standalone": CONTROLLERS["standalone"],
+        "static-0": CONTROLLERS["static-0"],
         "acbf": CONTROLLERS["acbf"],
         "acbf-cpuset": CONTROLLERS["acbf"] + ["policy.allocator.mechanism.kind=cpuset"],
         "sh-cpuset-4": ["policy.allocator.kind=harvest_static", "policy.allocator.buffer=4", "policy.allocator.mechanism.kind=cpuset"],
         "sh-cpuset-5": ["policy.allocator.kind=harvest_static", "policy.allocator.buffer=5", "policy.allocator.mechanism.kind=cpuset"],
         "sh-cpuset-6": ["policy.allocator.kind=harvest_static", "policy.allocator.buffer=6", "policy.allocator.mechanism.kind=cpuset"],
         "smartharvest": CONTROLLERS["smartharvest"],
+    },
+    # Fig. 2: MySQL at 5 k RPS under cgroups shares (no quota: 8 of 8), quota 6/8, shares +
+    # quota 4/8, and HarvestContainers (ACBF); static-0 is the control of its p99 claim.
+    ("mysql", "5k", 5_000): {
+        "standalone": CONTROLLERS["standalone"],
+        "static-0": CONTROLLERS["static-0"],
+        "acbf": CONTROLLERS["acbf"],
+        "cfs-8": ["policy.allocator.kind=harvest_cfs", "policy.allocator.quota_cores=8"],
+        "cfs-6": CONTROLLERS["cfs-6"],
+        "cfs-4": CONTROLLERS["cfs-4"],
+    },
+    # Fig. 3: Xapian's ACBF at 2 k RPS (0.01; 4 k RPS, 0.13, is its high level).
+    ("xapian", "2k", 2_000): {
+        "standalone": CONTROLLERS["standalone"],
     },
 }
 
@@ -57,7 +77,7 @@ IRQ_CONTROLLERS = {
 # (server.per_application_cores), Memcached-like first (the top-level keys), the others as
 # [[applications]] with their own controller; one RTT for all (Memcached's 40 µs). The
 # artifact's multi-Primary runs lower Xapian's ACBF threshold to 0.14.
-THREE_CONTROLLERS = ("standalone", "acbf", "acbf-artifact")
+THREE_CONTROLLERS = ("standalone", "static-0", "acbf", "acbf-artifact")
 THREE_THRESHOLD = {"memcached": 0.001, "mysql": 0.002, "xapian": 0.14}
 
 HEADER = '''# The grid of `microsched reproduce harvest` (issue 16; HarvestContainers, NSDI'26, Fig. 5-8,
@@ -65,18 +85,20 @@ HEADER = '''# The grid of `microsched reproduce harvest` (issue 16; HarvestConta
 # APP "three" being the three Primaries together, each on its own 8 cores.
 # Primaries: Memcached-, MySQL-, Xapian-like at Table 2's low/mid/high RPS, 8 cores, bursty
 # arrivals; Secondary: CPUBully (always runnable: its progress is be_cores_mean).
-# Controllers: standalone (no Secondary), ACBF (paper: observation/harvest phases; artifact:
+# Controllers: standalone (no Secondary: a static buffer of all 8 cores), static-0 (every idle
+# core lent: the control of the p99 claims), ACBF (paper: observation/harvest phases; artifact:
 # EWMA + per-app threshold), static buffers 2/4/6, cgroups (shares + quota 6 or 4 cores of 8,
 # 100 ms period), SmartHarvest-like (25 ms peak predictor, cpuset). Two-phase affinity (30 µs)
 # unless named cpuset (lend 4 ms). *-irq: NetworkBully's NIC IRQ load (600 k handlers/s of
-# 1 µs), spread over the node's cores, or steered onto the Secondary's (-steer).
+# 1 µs), spread over the node's cores, or steered onto the Secondary's (-steer). mysql/5k: Fig. 2
+# (cgroups shares, quota 6, shares + quota 4); xapian/2k: Fig. 3's ACBF.
 name = "harvest"
 base = "base.toml"
 seeds = 3
 overrides = ["duration_ms=3000", "warmup_ms=500"]
 
 [quick]
-seeds = 1
+seeds = 3
 overrides = ["duration_ms=1500", "warmup_ms=300"]
 '''
 
@@ -106,7 +128,9 @@ def ctl_sets(app: str, sets: list[str]) -> list[str]:
 def allocator_inline(app: str, ctl: str) -> str:
     a = APPS[app]
     if ctl == "standalone":
-        return '{kind="static"}'
+        return '{kind="harvest_static", buffer=8}'
+    if ctl == "static-0":
+        return '{kind="harvest_static", buffer=0}'
     if ctl == "acbf":
         return f'{{kind="harvest_acbf", observe_windows=10, window_ms={a["window_ms"]}}}'
     return (f'{{kind="harvest_acbf", variant="artifact", window_ms={a["window_ms"]}, '
