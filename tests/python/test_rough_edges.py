@@ -432,3 +432,26 @@ def test_help_lists_every_command_once():
     assert r.code == 2
     for name in commands:
         assert name in r.err, name
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. a real run's table
+
+
+@pytest.mark.xfail(strict=True, reason="needs the change to cli/render.py given in issue 24's report "
+                                        "(render.py is another helper's): remove this mark with it")
+def test_a_real_run_table_does_not_call_the_runtime_a_simulator(capsys):
+    from microsched.cli.render import print_summary
+
+    sim = microsched.run(SMALL).summary
+    print_summary(sim)
+    out = capsys.readouterr().out
+    assert "simulator: " in out and " events" in out  # a simulated run keeps its line
+    # A real run's summary (`microsched real`): a runtime section, and the load generator's
+    # datagrams counted in `sim.events`.
+    real = dict(sim, runtime={"accounting": {}, "client": {}},
+                sim={"events": 1696, "wall_s": 1.25, "requests_per_wall_s": 800.0})
+    print_summary(real)
+    out = capsys.readouterr().out
+    assert "simulator" not in out and "sim. requests" not in out
+    assert "load generator: 1,696 datagrams" in out

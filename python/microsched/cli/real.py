@@ -174,7 +174,9 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
-        print_summary(summary)
+        # A `runtime` section marks the real runtime's summary (as `real`'s merged one has): its
+        # `sim` counters are the load generator's datagrams, not a simulator's events.
+        print_summary(dict(summary, runtime={"client": res.get("client") or {}}))
     return 0
 
 
