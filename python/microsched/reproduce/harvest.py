@@ -216,7 +216,8 @@ def measure_irq_steer_p99(df: pd.DataFrame) -> Measured:
 # cores harvested
 
 
-def _share(s: Seeds, ctl_v: str, alone_v: str, be: str = BE, busy: str = BUSY, cores: float = CORES) -> tuple[float, float]:
+def _share(s: Seeds, ctl_v: str, alone_v: str, be: str = BE, busy: str = BUSY,
+           cores: float = CORES) -> tuple[float, float]:
     """Cores harvested over the Primary's unused cores (cores − its busy cores alone), per seed."""
     return _combine(lambda h, b: h / (cores - b) if cores - b > 0 else math.nan,
                     s.values(ctl_v, None, be), s.values(alone_v, None, busy))
@@ -226,7 +227,8 @@ def _harvest_evidence(s: Seeds, v: str, alone: str) -> dict[str, Any]:
     d = _ev(s, v)
     window = s.mean(v, None, "policy.allocator.window_ms")
     more, more_ci = s.paired(None, ABF, lambda x, y: x - y, v, alone)
-    return {"abf_rise": more, "abf_rise_ci95": more_ci, "harvest": d["harvest"], "buffer": d["buffer"], "acbf_lending": d["abf"], "wait_ms": d["wait_ms"],
+    return {"abf_rise": more, "abf_rise_ci95": more_ci, "harvest": d["harvest"], "buffer": d["buffer"],
+            "acbf_lending": d["abf"], "wait_ms": d["wait_ms"],
             "lends": d["lends"], "acbf_alone": s.mean(alone, None, ABF), "busy": s.mean(alone, None, BUSY),
             "threshold": s.mean(v, None, "policy.allocator.threshold"), "cores": CORES, "window_ms": window,
             "windows": s.mean(v, None, "duration_s") * 1e3 / window if window > 0 else math.nan,
@@ -249,13 +251,13 @@ def _harvest_cause(ctl: str, what: str) -> Callable[[Any, Measured], Cause]:
         rise, ci = e.get("abf_rise"), e.get("abf_rise_ci95")
         if _nan_key(rise) - (ci if ci is not None and math.isfinite(ci) else 0.0) > 0:
             return Cause(head + "with lending all cores are busy {acbf_lending} of the run, more than the "
-                                "{acbf_alone} seen alone (paired rise {abf_rise} ± {abf_rise_ci95}), which the observation phase takes as the harvest window: "
-                                "windows above it grow the buffer back", e)
+                                "{acbf_alone} seen alone (paired rise {abf_rise} ± {abf_rise_ci95}), which the "
+                                "observation phase takes as the harvest window: windows above it grow the buffer back", e)
         return Cause(head + "with lending all cores are busy {acbf_lending} of the run, not measurably more than "
-                            "alone ({acbf_alone}; paired rise {abf_rise} ± {abf_rise_ci95}); the buffer starts at its largest and moves by "
-                            "one core per window at most, down only after a confirming run of windows inside the "
-                            "harvest window, and the run holds {windows} windows of {window_ms} ms, the first "
-                            "{observe} observing", e)
+                            "alone ({acbf_alone}; paired rise {abf_rise} ± {abf_rise_ci95}); the buffer starts at its "
+                            "largest and moves by one core per window at most, down only after a confirming run of "
+                            "windows inside the harvest window, and the run holds {windows} windows of {window_ms} "
+                            "ms, the first {observe} observing", e)
 
     return cause
 
@@ -341,7 +343,8 @@ def measure_fig11_spike(df: pd.DataFrame) -> Measured:
           "wait_ms": max(s.mean(_v("memcached", "80k", c), None, WAIT) for c in st), "control": ctl[0]}
     cond = Condition("p99 over standalone of a zero buffer (every idle core lent) at this point, the model's "
                      "harvesting interference", ctl[0], ">", WITHIN)
-    return Measured(st[at][0], st[at][1], n=_n(s), evidence=ev, regime=[cond], extra={"at": at, "by_buffer": _by_point(st)})
+    return Measured(st[at][0], st[at][1], n=_n(s), evidence=ev, regime=[cond],
+                    extra={"at": at, "by_buffer": _by_point(st)})
 
 
 def measure_predictor(df: pd.DataFrame) -> Measured:
@@ -424,7 +427,8 @@ def measure_table1_irq(app: str) -> Callable[[pd.DataFrame], Measured]:
     def m(df: pd.DataFrame) -> Measured:
         s = Seeds(df)
         g, ci = _gain(s, _v(app, "mid", "standalone-irq"), _v(app, "mid", "standalone"))
-        return Measured(g, ci, n=_n(s), evidence={"at": f"{app}/mid", **_irq_evidence(s, _v(app, "mid", "standalone-irq"))})
+        ev = {"at": f"{app}/mid", **_irq_evidence(s, _v(app, "mid", "standalone-irq"))}
+        return Measured(g, ci, n=_n(s), evidence=ev)
     return m
 
 
@@ -432,8 +436,8 @@ def measure_table1_irq_max(df: pd.DataFrame) -> Measured:
     s = Seeds(df)
     st = {a: _gain(s, _v(a, "mid", "standalone-irq"), _v(a, "mid", "standalone")) for a in APPS}
     at = max(st, key=lambda k: _nan_key(st[k][0]))
-    return Measured(st[at][0], st[at][1], n=_n(s), evidence={"at": f"{at}/mid", **_irq_evidence(s, _v(at, "mid", "standalone-irq"))},
-                    extra={"at": at, "by_primary": _by_point(st)})
+    ev = {"at": f"{at}/mid", **_irq_evidence(s, _v(at, "mid", "standalone-irq"))}
+    return Measured(st[at][0], st[at][1], n=_n(s), evidence=ev, extra={"at": at, "by_primary": _by_point(st)})
 
 
 def measure_fig8_irq(df: pd.DataFrame) -> Measured:
@@ -477,8 +481,9 @@ def measure_table1_p99(app: str) -> Callable[[pd.DataFrame], Measured]:
         s = Seeds(df)
         v = _v(app, "mid", "standalone")
         p, ci = s.stat(v, None, P99)
-        return Measured(p, ci, n=_n(s), evidence={"app": app, "service_us": s.mean(v, None, "workload.types.0.service.mean_us"),
-                                                  "rtt_us": s.mean(v, None, "network.rtt_us"), "rps": s.mean(v, None, "load.rps")})
+        ev = {"app": app, "service_us": s.mean(v, None, "workload.types.0.service.mean_us"),
+              "rtt_us": s.mean(v, None, "network.rtt_us"), "rps": s.mean(v, None, "load.rps")}
+        return Measured(p, ci, n=_n(s), evidence=ev)
     return m
 
 
@@ -493,8 +498,8 @@ def measure_three_harvest(ctl: str) -> Callable[[pd.DataFrame], Measured]:
         ev = {f"h_{l}": s.mean(_v("three", l, ctl), None, BE) for l in LEVELS}
         ev.update({f"one_{l}": sum(s.mean(_v(a, l, ctl), None, BE) for a in APPS) for l in LEVELS})
         return Measured(step, ci, n=_n(s), evidence=ev,
-                        extra={"by_level": {l: {"together": rounded(ev[f"h_{l}"]), "sum_of_one_at_a_time": rounded(ev[f"one_{l}"])}
-                                            for l in LEVELS}})
+                        extra={"by_level": {l: {"together": rounded(ev[f"h_{l}"]),
+                                                "sum_of_one_at_a_time": rounded(ev[f"one_{l}"])} for l in LEVELS}})
     return m
 
 
@@ -507,11 +512,13 @@ def measure_multi_share(ctl: str) -> Callable[[pd.DataFrame], Measured]:
             v, alone = _v("three", l, ctl), _v("three", l, "standalone")
             st[l] = _combine(lambda h1, h2, b1, b2: (h1 + h2) / (2 * CORES - b1 - b2),
                              s.values(v, None, "nodes.1.be_cores_mean"), s.values(v, None, "nodes.2.be_cores_mean"),
-                             s.values(alone, None, "nodes.1.cores.busy_mean"), s.values(alone, None, "nodes.2.cores.busy_mean"))
+                             s.values(alone, None, "nodes.1.cores.busy_mean"),
+                             s.values(alone, None, "nodes.2.cores.busy_mean"))
         at = max(st, key=lambda k: _nan_key(st[k][0]))
         v = _v("three", at, ctl)
         ev = {"at": at, "harvest": sum(s.mean(v, None, f"nodes.{i}.be_cores_mean") for i in (1, 2)),
-              "unused": 2 * CORES - sum(s.mean(_v("three", at, "standalone"), None, f"nodes.{i}.cores.busy_mean") for i in (1, 2)),
+              "unused": 2 * CORES - sum(s.mean(_v("three", at, "standalone"), None, f"nodes.{i}.cores.busy_mean")
+                                        for i in (1, 2)),
               "buffer_mysql": s.mean(v, None, f"nodes.1.{BUF}"), "buffer_xapian": s.mean(v, None, f"nodes.2.{BUF}")}
         return Measured(st[at][0], st[at][1], n=_n(s), evidence=ev, extra={"at": at, "by_level": _by_point(st)})
     return m
@@ -528,9 +535,11 @@ def measure_tradeoff(app: str) -> Callable[[pd.DataFrame], Measured]:
         for l in LEVELS:
             acbf = s.mean(_v(app, l, "acbf"), None, BE)
             for c in CFS:
-                pts[f"{l}/{c}"] = (s.mean(_v(app, l, c), None, BE), _ratio(s, _v(app, l, c), _v(app, l, "standalone")), acbf)
+                pts[f"{l}/{c}"] = (s.mean(_v(app, l, c), None, BE),
+                                   _ratio(s, _v(app, l, c), _v(app, l, "standalone")), acbf)
         cand = [k for k, (h, _, ac) in pts.items() if h >= ac]
-        by = {k: {"harvest": rounded(h), "p99_ratio": rounded(r[0]), "acbf_harvest": rounded(ac)} for k, (h, r, ac) in pts.items()}
+        by = {k: {"harvest": rounded(h), "p99_ratio": rounded(r[0]), "acbf_harvest": rounded(ac)}
+              for k, (h, r, ac) in pts.items()}
         if not cand:
             return Measured(None, n=_n(s), extra={"by_point": by},
                             missing="no cgroups setting harvests as much as ACBF at any load: the trade-off is not tested")
@@ -563,8 +572,10 @@ def measure_cfs_low_harvest(app: str) -> Callable[[pd.DataFrame], Measured]:
         at = max(st, key=lambda k: _nan_key(st[k][0]))
         v = _v(app, "low", at)
         return Measured(st[at][0], st[at][1], n=_n(s),
-                        evidence={"at": at, "harvest": s.mean(v, None, BE), "acbf_h": s.mean(_v(app, "low", "acbf"), None, BE),
-                                  "quota": s.mean(v, None, "policy.allocator.quota_cores"), "p99_ratio": _ratio(s, v, _v(app, "low", "standalone"))[0]},
+                        evidence={"at": at, "harvest": s.mean(v, None, BE),
+                                  "acbf_h": s.mean(_v(app, "low", "acbf"), None, BE),
+                                  "quota": s.mean(v, None, "policy.allocator.quota_cores"),
+                                  "p99_ratio": _ratio(s, v, _v(app, "low", "standalone"))[0]},
                         extra={"at": at, "by_setting": _by_point(st)})
     return m
 
@@ -574,9 +585,9 @@ def measure_fig2(ctl: str) -> Callable[[pd.DataFrame], Measured]:
         s = Seeds(df)
         v, alone = _v("mysql", "5k", ctl), _v("mysql", "5k", "standalone")
         g, ci = _gain(s, v, alone)
-        return Measured(g, ci, n=_n(s), evidence={"harvest": s.mean(v, None, BE), "quota": s.mean(v, None, "policy.allocator.quota_cores"),
-                                                   "wait_ms": s.mean(v, None, WAIT), "abf": s.mean(v, None, ABF),
-                                                   "busy": s.mean(alone, None, BUSY)})
+        ev = {"harvest": s.mean(v, None, BE), "quota": s.mean(v, None, "policy.allocator.quota_cores"),
+              "wait_ms": s.mean(v, None, WAIT), "abf": s.mean(v, None, ABF), "busy": s.mean(alone, None, BUSY)}
+        return Measured(g, ci, n=_n(s), evidence=ev)
     return m
 
 
@@ -616,7 +627,8 @@ def _claims() -> list[ClaimSpec]:
         out.append(ClaimSpec(
             id=f"p99-within-4pct/{ctl}", group="Fig. 5",
             claim=f"With {ctl} harvesting, every Primary's p99 stays within 4 % of standalone at low, mid and high load",
-            paper_ref="§5.3, Fig. 5", quote="The response times are within 4% of standalone while cores are being harvested",
+            paper_ref="§5.3, Fig. 5",
+            quote="The response times are within 4% of standalone while cores are being harvested",
             kind=BOUND, paper=WITHIN, side="upper", unit="×", how=_P99_HOW, measure=measure_p99(ctl), cause=_P99_CAUSE))
         out.append(ClaimSpec(
             id=f"harvest-up-to-75pct/{ctl}", group="Fig. 5",
@@ -673,7 +685,8 @@ def _claims() -> list[ClaimSpec]:
             paper_ref="§3.3, Fig. 3", quote="Note that ACBF increases with increase in RPS", kind=MONOTONE,
             unit="of the run", how="the smaller paired step of the all-cores-busy fraction alone, low → mid → high",
             measure=measure_acbf_rises(a),
-            cause="ACBF alone at low, mid, high load: {a_low}, {a_mid}, {a_high}; the smallest step is {measured} ± {ci95}"))
+            cause="ACBF alone at low, mid, high load: {a_low}, {a_mid}, {a_high}; the smallest step is "
+                  "{measured} ± {ci95}"))
     # Fig. 6
     for a in APPS:
         out.append(ClaimSpec(
@@ -744,14 +757,15 @@ def _claims() -> list[ClaimSpec]:
             claim=f"{a} alone at its mid load has the p99 of Table 1 ({TABLE1_P99[a]:g} µs)",
             paper_ref="§2.3, Table 1", quote=f"Standalone P99 {TABLE1_P99[a]:g} µs", kind=VALUE, paper=TABLE1_P99[a],
             unit="µs", how="p99 of the Primary alone at its mid load", measure=measure_table1_p99(a),
-            cause="our {app}-like Primary (its shape is ours: log-normal service of mean {service_us} µs, RTT {rtt_us} µs) "
-                  "has a p99 of {measured} µs at {rps} RPS, the paper's testbed {paper} µs"))
+            cause="our {app}-like Primary (its shape is ours: log-normal service of mean {service_us} µs, "
+                  "RTT {rtt_us} µs) has a p99 of {measured} µs at {rps} RPS, the paper's testbed {paper} µs"))
     for a in APPS:
         out.append(ClaimSpec(
             id=f"table1-irq-p99/{a}", group="Table 1",
             claim=f"{a} alone at its mid load: NIC IRQ handling on its cores inflates the p99 by {TABLE1_IRQ[a]:.0%}",
             paper_ref="§2.3, Table 1", quote=f"P99 with IRQ Interference (+{TABLE1_IRQ[a]:.0%})", kind=GAIN,
-            paper=TABLE1_IRQ[a], unit="relative", how="p99(alone + IRQs spread) / p99(alone) − 1 at the mid load, paired per seed",
+            paper=TABLE1_IRQ[a], unit="relative",
+            how="p99(alone + IRQs spread) / p99(alone) − 1 at the mid load, paired per seed",
             measure=measure_table1_irq(a), cause=_IRQ_CAUSE))
     out.append(ClaimSpec(
         id="irq-inflates-p99-up-to-33pct", group="Table 1",
@@ -763,13 +777,15 @@ def _claims() -> list[ClaimSpec]:
         id="fig8-irq-inflates-p99-up-to-41pct", group="Fig. 8",
         claim="Harvesting without IRQ shielding: IRQ activity inflates the Primary's p99 by up to 41 % over baseline",
         paper_ref="§5.5, Fig. 8", quote="IRQ activity causes P99 to inflate by up to 41% over baseline", kind=GAIN,
-        paper=0.41, unit="relative", how="max over Primary × load of p99(ACBF + IRQs spread) / p99(standalone, no IRQ) − 1",
+        paper=0.41, unit="relative",
+        how="max over Primary × load of p99(ACBF + IRQs spread) / p99(standalone, no IRQ) − 1",
         measure=measure_fig8_irq, cause=_IRQ_CAUSE))
     out.append(ClaimSpec(
         id="irq-inflation-is-real", group="Fig. 8",
         claim="IRQs spread over the node's cores inflate the p99 of every Primary at some load",
         paper_ref="Table 1, Fig. 8", quote="IRQ activity causes P99 to inflate", kind=ORDER, side="above",
-        unit="relative", how="min over Primaries of the largest paired p99(ACBF + IRQs spread) / p99(standalone) − 1 over loads",
+        unit="relative",
+        how="min over Primaries of the largest paired p99(ACBF + IRQs spread) / p99(standalone) − 1 over loads",
         measure=measure_irq_real,
         cause="the Primary with the smallest inflation at its worst load ({at}) has +{measured} ± {ci95}"))
     out.append(ClaimSpec(
@@ -812,7 +828,8 @@ def _claims() -> list[ClaimSpec]:
                   "summed: {one_high}, {one_mid}, {one_low}); the smallest step is {measured} ± {ci95}"))
         out.append(ClaimSpec(
             id=f"multi-primary-up-to-50pct/{ctl}", group="§5.6",
-            claim=f"With several Primaries (MySQL and Xapian, 8 cores each), {ctl} reclaims up to 50 % of their unused cores",
+            claim=f"With several Primaries (MySQL and Xapian, 8 cores each), {ctl} reclaims up to 50 % of their "
+                  f"unused cores",
             paper_ref="§5.6, Fig. 9", quote="reclaiming up to 50% of unused cores", kind=FRACTION, paper=0.5,
             unit="of unused cores",
             how="max over loads of the MySQL- and Xapian-like nodes' harvest / their unused cores alone, in the "
@@ -824,7 +841,8 @@ def _claims() -> list[ClaimSpec]:
     for a in APPS:
         out.append(ClaimSpec(
             id=f"cgroups-trade-off/{a}", group="Fig. 10",
-            claim=f"{a}: no cgroups shares/quota setting both harvests as much as ACBF and keeps p99 within 4 % of standalone",
+            claim=f"{a}: no cgroups shares/quota setting both harvests as much as ACBF and keeps p99 within 4 % of "
+                  f"standalone",
             paper_ref="§2.1, §5.7, Fig. 10", quote="no combination of shares/quota can both improve CPU utilization and "
                                                    "also protect tail latency SLOs",
             kind=BOUND, paper=WITHIN, side="lower", unit="×",
