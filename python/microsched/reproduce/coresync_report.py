@@ -6,24 +6,14 @@ import math
 
 import pandas as pd
 
-from .coresync import (ABOVE, BE, BELOW, CALADAN_POLL, CS, NAMES, P99, POLICIES, R_VARIANTS, SESSIONS, THR, UTIL,
-                       Data, norm_throughput, v)
+from .coresync import (ABOVE, BE, BELOW, CALADAN_POLL, CS, NAMES, P99, PAPER_TABLE1, PAPER_TABLE2, POLICIES,
+                       R_VARIANTS, SESSIONS, THR, UTIL, Data, norm_throughput, v)
 from .framework import Context
 from .runner import mean_ci95
 
 COLORS = {"coresync": "tab:red", "shenango": "tab:blue", "caladan": "tab:orange", "utilization_range": "tab:green",
           "delay_range": "tab:purple"}
 MARKERS = {"coresync": "*", "shenango": "o", "caladan": "^", "utilization_range": "D", "delay_range": "P"}
-
-# The paper's Table I (exponential, bimodal 10 µs) and Table II (Memcached), normalized to CoreSync.
-PAPER_TABLE1 = {
-    "exp10": {"coresync": (1, 1, 1), "shenango": (0.942, 0.974, 0.973), "caladan": (1.029, 1.007, 0.998),
-              "utilization_range": (1.003, 0.988, 0.976), "delay_range": (0.979, 0.968, 0.977)},
-    "bim10": {"coresync": (1, 1, 1), "shenango": (0.939, 0.966, 0.975), "caladan": (0.991, 0.997, 1.002),
-              "utilization_range": (0.974, 0.976, 0.979), "delay_range": (0.962, 0.970, 0.976)},
-}
-PAPER_TABLE2 = {"coresync": (1, 1, 1), "shenango": (1.019, 0.997, 0.999), "caladan": (1.002, 1.001, 1.004),
-                "utilization_range": (1.006, 0.986, 0.995), "delay_range": (0.986, 0.965, 0.984)}
 
 
 def write_all(ctx: Context, d: Data) -> None:
