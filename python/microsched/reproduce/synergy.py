@@ -1140,7 +1140,7 @@ def plot_maxload(ctx: Context, ml: pd.DataFrame) -> None:
     ax.barh(y + 0.2, [r[2] for r in rows], height=0.4, label="measured")
     ax.set_yticks(y, [r[0] for r in rows], fontsize=7)
     ax.set_xlabel(f"max load at p99.9 slowdown <= {SLO:g} (fraction of the workers' capacity)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower left")
     ax.invert_yaxis()
     fig.tight_layout()
     ctx.save_figure(fig, "maxload_vs_paper.png")
