@@ -12,7 +12,9 @@ verdict:
 ``reproduced``
     the paper's number lies within the tolerance of the measured value, the measured 95 %
     confidence interval taken into account (the tolerance band around the paper's number
-    overlaps the measured interval);
+    overlaps the measured interval), where the interval is no wider than the band (else the
+    run cannot tell the paper's number from others) and, where the paper states an effect
+    (a ratio other than 1, a gain other than 0), the interval excludes no effect;
 ``direction``
     the paper's direction holds with the interval excluding "no effect" (1 for a ratio, 0 for
     a gain or a difference), the magnitude does not;
@@ -83,10 +85,18 @@ class Tolerance:
         if (self.rel is not None and self.rel < 0) or (self.abs is not None and self.abs < 0):
             raise ValueError("Tolerance: rel and abs must be >= 0")
 
-    def band(self, paper: float) -> tuple[float, float]:
+    def band(self, paper: float, share: bool = False) -> tuple[float, float]:
+        """The values within tolerance of ``paper``. For a ``share`` (a fraction in [0, 1]) a
+        factor applies to the share and to its complement, the headroom ``1 − share``, so that a
+        share near 1 is not within tolerance of anything above a small one (0.81 of capacity is
+        not 0.97: its headroom is 0.19, not 0.03)."""
         if self.factor is not None:
             a, b = paper / self.factor, paper * self.factor
-            return (min(a, b), max(a, b))
+            lo, hi = min(a, b), max(a, b)
+            if share and 0 < paper < 1:
+                lo = max(lo, 1 - (1 - paper) * self.factor)
+                hi = min(hi, 1 - (1 - paper) / self.factor)
+            return (lo, hi)
         half = self.rel * abs(paper) if self.rel is not None else self.abs
         return (paper - half, paper + half)
 
@@ -278,7 +288,7 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
     ci = _finite(m.ci95)
     ci_used = ci if ci is not None else 0.0
     tol = spec.tol
-    band = tol.band(spec.paper) if tol is not None and spec.paper is not None else None
+    band = tol.band(spec.paper, share=spec.kind == FRACTION) if tol is not None and spec.paper is not None else None
     extra: dict[str, Any] = {
         "kind": spec.kind, "paper_ref": spec.paper_ref, "ci95": rounded(ci), "n": m.n,
         "tolerance": tol.text() if tol is not None and spec.kind not in (ORDER, MONOTONE) else None,
@@ -306,7 +316,7 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
         verdict = OUT_OF_REGIME
     elif spec.kind in (ORDER, MONOTONE):
         verdict = REPRODUCED if _beyond_no_effect(spec, lo, hi) else NOT_REPRODUCED
-    elif _satisfies(spec, lo, hi, band):
+    elif _satisfies(spec, lo, hi, band) and _effect_shown(spec, lo, hi) and _precise(spec, ci, band):
         verdict = REPRODUCED
     elif spec.kind in (RATIO, GAIN, DIFFERENCE) and _beyond_no_effect(spec, lo, hi):
         verdict = DIRECTION
@@ -328,6 +338,23 @@ def _satisfies(spec: ClaimSpec, lo: float, hi: float, band: tuple[float, float] 
     if spec.kind in (BOUND, CHECK):
         return lo <= band[1] if spec.side == "upper" else hi >= band[0]
     return lo <= band[1] and hi >= band[0]
+
+
+def _precise(spec: ClaimSpec, ci: float | None, band: tuple[float, float] | None) -> bool:
+    """A measured interval wider than the tolerance band overlaps it whatever the value: such a
+    run cannot tell the paper's number from others, so it does not reproduce it."""
+    if spec.kind in (BOUND, CHECK) or band is None or ci is None:
+        return True
+    return ci <= (band[1] - band[0]) / 2
+
+
+def _effect_shown(spec: ClaimSpec, lo: float, hi: float) -> bool:
+    """Where the paper states an effect (a ratio other than 1, a gain other than 0), a
+    reproduction must show it: a tolerance band that reaches "no effect" (×/÷ 1.25 around a
+    ratio of 1.11) must not let a measured no-effect count as the paper's number."""
+    if spec.no_effect is None or spec.paper is None or spec.paper == spec.no_effect:
+        return True
+    return _beyond_no_effect(spec, lo, hi)
 
 
 def _beyond_no_effect(spec: ClaimSpec, lo: float, hi: float) -> bool:
@@ -363,6 +390,16 @@ def _cause(spec: ClaimSpec, m: Measured, data: Any, value: float | None, ci: flo
         return Cause(given, ev)
     if spec.kind in (ORDER, MONOTONE):
         return Cause("measured {measured} ± {ci95}: the interval does not exclude no effect", ev)
+    if band is not None and _satisfies(spec, value - (ci or 0), value + (ci or 0), band) and not _precise(spec, ci, band):
+        ev["half_band"] = (band[1] - band[0]) / 2
+        return Cause("inconclusive: the measured interval {measured} ± {ci95} is wider than the tolerance band "
+                     "{band_lo} to {band_hi} (half-width {half_band}) and overlaps it whatever the value; more seeds "
+                     "or longer runs would decide", ev)
+    if band is not None and _satisfies(spec, value - (ci or 0), value + (ci or 0), band):
+        ev["no_effect"] = spec.no_effect
+        return Cause("measured {measured} ± {ci95} is within the tolerance band {band_lo} to {band_hi} of the "
+                     "paper's {paper}, but the interval includes no effect ({no_effect}): the paper's effect is "
+                     "not shown", ev)
     return Cause("measured {measured} ± {ci95} against the paper's {paper}; the tolerance band is "
                  "{band_lo} to {band_hi}", ev)
 

@@ -21,7 +21,8 @@ LOAD = S.LOAD
 GRID = (0.65, 0.76, 0.78, 0.812, 0.862, 0.95)
 SEEDS = 3
 SPREAD = 0.01
-STEP = 0.005  # the synthetic bisection's last bracket
+ML_SPREAD = 0.002  # the searches' seed spread: a share near 1 has a narrow band (its headroom's ×/÷ 1.25)
+STEP = 0.002  # the synthetic bisection's last bracket
 SD, LAT = "slowdown.p999", "latency_us.p999"
 
 # Max loads (of capacity) that Fig. 9 implies: S-CI (Synergy) 13 % over signals, S-IPI 5 %,
@@ -91,7 +92,7 @@ def build(t: dict) -> dict:
     for search, load in t["maxload"].items():
         variant, _, slo = search.partition("@")
         for s in range(1, SEEDS + 1):
-            f = 1 + SPREAD * (s - (SEEDS + 1) / 2)
+            f = 1 + ML_SPREAD * (s - (SEEDS + 1) / 2)
             rows.append({"search": search, "variant": variant, "slo": float(slo or S.SLO), "seed": s,
                          "load": load * f, "step": STEP, "pass_load": load * f - STEP / 2,
                          "fail_load": load * f + STEP / 2, "censored": False, "probes": 8,
