@@ -821,7 +821,8 @@ def _claims() -> list[ClaimSpec]:
         out.append(ClaimSpec(
             id=f"three-primaries-harvest/{ctl}", group="§5.6",
             claim=f"The cores harvested from three Primaries together ({ctl}) grow as the load falls",
-            paper_ref="§5.6, Fig. 9", quote="Secondaries make progress under low, medium, and high workloads",
+            paper_ref="§5.3 and §5.6", quote="As the workload of each Primary decreases, the necessary buffer size "
+                                             "also decreases and more cores become available for harvest",
             kind=MONOTONE, unit="cores", how="the smaller paired step of the total harvest, high → mid → low",
             measure=measure_three_harvest(ctl),
             cause="total harvest at high, mid, low load: {h_high}, {h_mid}, {h_low} cores (one Primary at a time, "
