@@ -372,7 +372,7 @@ def _beyond_no_effect(spec: ClaimSpec, lo: float, hi: float) -> bool:
 def _cause(spec: ClaimSpec, m: Measured, data: Any, value: float | None, ci: float | None,
            band: tuple[float, float] | None, failed: list[Condition]) -> Cause:
     if m.value is None or value is None:
-        return Cause("not measured: {why}", {"why": m.missing or "the run has no value for it"})
+        return Cause("not measured: {why}", {**m.evidence, "why": m.missing or "the run has no value for it"})
     if failed:
         parts, ev = [], {}
         for i, c in enumerate(failed):
