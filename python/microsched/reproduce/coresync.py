@@ -63,6 +63,9 @@ DRAINED = "credits.drained_mean"
 ISSUED = "credits.issued_mean"
 POOL = "credits.pool_mean"
 TARGET = "policy.overload.target_us"
+TIMEOUTS = "credits.client_timeouts"
+AQM_DROPS = "credits.aqm_drops"
+START_DROPS = "credits.start_drops"
 
 BELOW = (0.2, 0.5, 0.8)
 ABOVE = (1.0, 1.3, 1.5)
@@ -238,6 +241,8 @@ def cs_state(d: Data, exp: str, load: float, variant: str | None = None, r: floa
             "pool": _f(pool, 1), "pool_per_session": _f(pool / n, 2), "issued": _f(issued, 1),
             "prop_bound": _f(r * cores + n, 1), "gate": _f(safe_ratio(issued - n, r * cores)),
             "drained": _f(d.mean(cs, load, DRAINED)), "qd99": _f(d.mean(cs, load, QD99)),
+            "client_timeouts": _f(d.mean(cs, load, TIMEOUTS), 1),
+            "server_drops": _f(d.mean(cs, load, AQM_DROPS) + d.mean(cs, load, START_DROPS), 1),
             "target": _f(d.mean(cs, load, TARGET))}
 
 
@@ -305,13 +310,15 @@ def overload_cause(data: Any, m: Measured) -> Cause:
     ev = dict(m.evidence)
     dr = ev.get("drained")
     if dr is not None and math.isfinite(dr) and dr < NO_DRAIN:
-        text = ("at {at}: CoreSync's mean drained sessions are {drained}: no session drains (a client drops a request "
-                "that waited for a credit longer than its timeout before its demand builds up), so CoreSync's overload "
-                "veto never fires and it parks as its base allocator (Caladan's ias rule) does. ")
+        text = ("at {at}: CoreSync's mean drained sessions are {drained}, so its overload veto never fires and it "
+                "parks as its base allocator (Caladan's ias rule) does; its clients gave up on {client_timeouts} "
+                "requests that waited too long for a credit, its server dropped {server_drops}. ")
     else:
-        text = ("at {at}: CoreSync's mean drained sessions are {drained}: its overload veto keeps its cores. ")
+        text = "at {at}: CoreSync's mean drained sessions are {drained}: its overload veto keeps its cores. "
     text += ("CoreSync keeps {cs_cores} LC cores ({cs_busy} busy) for {cs_thr} req/s, {other} {other_cores} "
-             "({other_busy} busy) for {other_thr} req/s; Caladan (the ias rule) {cal_cores} cores for {cal_thr} req/s")
+             "({other_busy} busy) for {other_thr} req/s")
+    if ev.get("other") != NAMES[CAL]:
+        text += "; Caladan {cal_cores} cores for {cal_thr} req/s"
     return Cause(text, ev)
 
 
@@ -422,7 +429,8 @@ def across_sessions(metric: str, other: str, form: str, paper: float, log: bool)
             ev["cap"] = _f(FORMS[form](ev["other_cores"], ev["cs_busy"]))
         regime, rev = parks(d, [(v(x, CS), MEDIUM) for x in exps])
         return Measured(m, ci, n, evidence={**ev, **rev}, regime=regime,
-                        extra={"at": f"{SESSIONS[e]} sessions", "by_sessions": {str(SESSIONS[x]): _f(s[0]) for x, s in by.items()}})
+                        extra={"at": f"{SESSIONS[e]} sessions",
+                               "by_sessions": {str(SESSIONS[x]): _f(s[0]) for x, s in by.items()}})
 
     return measure
 
@@ -490,7 +498,8 @@ def largest_deviation(points: Callable[[Data], list[tuple[str, str, float]]], me
             return Measured(None, missing="no finite ratio")
         e, p, x = max(finite, key=lambda k: abs(finite[k][0]))
         m, ci, n = finite[(e, p, x)]
-        ev = {**_overload_ev(d, e, p, x), "at": f"{e} @ load {x:g}", "other_metric": metric, "other_value": _f(d.mean(v(e, p), x, metric)),
+        ev = {**_overload_ev(d, e, p, x), "at": f"{e} @ load {x:g}", "other_metric": metric,
+              "other_value": _f(d.mean(v(e, p), x, metric)),
               "cs_value": _f(d.mean(v(e, CS), x, metric))}
         return Measured(abs(m), ci, n, evidence=ev,
                         extra={"at": f"{e}/{p}@{x:g}", "signed": _f(m),
@@ -549,8 +558,8 @@ def urange_vs_caladan(data: Any) -> Measured:
 
 def urange_caladan_cause(data: Any, m: Measured) -> Cause:
     ev = dict(m.evidence)
-    text = ("at {at} (the load where Utilization Range fares worst) it keeps {other_cores} LC cores ({other_busy} busy) "
-            "for {other_thr} req/s, Caladan {cal_cores} ({cal_busy} busy) for {cal_thr} req/s")
+    text = ("at {at} (the load where Utilization Range fares worst) it keeps {other_cores} LC cores ({other_busy} "
+            "busy) for {other_thr} req/s, Caladan {cal_cores} ({cal_busy} busy) for {cal_thr} req/s")
     if min(ev.get("other_cores") or 0, ev.get("cal_cores") or 0) >= MAX_CORES - PARKED_MIN:
         text += ": both keep nearly all {max_cores} cores, so neither revokes a core on a dip in the admitted load"
     return Cause(text, ev)
@@ -575,7 +584,8 @@ def sessions_order(metric: str, form: str) -> Callable[[Any], Measured]:
             else:
                 cols.append(pd.Series(d.per_seed(x, CORES, FORMS["diff"], v("n10000", CS), v("exp10", CS))))
         m, ci, n = mean_ci95(pd.concat(cols, axis=1).mean(axis=1))
-        ev = {"n_lo": SESSIONS["exp10"], "n_hi": SESSIONS["n10000"], "cores_100": _f(np.mean([d.mean(v("exp10", CS), x, CORES) for x in ABOVE])),
+        ev = {"n_lo": SESSIONS["exp10"], "n_hi": SESSIONS["n10000"],
+              "cores_100": _f(np.mean([d.mean(v("exp10", CS), x, CORES) for x in ABOVE])),
               "cores_10000": _f(np.mean([d.mean(v("n10000", CS), x, CORES) for x in ABOVE])),
               "drained_100": _f(np.mean([d.mean(v("exp10", CS), x, DRAINED) for x in ABOVE])),
               "drained_10000": _f(np.mean([d.mean(v("n10000", CS), x, DRAINED) for x in ABOVE]))}
@@ -589,9 +599,9 @@ def sessions_order(metric: str, form: str) -> Callable[[Any], Measured]:
 
 SESSIONS_CORES_CAUSE = ("beyond capacity CoreSync keeps {cores_100} LC cores with {n_lo} sessions (mean drained "
                         "sessions {drained_100}) and {cores_10000} with {n_hi} (drained {drained_10000})")
-SESSIONS_THR_CAUSE = ("CoreSync's mean throughput gain over Shenango beyond capacity is {gain_100} with {n_lo} sessions "
-                      "and {gain_10000} with {n_hi} (CoreSync keeps {cores_100} and {cores_10000} LC cores; mean "
-                      "drained sessions {drained_100} and {drained_10000})")
+SESSIONS_THR_CAUSE = ("CoreSync's mean throughput gain over Shenango beyond capacity is {gain_100} with {n_lo} "
+                      "sessions and {gain_10000} with {n_hi} (CoreSync keeps {cores_100} and {cores_10000} LC cores; "
+                      "mean drained sessions {drained_100} and {drained_10000})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -714,15 +724,18 @@ def r_order(metric: str) -> Callable[[Any], Measured]:
         pick = max if metric == P99 else min
         x = pick(by, key=lambda k: by[k][0] if math.isfinite(by[k][0]) else (math.inf if metric == P99 else -math.inf))
         m, ci, n = by[x]
-        ev = {"load": x, "r_lo": 10, "r_hi": 100, "r10_cores": _f(d.mean(r10, x, CORES)), "r100_cores": _f(d.mean(r100, x, CORES)),
+        ev = {"load": x, "r_lo": 10, "r_hi": 100, "r10_cores": _f(d.mean(r10, x, CORES)),
+              "r100_cores": _f(d.mean(r100, x, CORES)),
               "r10_p99": _f(d.mean(r10, x, P99)), "r100_p99": _f(d.mean(r100, x, P99)),
-              **{f"r{r}_gate": cs_state(d, "exp10", x, var, float(r))["gate"] for r, var in R_VARIANTS.items() if d.has(var)},
+              **{f"r{r}_gate": cs_state(d, "exp10", x, var, float(r))["gate"]
+                 for r, var in R_VARIANTS.items() if d.has(var)},
               "issued": _f(d.mean(r100, x, ISSUED)), "r100_waking": _f(d.mean(r100, x, WAKING))}
         regime, rev = parks(d, [(r100, y) for y in BELOW])
         return Measured(m, ci, n, evidence={**ev, **rev}, regime=regime,
                         extra={"at_load": x, "by_load": {str(k): _f(s[0]) for k, s in by.items()},
-                               "curves": {f"R={r}": {str(y): {"p99": _f(d.mean(var, y, P99), 2), "util": _f(d.mean(var, y, UTIL))}
-                                                     for y in BELOW} for r, var in R_VARIANTS.items() if d.has(var)}})
+                               "curves": {f"R={r}": {str(y): {"p99": _f(d.mean(var, y, P99), 2),
+                                                              "util": _f(d.mean(var, y, UTIL))} for y in BELOW}
+                                          for r, var in R_VARIANTS.items() if d.has(var)}})
 
     return measure
 
@@ -768,16 +781,18 @@ def timeseries_gate(data: Any) -> Measured:
     x = max(gate, key=lambda k: gate[k])
     s = st[x]
     ev = {"load": x, "t_end": _f(float(ts["t_ms"].max()), 1), "pool": _f(s["credit_pool"], 1),
-          "issued": _f(s["credits_issued"], 1), "prop_bound": _f(s["bound_rk_n"], 1), "cs_cores": _f(s["cores_allocated"]),
+          "issued": _f(s["credits_issued"], 1), "prop_bound": _f(s["bound_rk_n"], 1),
+          "cs_cores": _f(s["cores_allocated"]),
           "cs_busy": _f(s["cores_busy"]), "blocked_from_ms": first_blocked_ms(ts, x)}
     return Measured(gate[x], None, 1, evidence=ev,
-                    extra={"at_load": x, "steady_state": {str(k): {a: _f(b, 1) for a, b in val.items()} for k, val in st.items()},
+                    extra={"at_load": x,
+                           "steady_state": {str(k): {a: _f(b, 1) for a, b in val.items()} for k, val in st.items()},
                            "gate_closed_for_good_from_ms": {str(k): first_blocked_ms(ts, k) for k in st}})
 
 
-TIMESERIES_CAUSE = ("over the last part of a cold start ending at {t_end} ms, load {load}: pool {pool}, issued {issued} "
-                    "credits against R·K + N = {prop_bound} for {cs_cores} LC cores ({cs_busy} busy); the issued "
-                    "credits stay above the bound from {blocked_from_ms} ms on")
+TIMESERIES_CAUSE = ("over the last part of a cold start ending at {t_end} ms, load {load}: pool {pool}, issued "
+                    "{issued} credits against R·K + N = {prop_bound} for {cs_cores} LC cores ({cs_busy} busy); the "
+                    "issued credits stay above the bound from {blocked_from_ms} ms on")
 
 
 def no_park_while_drained(data: Any) -> Measured:
@@ -929,8 +944,8 @@ OTHER_BELOW_CLAIMS = [
                   "the range's centre decides (every load must lie in the range)",
               measure=pair_range("exp10", P99, CS, DR, "reduction", 0.12), cause=p99_cause, group=_F3),
     ClaimSpec(id="pareto/coresync-on-frontier",
-              claim="Below capacity CoreSync lies on the latency/utilization Pareto frontier: no policy has both a lower "
-                    "p99 and a lower utilization at the same load (all five workloads, loads 0.2/0.5/0.8)",
+              claim="Below capacity CoreSync lies on the latency/utilization Pareto frontier: no policy has both a "
+                    "lower p99 and a lower utilization at the same load (all five workloads, loads 0.2/0.5/0.8)",
               paper_ref="§IV-B, §IV-C, Fig. 3–6", kind=BOUND, paper=0.0, side="upper", unit="points",
               quote="CoreSync is not only on the Pareto frontier when load is below capacity, it also provides the "
                     "best balance between utilization and latency",
@@ -944,7 +959,8 @@ OTHER_BELOW_CLAIMS = [
               how="the largest over policies and loads 0.2/0.5/0.8 of p99(other)/p99(CoreSync), paired per seed",
               measure=upto_below("mc", P99, (SH, CAL, UR, DR), "ratio", cs_first=False), cause=p99_cause, group=_F6),
     ClaimSpec(id="fig6/memcached-be-up-to",
-              claim="Memcached-like: CoreSync gives the best-effort task up to 1.2× the throughput the other policies do",
+              claim="Memcached-like: CoreSync gives the best-effort task up to 1.2× the throughput the other "
+                    "policies do",
               paper_ref=_F6, kind=RATIO, paper=1.2, unit="×",
               quote="CoreSync remains on the Pareto frontier, achieving up to 1.6× lower latency and 1.2× higher BE "
                     "throughput compared to other policies",
@@ -967,11 +983,12 @@ OTHER_BELOW_CLAIMS = [
               quote="CoreSync provides 1.5× lower latency than Shenango and 40% better CPU utilization than "
                     "Utilization range, across all connection counts",
               how="util(Utilization Range)/util(CoreSync) − 1 at load 0.5 per session count, paired per seed; the "
-                  "count farthest from the paper's number decides", measure=across_sessions(UTIL, UR, "gain", 0.40, log=False),
+                  "count farthest from the paper's number decides",
+              measure=across_sessions(UTIL, UR, "gain", 0.40, log=False),
               cause=util_cause, group="§IV-D, Fig. 8"),
     ClaimSpec(id="fig7/lower-r-lower-latency",
-              claim="Exp. 10 µs, loads 0.2/0.5/0.8: a lower R favours latency: CoreSync's p99 with R = 10 is below its "
-                    "p99 with R = 100",
+              claim="Exp. 10 µs, loads 0.2/0.5/0.8: a lower R favours latency: CoreSync's p99 with R = 10 is "
+                    "below its p99 with R = 100",
               paper_ref="§IV-D, Fig. 7", kind=ORDER, side="below",
               quote="for lower values of R, CoreSync favors optimizing latency over utilization",
               how="p99(R = 10)/p99(R = 100) − 1 at the load where it is largest, paired per seed (below 0: lower)",
@@ -1043,12 +1060,12 @@ OVERLOAD_CLAIMS = [
               how="the largest over loads 1.0/1.3/1.5 of |thr(Caladan)/thr(CoreSync) − 1|, paired per seed",
               measure=largest_deviation(_caladan_points("mc", ABOVE), THR), cause=overload_cause, group=_T2),
     ClaimSpec(id="overload/coresync-at-least-shenango",
-              claim="Near/beyond capacity CoreSync's throughput is not below Shenango's (exp./bimodal 10 µs; 1 000 and "
-                    "10 000 sessions)",
+              claim="Near/beyond capacity CoreSync's throughput is not below Shenango's (exp./bimodal 10 µs; "
+                    "1 000 and 10 000 sessions)",
               paper_ref="§IV-B, Table I; §IV-D", kind=BOUND, paper=0.0, side="lower",
               quote="CoreSync delivers up to 6% higher throughput than Shenango, Utilization Range, and Delay Range",
-              how="the smallest over loads 1.0/1.3/1.5 of thr(CoreSync)/thr(Shenango) − 1, paired per seed (Memcached "
-                  "left out: the paper's Table II has Shenango 1.9 % ahead at 100 %)",
+              how="the smallest over loads 1.0/1.3/1.5 of thr(CoreSync)/thr(Shenango) − 1, paired per seed "
+                  "(Memcached left out: the paper's Table II has Shenango 1.9 % ahead at 100 %)",
               measure=at_least_shenango, cause=overload_cause, group=_T1),
     ClaimSpec(id="fig5/1us-no-clear-advantage-overload",
               claim="1 µs requests, near/beyond capacity: no policy has a clear throughput advantage over CoreSync "
@@ -1064,37 +1081,42 @@ OVERLOAD_CLAIMS = [
               quote="throughput is almost identical for all policies when load is below capacity (i.e., within 1% "
                     "differences)",
               how="the largest over workloads, policies and loads 0.2/0.5/0.8 of |thr(policy)/thr(CoreSync) − 1|, "
-                  "paired per seed", measure=largest_deviation(_below_points, THR), cause=deviation_cause, group="§IV-A"),
+                  "paired per seed", measure=largest_deviation(_below_points, THR), cause=deviation_cause,
+              group="§IV-A"),
     ClaimSpec(id="similar/p99-beyond-capacity",
               claim="Beyond capacity every policy's p99 is within 3 % of CoreSync's (exp./bimodal 10 µs)",
               paper_ref="§IV-A", kind=BOUND, paper=0.03, side="upper",
               quote="tail latency is similar for all policies when load is near or beyond capacity (i.e., within 3% "
                     "differences)",
-              how="the largest over exp./bimodal 10 µs, policies and loads 1.3/1.5 of |p99(policy)/p99(CoreSync) − 1|, "
-                  "paired per seed", measure=largest_deviation(_beyond_points, P99), cause=deviation_cause,
-              group="§IV-A"),
+              how="the largest over exp./bimodal 10 µs, policies and loads 1.3/1.5 of "
+                  "|p99(policy)/p99(CoreSync) − 1|, paired per seed", measure=largest_deviation(_beyond_points, P99),
+              cause=deviation_cause, group="§IV-A"),
     ClaimSpec(id="sec2/urange-vs-caladan-throughput",
-              claim="Exp. 10 µs, near/beyond capacity: the proactive Utilization Range has 2–4 % less throughput than "
-                    "the reactive Caladan",
-              paper_ref="§II-B", kind=GAIN, paper=-0.03, tolerance=Tolerance(abs=0.01, source="the paper's range, 2 to 4 %"),
+              claim="Exp. 10 µs, near/beyond capacity: the proactive Utilization Range has 2–4 % less throughput "
+                    "than the reactive Caladan",
+              paper_ref="§II-B", kind=GAIN, paper=-0.03,
+              tolerance=Tolerance(abs=0.01, source="the paper's range, 2 to 4 %"),
               quote="Proactive core scheduling policies achieve 2-4% worse throughput than reactive policies",
               how="thr(Utilization Range)/thr(Caladan) − 1, per seed the mean over loads 1.0/1.3/1.5",
               measure=urange_vs_caladan, cause=urange_caladan_cause, group="§II-B"),
     ClaimSpec(id="fig8/more-sessions-more-cores-kept",
-              claim="Beyond capacity CoreSync keeps more cores with 10 000 sessions than with 100 (a drained session is "
-                    "likelier and delays deallocation)",
+              claim="Beyond capacity CoreSync keeps more cores with 10 000 sessions than with 100 (a drained "
+                    "session is likelier and delays deallocation)",
               paper_ref="§III-B, §IV-D", kind=ORDER, side="above", unit="cores",
               quote="With a very large number of clients, it is highly likely that at least one will have zero "
                     "credits, indicating persistent overload. Thus, the system will not park any cores",
-              how="cores(10 000 sessions) − cores(100 sessions) of CoreSync, per seed the mean over loads 1.0/1.3/1.5",
+              how="cores(10 000 sessions) − cores(100 sessions) of CoreSync, per seed the mean over loads "
+                  "1.0/1.3/1.5",
               measure=sessions_order(CORES, "diff"), cause=SESSIONS_CORES_CAUSE, group="§IV-D, Fig. 8"),
     ClaimSpec(id="fig8/throughput-gain-grows-with-sessions",
-              claim="Beyond capacity CoreSync's throughput gain over Shenango is larger with 10 000 sessions than with 100",
+              claim="Beyond capacity CoreSync's throughput gain over Shenango is larger with 10 000 sessions than "
+                    "with 100",
               paper_ref="§IV-D", kind=ORDER, side="above",
               quote="Throughput improves at high connection counts above capacity because there's a higher chance of "
                     "at least one drained session, which delays core deallocation",
               how="thr(CoreSync)/thr(Shenango) with 10 000 sessions minus with 100, per seed the mean over loads "
-                  "1.0/1.3/1.5", measure=sessions_order(THR, "ratio"), cause=SESSIONS_THR_CAUSE, group="§IV-D, Fig. 8"),
+                  "1.0/1.3/1.5", measure=sessions_order(THR, "ratio"), cause=SESSIONS_THR_CAUSE,
+              group="§IV-D, Fig. 8"),
 ]
 
 TABLE_CLAIMS = [
@@ -1124,8 +1146,8 @@ MECHANISM_CLAIMS = [
               paper_ref="§III-C", kind=BOUND, paper=1.0, side="upper", unit="×",
               quote="CoreSync employs partial proportionality where the majority of admitted load is proportional to "
                     "allocated cores and a minority is overcommitted",
-              how="(C_issued − N)/(R·K) over the last 100 ms of an 800 ms cold-start run, exp. 10 µs, R = 50, seed 1 "
-                  "(fig_coresync_timeseries.png), the larger of loads 0.2 and 0.5",
+              how="(C_issued − N)/(R·K) over the last 100 ms of an 800 ms cold-start run, exp. 10 µs, R = 50, "
+                  "seed 1 (fig_coresync_timeseries.png), the larger of loads 0.2 and 0.5",
               measure=timeseries_gate, cause=TIMESERIES_CAUSE, group="§III-C"),
     ClaimSpec(id="mechanism/no-park-while-drained",
               claim="Model check: CoreSync never parks a core while a session is drained (Algorithm 1's veto)",
@@ -1133,8 +1155,8 @@ MECHANISM_CLAIMS = [
               how="parks while drained, summed over every CoreSync run (all workloads, loads, R, sessions, seeds)",
               measure=no_park_while_drained, group="checks"),
     ClaimSpec(id="method/steady-state-from-pool-ceiling",
-              claim="Method check: starting Breakwater's pool at its ceiling gives the same utilization as growing into "
-                    "it from max_cores over a 650 ms warm-up (CoreSync, exp. 10 µs, every load)",
+              claim="Method check: starting Breakwater's pool at its ceiling gives the same utilization as growing "
+                    "into it from max_cores over a 650 ms warm-up (CoreSync, exp. 10 µs, every load)",
               paper_ref="method", kind=CHECK, paper=0.05, side="upper", unit="of 16 cores",
               how="the largest over loads of |util(cold start) − util(pool ceiling)|, paired per seed",
               measure=steady_state(UTIL), cause=STEADY_CAUSE, group="checks"),

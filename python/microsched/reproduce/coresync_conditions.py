@@ -1,5 +1,7 @@
-"""Which CoreSync claims hold under the published semantics, under each testbed condition, under
-none (issue 12): a Markdown table from the ``claims.json`` of ``reproduce coresync`` runs.
+"""Which CoreSync claims are reproduced under the published semantics, under each testbed condition,
+under none (issue 12): a Markdown table from the ``claims.json`` of ``reproduce coresync`` runs.
+Each cell is the claim's verdict (✓ reproduced, ~ direction only, ✗ not reproduced, ∅ out of the
+paper's regime, · model check) and its measured value.
 
     microsched reproduce coresync [--quick]
     microsched reproduce coresync [--quick] --condition slow-wake     # and keep-cut, capped-pool
@@ -17,6 +19,12 @@ import sys
 from pathlib import Path
 
 PUBLISHED = "published"
+SYMBOL = {"reproduced": "✓", "direction": "~", "not_reproduced": "✗", "out_of_regime": "∅", "model_check": "·"}
+
+
+def verdict(claim: dict) -> str:
+    """The claim's verdict (claims.json of before the verdict model: from ``holds``)."""
+    return claim.get("verdict") or ("reproduced" if claim.get("holds") else "not_reproduced")
 
 
 def load(dirs: list[Path]) -> dict[str, dict[str, dict]]:
@@ -47,12 +55,13 @@ def table(by_cond: dict[str, dict[str, dict]]) -> str:
         if x is None:
             return "–"
         m = x.get("measured")
-        return f"{'✓' if x['holds'] else '✗'} {m if m is not None else ''}".strip()
+        return f"{SYMBOL.get(verdict(x), '?')} {m if m is not None else ''}".strip()
 
-    lines = ["| claim | paper | " + " | ".join(conds) + " | holds under |", "|---|---|" + "---|" * (len(conds) + 1)]
+    lines = ["| claim | paper | " + " | ".join(conds) + " | reproduced under |",
+             "|---|---|" + "---|" * (len(conds) + 1)]
     groups: dict[str, list[str]] = {"published": [], "none": []}
     for i in ids:
-        held = [c for c in conds if by_cond[c].get(i, {}).get("holds")]
+        held = [c for c in conds if i in by_cond[c] and verdict(by_cond[c][i]) == "reproduced"]
         if PUBLISHED in held:
             where = "published" + (f" (+ {', '.join(h for h in held if h != PUBLISHED)})" if len(held) > 1 else "")
             groups["published"].append(i)
@@ -67,7 +76,8 @@ def table(by_cond: dict[str, dict[str, dict]]) -> str:
         lines.append(f"| `{i}` | {paper if paper is not None else ''} | "
                      + " | ".join(cell(c, i) for c in conds) + f" | {where} |")
     counts = ", ".join(f"{k}: {len(v)}" for k, v in groups.items())
-    return "\n".join(lines) + f"\n\nClaims by where they hold — {counts} (of {len(ids)}).\n"
+    legend = ", ".join(f"{sym} {name.replace('_', ' ')}" for name, sym in SYMBOL.items())
+    return "\n".join(lines) + f"\n\n{legend}. Claims by where they are reproduced — {counts} (of {len(ids)}).\n"
 
 
 def main(argv: list[str]) -> int:

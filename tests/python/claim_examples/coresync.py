@@ -179,7 +179,8 @@ EXAMPLES: dict[str, tuple[Runs, Runs]] = {
     "fig5/bim1-util-drange-vs-coresync": (GOOD, data(cores("bim1/delay_range", 0.5, 9.0))),
     "fig3/p99-reduction-vs-drange": (GOOD, data(p99("exp10/delay_range", 0.2, 80.0))),
     # a baseline with both a lower p99 and fewer cores
-    "pareto/coresync-on-frontier": (GOOD, data(merge(cores("bim10/caladan", 0.5, 8.5), p99("bim10/caladan", 0.5, 55.0)))),
+    "pareto/coresync-on-frontier": (GOOD, data(merge(cores("bim10/caladan", 0.5, 8.5),
+                                                     p99("bim10/caladan", 0.5, 55.0)))),
     # Shenango's tail barely above CoreSync's; CoreSync keeping more cores than every baseline
     "fig6/memcached-p99-up-to": (GOOD, data(merge(*(p99("mc/shenango", x, 13.0) for x in BELOW)))),
     "fig6/memcached-be-up-to": (GOOD, data(merge(cores("mc/coresync", 0.2, 12.0), cores("mc/coresync", 0.5, 12.0)))),
@@ -206,14 +207,17 @@ EXAMPLES: dict[str, tuple[Runs, Runs]] = {
     "table2/memcached-caladan-within": (MC_CAL_GOOD, data(thr("mc", "caladan", 1.0, 1.02))),
     "overload/coresync-at-least-shenango": (GOOD, data(thr("exp10", "shenango", 1.3, 1.009))),
     "fig5/1us-no-clear-advantage-overload": (GOOD, data(thr("bim1", "delay_range", 1.5, 0.97))),
-    "similar/throughput-below-capacity": (GOOD, data({(v("mc", "shenango"), 0.8): {"throughput_rps": 1.6e6 * 0.8 * 0.97}})),
+    "similar/throughput-below-capacity": (GOOD, data(at("mc/shenango", 0.8, throughput_rps=1.6e6 * 0.8 * 0.97))),
     "similar/p99-beyond-capacity": (GOOD, data(p99("bim10/shenango", 1.3, 101.0))),
-    "sec2/urange-vs-caladan-throughput": (GOOD, data(merge(*(thr("exp10", "utilization_range", x, _norm("exp10", "caladan", i))
+    "sec2/urange-vs-caladan-throughput": (GOOD, data(merge(*(thr("exp10", "utilization_range", x,
+                                                                 _norm("exp10", "caladan", i))
                                                              for i, x in enumerate(ABOVE))))),
     "fig8/more-sessions-more-cores-kept": (GOOD, data(merge(*(cores("n10000/coresync", x, 15.5) for x in ABOVE)))),
-    "fig8/throughput-gain-grows-with-sessions": (GOOD, data(merge(*(thr("n10000", "shenango", x, 0.99) for x in ABOVE)))),
+    "fig8/throughput-gain-grows-with-sessions": (GOOD, data(merge(*(thr("n10000", "shenango", x, 0.99)
+                                                                    for x in ABOVE)))),
     # mechanism: the pool at its ceiling, the issued credits far above R·K + N
-    "mechanism/partial-proportionality-below-capacity": (GOOD, data(at("exp10/coresync", 0.5, credits__issued_mean=2979.0,
+    "mechanism/partial-proportionality-below-capacity": (GOOD, data(at("exp10/coresync", 0.5,
+                                                                         credits__issued_mean=2979.0,
                                                                          credits__pool_mean=6237.0))),
     "timeseries/issued-within-bound-at-steady-state": (GOOD, data(ts=timeseries(2688.0))),
     "mechanism/no-park-while-drained": (GOOD, data(at("n10000/coresync", 1.3, credits__parks_while_drained=3.0))),
