@@ -250,7 +250,8 @@ def other_state(d: Data, exp: str, policy: str, load: float, prefix: str = "othe
     var = v(exp, policy)
     return {prefix: NAMES.get(policy, policy), f"{prefix}_cores": _f(d.mean(var, load, CORES)),
             f"{prefix}_busy": _f(d.mean(var, load, BUSY)), f"{prefix}_p99": _f(d.mean(var, load, P99)),
-            f"{prefix}_thr": _f(d.mean(var, load, THR)), f"{prefix}_be": _f(d.mean(var, load, BE))}
+            f"{prefix}_thr": _f(d.mean(var, load, THR)), f"{prefix}_be": _f(d.mean(var, load, BE)),
+            f"{prefix}_qd99": _f(d.mean(var, load, QD99))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,8 +259,9 @@ def other_state(d: Data, exp: str, policy: str, load: float, prefix: str = "othe
 
 GATE_CLOSED = ("CoreSync's gate (C_issued − N)/(R·K) is {gate}: {issued} credits issued of a pool of {pool} "
                "({pool_per_session} per session) against R·K + N = {prop_bound}, so a core that runs out of work "
-               "withholds C_sub and keeps polling instead of parking (queueing delay p99 {qd99} µs against "
-               "Breakwater's target {target} µs: the pool only grows)")
+               "withholds C_sub and keeps polling instead of parking")
+POOL_GROWS = (" (its queueing delay p99 {qd99} µs stays below Breakwater's target {target} µs, so the pool only "
+              "grows)")
 GATE_OPEN = ("CoreSync's gate (C_issued − N)/(R·K) is {gate} ({issued} issued against R·K + N = {prop_bound}), "
              "so idle cores may park")
 FROZEN = (" CoreSync's allocation stays where it was at start-up (mean cores waking {cs_waking} in the measured "
@@ -267,8 +269,11 @@ FROZEN = (" CoreSync's allocation stays where it was at start-up (mean cores wak
 
 
 def _gate_text(ev: dict) -> str:
-    g = ev.get("gate")
-    return GATE_CLOSED if g is not None and math.isfinite(g) and g > 1 else GATE_OPEN
+    g, qd, target = ev.get("gate"), ev.get("qd99"), ev.get("target")
+    if g is None or not math.isfinite(g) or g <= 1:
+        return GATE_OPEN
+    grows = qd is not None and target is not None and math.isfinite(qd) and qd < target
+    return GATE_CLOSED + (POOL_GROWS if grows else "")
 
 
 def _frozen(ev: dict) -> str:
@@ -291,9 +296,8 @@ def p99_cause(data: Any, m: Measured) -> Cause:
     ev = dict(m.evidence)
     text = ("at load {load} CoreSync's p99 is {cs_p99} µs on {cs_cores} LC cores ({cs_busy} busy), {other}'s "
             "{other_p99} µs on {other_cores} cores ({other_busy} busy). ") + _gate_text(ev) + "." + _frozen(ev)
-    if ev.get("cs_waking") is not None and ev["cs_waking"] < WAKING_MIN:
-        text += (" Its p99 is then a fixed allocation's; the other policy's p99 adds the wait for the cores it "
-                 "grants on a burst.")
+    if _frozen(ev):
+        text += " Its queueing delay p99 is {qd99} µs, {other}'s {other_qd99} µs."
     return Cause(text, ev)
 
 
