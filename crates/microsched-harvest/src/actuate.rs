@@ -1,7 +1,8 @@
 //! Moving the Secondary: two-phase affinity (the artifact's `twopa`, `Monitor/monitor.c`, done
-//! from user space with `sched_setaffinity` per thread), the Secondary's cgroup v2 cpuset where
-//! one is writable, IRQ steering where permitted, and the ledger that restores every affinity,
-//! cpuset and IRQ mask the agent changed.
+//! from user space with `sched_setaffinity` per thread), the Secondary's cpuset widened where it
+//! would keep the Secondary off a lent core (as the artifact's `pincores.sh`, see
+//! [`crate::cpuset`]), IRQ steering where permitted, and the ledger that restores every
+//! affinity, cpuset and IRQ mask the agent changed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::cpus::{format_list, get_affinity, set_affinity, Cpus};
+use crate::cpuset::{self, Hierarchy};
 use crate::procfs;
 
 /// What one reassignment did.
@@ -21,6 +23,12 @@ pub struct Actuation {
     pub phase2: u32,
     /// Threads whose affinity read back outside the mask (after retries; must stay 0).
     pub stray: u32,
+    /// Cores of the mask that some thread's affinity read back without (the kernel cut them: a
+    /// cpuset, or a single-core mask refused with EINVAL): the Secondary cannot run there.
+    pub cut: Cpus,
+    /// Threads whose affinity read back cut, and the first of them as a sentence.
+    pub cut_threads: u32,
+    pub cut_example: Option<String>,
     pub errors: Vec<String>,
     pub us: f64,
 }
@@ -34,9 +42,9 @@ pub struct Secondary {
     ledger: BTreeMap<(i32, i32), Cpus>,
     /// Stopped because no core was left to it (no dedicated Secondary core, nothing lent).
     pub stopped: bool,
-    /// Cgroup v2 cpuset files written, with their original content.
+    /// Cpuset files written, with their original content.
     cpusets: BTreeMap<PathBuf, String>,
-    /// Why a Secondary's cpuset was not written (reported once).
+    /// What was found and done about the Secondaries' cpusets (reported once each).
     pub cpuset_notes: BTreeSet<String>,
     /// Steered IRQs with their original `smp_affinity_list`.
     irqs: BTreeMap<u32, String>,
@@ -68,8 +76,9 @@ impl Secondary {
         self.pids.iter().flat_map(|&p| procfs::tids(&self.proc_root, p).into_iter().map(move |t| (p, t))).collect()
     }
 
-    /// Sets `mask` on one thread, recording its original affinity first.
-    fn set(&mut self, pid: i32, tid: i32, mask: &Cpus, errors: &mut Vec<String>) -> bool {
+    /// Sets `mask` on one thread, recording its original affinity first. EINVAL (no CPU of
+    /// the mask is in the thread's cpuset) is returned as `Err(())` rather than reported.
+    fn set(&mut self, pid: i32, tid: i32, mask: &Cpus, errors: &mut Vec<String>) -> Result<bool, ()> {
         if let std::collections::btree_map::Entry::Vacant(v) = self.ledger.entry((pid, tid)) {
             match get_affinity(tid) {
                 Ok(orig) => {
@@ -77,17 +86,38 @@ impl Secondary {
                 }
                 Err(e) => {
                     errors.extend(tid_error(e, "sched_getaffinity", tid));
-                    return false;
+                    return Ok(false);
                 }
             }
         }
         match set_affinity(tid, mask) {
-            Ok(()) => true,
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(()),
             Err(e) => {
                 errors.extend(tid_error(e, "sched_setaffinity", tid));
-                false
+                Ok(false)
             }
         }
+    }
+
+    /// Reads back a thread's affinity after setting `mask`: outside it is a stray, short of it
+    /// a cut (recorded in `a`). Returns whether it is outside.
+    fn check(tid: i32, mask: &Cpus, a: &mut Actuation) -> bool {
+        let Ok(m) = get_affinity(tid) else { return false };
+        let cut: Cpus = mask.difference(&m).copied().collect();
+        if !cut.is_empty() {
+            a.cut_threads += 1;
+            if a.cut_example.is_none() {
+                a.cut_example = Some(format!(
+                    "thread {tid}'s affinity reads back {} after sched_setaffinity({}): the kernel keeps it off {}",
+                    format_list(&m),
+                    format_list(mask),
+                    format_list(&cut)
+                ));
+            }
+            a.cut.extend(cut);
+        }
+        !m.is_subset(mask)
     }
 
     /// Gives the Secondary `mask` (its dedicated cores ∪ the lent ones). `new` are the cores lent
@@ -95,19 +125,17 @@ impl Secondary {
     /// balancer would take milliseconds to spread them), phase 2 sets the full mask on every
     /// thread, which migrates threads off reclaimed cores before it returns. Threads created
     /// meanwhile inherit a mask from their creator: the thread list is re-read until no thread's
-    /// affinity reads back outside `mask`. An empty mask stops the Secondary (SIGSTOP: the
-    /// artifact's commented-out SleepSecondary) until cores come back.
-    pub fn assign(&mut self, mask: &Cpus, new: &Cpus, cgroup_v2: Option<&Path>) -> Actuation {
+    /// affinity reads back outside `mask`. Every affinity is read back: a thread whose mask the
+    /// kernel cut (its cpuset lacks a core) is reported in `cut`, never counted as moved. An
+    /// empty mask stops the Secondary (SIGSTOP: the artifact's commented-out SleepSecondary)
+    /// until cores come back.
+    pub fn assign(&mut self, mask: &Cpus, new: &Cpus) -> Actuation {
         let t0 = Instant::now();
         let mut a = Actuation::default();
         if mask.is_empty() {
             self.stop(&mut a.errors);
             a.us = t0.elapsed().as_secs_f64() * 1e6;
             return a;
-        }
-        // Widen the cpuset before the affinities (the kernel intersects the two).
-        if let Some(root) = cgroup_v2 {
-            self.write_cpusets(root, mask, true);
         }
         let threads = self.threads();
         if !new.is_empty() {
@@ -127,16 +155,29 @@ impl Secondary {
                 }
                 let c = free.remove(0);
                 marked.insert(c);
-                if self.set(pid, tid, &Cpus::from([c]), &mut a.errors) {
-                    a.phase1 += 1;
+                match self.set(pid, tid, &Cpus::from([c]), &mut a.errors) {
+                    Ok(true) => a.phase1 += 1,
+                    Ok(false) => {}
+                    Err(()) => {
+                        a.cut.insert(c);
+                        a.cut_threads += 1;
+                        a.cut_example.get_or_insert_with(|| {
+                            format!("sched_setaffinity({c}) of thread {tid}: EINVAL (core {c} is outside its cpuset)")
+                        });
+                    }
                 }
             }
         }
         let mut done = BTreeSet::new();
+        // Threads left on an old mask outside `mask` because the kernel refused this one.
+        let mut stuck = BTreeSet::new();
         for round in 0..5 {
             let threads = if round == 0 { threads.clone() } else { self.threads() };
             let mut stray = 0;
             for (pid, tid) in threads {
+                if stuck.contains(&(pid, tid)) {
+                    continue;
+                }
                 if done.contains(&(pid, tid)) {
                     // Checked, not rewritten: a thread keeps its mask unless the agent changes it.
                     if get_affinity(tid).is_ok_and(|m| !m.is_subset(mask)) {
@@ -145,22 +186,35 @@ impl Secondary {
                     }
                     continue;
                 }
-                if self.set(pid, tid, mask, &mut a.errors) {
-                    a.phase2 += 1;
+                match self.set(pid, tid, mask, &mut a.errors) {
+                    Ok(true) => a.phase2 += 1,
+                    Ok(false) => {}
+                    Err(()) => {
+                        // No core of the mask in its cpuset: the whole mask is cut.
+                        a.cut.extend(mask.iter().copied());
+                        a.cut_threads += 1;
+                        a.cut_example.get_or_insert_with(|| {
+                            format!("sched_setaffinity({}) of thread {tid}: EINVAL (no core of it in its cpuset)", format_list(mask))
+                        });
+                        // It keeps its old mask: a stray if that reaches outside this one.
+                        if get_affinity(tid).is_ok_and(|m| !m.is_subset(mask)) {
+                            stuck.insert((pid, tid));
+                        } else {
+                            done.insert((pid, tid));
+                        }
+                        continue;
+                    }
                 }
-                if get_affinity(tid).is_ok_and(|m| !m.is_subset(mask)) {
+                if Self::check(tid, mask, &mut a) {
                     stray += 1;
                 } else {
                     done.insert((pid, tid));
                 }
             }
-            a.stray = stray;
+            a.stray = stray + stuck.len() as u32;
             if stray == 0 && round > 0 {
                 break;
             }
-        }
-        if let Some(root) = cgroup_v2 {
-            self.write_cpusets(root, mask, false);
         }
         if self.stopped {
             for &p in &self.pids {
@@ -197,43 +251,85 @@ impl Secondary {
         errors.push("Secondary threads still running 50 ms after SIGSTOP".into());
     }
 
-    /// The cgroup v2 directory of `pid` under `root`, if it has a cpuset.cpus file.
-    fn cgroup_dir(&self, root: &Path, pid: i32) -> Result<PathBuf, String> {
-        let s = fs::read_to_string(self.proc_root.join(pid.to_string()).join("cgroup")).map_err(|e| e.to_string())?;
-        let rel = s.lines().find_map(|l| l.strip_prefix("0::")).ok_or("no cgroup v2 membership")?;
-        if rel == "/" {
-            return Err("in the root cgroup, whose cpuset cannot be written".into());
-        }
-        let dir = root.join(rel.trim_start_matches('/'));
-        if !dir.join("cpuset.cpus").exists() {
-            return Err(format!("{}: no cpuset.cpus (the cpuset controller is not enabled for it)", dir.display()));
-        }
-        Ok(dir)
-    }
-
-    fn write_cpusets(&mut self, root: &Path, mask: &Cpus, widen: bool) {
-        let list = format_list(mask);
-        for pid in self.pids.clone() {
-            let dir = match self.cgroup_dir(root, pid) {
-                Ok(d) => d,
+    /// Makes the cpusets of `pids` hold `need` before any of it is lent: checks each process's
+    /// effective cpuset ([`cpuset::of_pid`]) and, where it lacks a core, widens its
+    /// `cpuset.cpus` when `write` (recording the original for `restore`) and reads it back.
+    /// Returns the files written; `Err` names the cores the Secondary cannot be given and why.
+    pub fn ensure_cpuset(&mut self, h: &Hierarchy, pids: &[i32], need: &Cpus, write: bool) -> Result<Vec<PathBuf>, Refusal> {
+        let mut written = Vec::new();
+        for &pid in pids {
+            let cs = match cpuset::of_pid(h, &self.proc_root, pid) {
+                Ok(c) => c,
+                // It exited meanwhile: nothing to check (reaped at the next pass).
+                Err(_) if !self.proc_root.join(pid.to_string()).exists() => continue,
                 Err(e) => {
-                    self.cpuset_notes.insert(format!("pid {pid}: cpuset not written: {e}"));
-                    continue;
+                    return Err(Refusal {
+                        missing: need.clone(),
+                        reason: format!("Secondary pid {pid}: its cpuset cannot be read ({e}), so a lend could not be checked"),
+                    })
                 }
             };
-            let f = dir.join("cpuset.cpus");
-            let cur = fs::read_to_string(&f).unwrap_or_default();
-            let cur_set = crate::cpus::parse_list(cur.trim(), "cpuset.cpus").unwrap_or_default();
-            // Widening writes supersets only; narrowing writes the final mask.
-            if widen && mask.is_subset(&cur_set) {
+            let missing: Cpus = need.difference(&cs.effective).copied().collect();
+            if missing.is_empty() {
                 continue;
             }
-            let target = if widen { format_list(&cur_set.union(mask).copied().collect()) } else { list.clone() };
-            self.cpusets.entry(f.clone()).or_insert(cur);
-            if let Err(e) = fs::write(&f, &target) {
-                self.cpuset_notes.insert(format!("{}: {e}", f.display()));
+            let refuse = |detail: String| Refusal { missing: missing.clone(), reason: cpuset::refusal(pid, &cs, &missing, h, &detail) };
+            if !write {
+                let how = cs.cpus_file.as_ref().map_or_else(
+                    || "widen its cpuset".to_string(),
+                    |f| format!("echo {} > {}", format_list(&cpuset::widened(&cs, need).unwrap_or_else(|_| need.clone())), f.display()),
+                );
+                return Err(refuse(format!("the agent does not write cpusets (--no-cpuset): {how}, or drop --no-cpuset")));
+            }
+            let Some(f) = cs.cpus_file.clone() else {
+                return Err(refuse(format!(
+                    "there is no cpuset.cpus to widen in {} ({}): widen its cpuset, or move it to a cgroup whose cpuset holds those cores",
+                    cs.dir.display(),
+                    if cs.dir == h.root { "the root cgroup" } else { "the cpuset controller is not enabled for it" }
+                )));
+            };
+            let target = cpuset::widened(&cs, need).map_err(|e| refuse(e))?;
+            let before = match cpuset::write_cpus(&f, &target) {
+                Ok(before) => before,
+                Err(e) => {
+                    let parent = cs.dir.parent().map(|p| p.join(h.version.effective_file()));
+                    let pe = parent.as_deref().and_then(|p| fs::read_to_string(p).ok()).map(|s| s.trim().to_string());
+                    return Err(refuse(format!(
+                        "{e}{}",
+                        pe.map_or(String::new(), |p| format!(" (its parent's cpuset allows {p})"))
+                    )));
+                }
+            };
+            // Read back what the kernel now enforces (a v2 parent can still narrow it).
+            let after = cpuset::of_pid(h, &self.proc_root, pid);
+            if !after.as_ref().is_ok_and(|a| need.is_subset(&a.effective)) {
+                // It did not take: put the file back as it was.
+                let _ = fs::write(&f, before.trim());
+            }
+            match after {
+                Ok(after) if need.is_subset(&after.effective) => {
+                    self.cpusets.entry(f.clone()).or_insert(before);
+                    written.push(f.clone());
+                    self.cpuset_notes.insert(format!(
+                        "Secondary pid {pid}: cpuset widened to {} ({}), as the artifact's pincores.sh: {} now",
+                        format_list(&target),
+                        f.display(),
+                        format_list(&after.effective)
+                    ));
+                }
+                Ok(after) => {
+                    return Err(refuse(format!(
+                        "{} was written {} but {} still reads {} (a parent cpuset narrower)",
+                        f.display(),
+                        format_list(&target),
+                        after.effective_from.display(),
+                        format_list(&after.effective)
+                    )))
+                }
+                Err(e) => return Err(refuse(e)),
             }
         }
+        Ok(written)
     }
 
     /// Steers `irqs` onto `mask` (the Secondary's cores: Fig. 8's IRQ affinitization).
@@ -296,6 +392,13 @@ impl Secondary {
         }
         (n, errors)
     }
+}
+
+/// Cores the Secondary cannot be given, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub missing: Cpus,
+    pub reason: String,
 }
 
 impl Drop for Secondary {

@@ -10,7 +10,7 @@
 //! monitor can tell): the real counterpart of the simulator's Primary thread woken on a lent
 //! core, which makes the controllers evict at once.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,8 +21,9 @@ use microsched_core::scenario::AllocatorCfg;
 use microsched_core::Nanos;
 use serde_json::{json, Value};
 
-use crate::actuate::{Actuation, Secondary};
+use crate::actuate::{Actuation, Refusal, Secondary};
 use crate::cpus::{format_list, Cpus};
+use crate::cpuset::{self, Hierarchy};
 use crate::listener::{Listener, Registration};
 use crate::{pods, procfs};
 
@@ -61,7 +62,9 @@ pub struct Opts {
     pub listen: Option<SocketAddr>,
     pub cgroup_root: PathBuf,
     pub proc_root: PathBuf,
-    /// Write the Secondary's cgroup v2 cpuset too (where writable).
+    /// Widen a Secondary's cpuset (cgroup v1 or v2) that lacks a core to lend, as the artifact's
+    /// setup does; when false such a lend (and the registration that would need it) is refused.
+    /// The cpuset is checked either way.
     pub cpuset: bool,
     pub irqs: Vec<u32>,
     pub duration: Option<Duration>,
@@ -189,6 +192,8 @@ impl AllocView for View {
 
 struct Primary {
     name: String,
+    /// The pod UID it was registered by, if any (a re-sent registration is recognised by it).
+    pod: Option<String>,
     pids: Vec<i32>,
     cpus: Vec<usize>,
     ctl: Box<dyn CoreAllocator>,
@@ -203,6 +208,8 @@ struct Primary {
     lends: u64,
     evictions: u64,
     demand_evictions: u64,
+    /// Lends the controller decided that the Secondary could not take (its cpuset), undone.
+    refused_lends: u64,
 }
 
 /// What the monitor read of the cores over one tick.
@@ -293,9 +300,15 @@ pub struct Report {
     pub actuation: Value,
     pub restore: Value,
     pub cpuset: Vec<String>,
+    /// Why lends were refused (each reason once): the Secondary could not run on the core.
+    pub lend_refusals: Vec<String>,
     pub irq: Value,
     pub refused: Vec<String>,
 }
+
+/// How long a core the Secondary could not take is not lent again (the controller asks at every
+/// tick; its cpuset is checked again after this, or when the Secondaries change).
+const BLOCK: Duration = Duration::from_secs(5);
 
 pub struct Agent {
     opts: Opts,
@@ -304,7 +317,15 @@ pub struct Agent {
     sec: Secondary,
     monitor: Monitor,
     listener: Option<Listener>,
-    cgroup_v2: Option<PathBuf>,
+    /// The cpuset hierarchy the Secondaries' cpusets are read from (none: no cpuset controller
+    /// found; then only the affinities' read-back checks a lend).
+    hier: Option<Hierarchy>,
+    /// Cores not to lend until the instant, and why (the Secondary could not take them).
+    blocked: HashMap<usize, (Instant, String)>,
+    lend_refusals: Vec<String>,
+    cut_threads: u64,
+    /// Secondary pods registered by UID, with their processes.
+    sec_pods: BTreeMap<String, Vec<i32>>,
     log: Box<dyn Write + Send>,
     ticks: u64,
     tick_cost: Duration,
@@ -325,27 +346,6 @@ fn thread_cpu_s() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
-/// The cgroup v2 mount with the cpuset controller available, or why not.
-pub fn cgroup_v2_cpuset(proc_root: &Path) -> Result<PathBuf, String> {
-    let mounts = std::fs::read_to_string(proc_root.join("mounts")).map_err(|e| e.to_string())?;
-    let mnt = mounts
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
-        })
-        .ok_or("no cgroup v2 hierarchy is mounted")?;
-    let ctl = std::fs::read_to_string(mnt.join("cgroup.controllers")).unwrap_or_default();
-    if !ctl.split_whitespace().any(|c| c == "cpuset") {
-        return Err(format!(
-            "the cgroup v2 hierarchy at {} has no cpuset controller (controllers: {}); cpusets are not written",
-            mnt.display(),
-            if ctl.trim().is_empty() { "none" } else { ctl.trim() }
-        ));
-    }
-    Ok(mnt)
-}
-
 impl Agent {
     pub fn new(opts: Opts, log: Box<dyn Write + Send>) -> Result<Self, String> {
         controller_for(&opts.controller, opts.poll, None)?;
@@ -354,17 +354,18 @@ impl Agent {
         }
         let listener = opts.listen.map(Listener::start).transpose()?;
         let mut sec = Secondary::new(&opts.proc_root);
-        let cgroup_v2 = if opts.cpuset {
-            match cgroup_v2_cpuset(&opts.proc_root) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    sec.cpuset_notes.insert(e);
-                    None
-                }
+        let hier = match cpuset::find_hierarchy(&opts.proc_root, &opts.cgroup_root) {
+            Ok(h) => {
+                sec.cpuset_notes.insert(format!(
+                    "Secondaries' cpusets checked before each lend in the {h}{}",
+                    if opts.cpuset { "; widened where they lack a lent core" } else { "; never written (--no-cpuset): such lends are refused" }
+                ));
+                Some(h)
             }
-        } else {
-            sec.cpuset_notes.insert("cpusets not written (--no-cpuset)".into());
-            None
+            Err(e) => {
+                sec.cpuset_notes.insert(format!("{e}; each lend is checked by reading the affinities back"));
+                None
+            }
         };
         let monitor = Monitor::new(opts.activity, &opts.proc_root);
         let mut a = Self {
@@ -373,7 +374,11 @@ impl Agent {
             sec,
             monitor,
             listener,
-            cgroup_v2,
+            hier,
+            blocked: HashMap::new(),
+            lend_refusals: Vec::new(),
+            cut_threads: 0,
+            sec_pods: BTreeMap::new(),
             log,
             ticks: 0,
             tick_cost: Duration::ZERO,
@@ -395,13 +400,14 @@ impl Agent {
             "controller": serde_json::to_value(&a.opts.controller).unwrap_or(Value::Null),
             "listen": a.listener.as_ref().map(|l| l.addr.to_string()),
             "secondary_cores": format_list(&a.opts.secondary_cores),
-            "cpuset": a.cgroup_v2.as_ref().map(|p| p.display().to_string()),
+            "cpuset": a.hier.as_ref().map(|h| h.to_string()),
+            "cpuset_write": a.opts.cpuset,
         }));
         for p in a.opts.primaries.clone() {
             a.add_primary(p, None)?;
         }
         for pid in a.opts.secondaries.clone() {
-            a.add_secondary(vec![pid]);
+            a.add_secondary(vec![pid])?;
         }
         Ok(a)
     }
@@ -441,11 +447,19 @@ impl Agent {
             return Err(format!("Primary {}: the tasks monitor needs its processes (pid or pod_id)", p.name));
         }
         let cfg = controller_for(&self.opts.controller, self.opts.poll, reg)?;
+        // The Secondaries must be able to run on every core this Primary may lend.
+        let pids = self.sec.pids.clone();
+        let wrote = self.ensure_cpusets(&pids, &p.cpus).map_err(|r| format!("Primary {}: refused: {}", p.name, r.reason))?;
         let n = p.cpus.len();
         let ctl = alloc::build(&cfg, n as u32);
         self.emit(json!({"event": "primary", "name": p.name, "cpus": format_list(&p.cpus), "pids": p.pids, "controller": cfg}));
+        let pod = reg.and_then(|r| match r {
+            Registration::Primary { pod_id: Some(pod), .. } => Some(pods::pod_uid(pod)),
+            _ => None,
+        });
         self.primaries.push(Primary {
             name: p.name,
+            pod,
             pids: p.pids,
             cpus: p.cpus.into_iter().collect(),
             ctl,
@@ -457,20 +471,66 @@ impl Agent {
             lends: 0,
             evictions: 0,
             demand_evictions: 0,
+            refused_lends: 0,
         });
+        if wrote {
+            // A v1 cpuset write resets its tasks' affinities: give the Secondary its mask again.
+            self.actuate(&Cpus::new(), "cpuset");
+        }
         Ok(())
     }
 
-    fn add_secondary(&mut self, pids: Vec<i32>) {
-        for pid in pids {
-            if !self.sec.pids.contains(&pid) {
-                self.sec.pids.push(pid);
-                self.sec_cpu0.insert(pid, procfs::process_cpu_ns(&self.opts.proc_root, pid).unwrap_or(0));
-                self.emit(json!({"event": "secondary", "pid": pid}));
-            }
+    /// Every core the Secondary may be given: the Primaries' and its dedicated ones.
+    fn harvestable(&self) -> Cpus {
+        let mut c = self.opts.secondary_cores.clone();
+        for p in &self.primaries {
+            c.extend(p.cpus.iter().copied());
         }
+        c
+    }
+
+    fn lent_cores(&self) -> Cpus {
+        self.primaries.iter().flat_map(|p| p.cpus.iter().zip(&p.lent).filter(|(_, l)| **l).map(|(c, _)| *c)).collect()
+    }
+
+    /// Makes the cpusets of `pids` hold `need` (widening them unless --no-cpuset); true if a
+    /// cpuset was written. Without a cpuset hierarchy there is nothing to check.
+    fn ensure_cpusets(&mut self, pids: &[i32], need: &Cpus) -> Result<bool, Refusal> {
+        let Some(h) = self.hier.clone() else { return Ok(false) };
+        if pids.is_empty() || need.is_empty() {
+            return Ok(false);
+        }
+        let written = self.sec.ensure_cpuset(&h, pids, need, self.opts.cpuset)?;
+        if written.is_empty() {
+            return Ok(false);
+        }
+        let files: Vec<String> = written.iter().map(|f| f.display().to_string()).collect();
+        self.emit(json!({"event": "cpuset", "files": files, "holds": format_list(need)}));
+        Ok(true)
+    }
+
+    /// Adds Secondary processes (those not there yet). Their cpusets must hold every core they
+    /// may be lent (widened unless --no-cpuset), else the registration is refused: a lend to
+    /// them would be in name only.
+    fn add_secondary(&mut self, pids: Vec<i32>) -> Result<(), String> {
+        let mut new: Vec<i32> = pids.into_iter().filter(|p| !self.sec.pids.contains(p)).collect();
+        new.sort_unstable();
+        new.dedup();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let need = self.harvestable();
+        self.ensure_cpusets(&new, &need).map_err(|r| r.reason)?;
+        for pid in new {
+            self.sec.pids.push(pid);
+            self.sec_cpu0.insert(pid, procfs::process_cpu_ns(&self.opts.proc_root, pid).unwrap_or(0));
+            self.emit(json!({"event": "secondary", "pid": pid}));
+        }
+        // Other processes, other cpusets: blocked cores may be lendable now.
+        self.blocked.clear();
         // It gets the current mask at once (nothing lent and no dedicated core: stopped).
         self.actuate(&Cpus::new(), "register");
+        Ok(())
     }
 
     fn mask(&self) -> Cpus {
@@ -481,51 +541,98 @@ impl Agent {
         m
     }
 
-    fn actuate(&mut self, new: &Cpus, why: &str) -> Actuation {
+    /// Takes back lent `cores` the Secondary cannot run on, so that no lend is counted that it
+    /// cannot use; they are not lent again for [`BLOCK`]. Returns the cores taken back.
+    fn refuse_lends(&mut self, cores: &Cpus, reason: &str, new: &Cpus) -> Cpus {
+        let mut undone = Cpus::new();
+        let mut events = Vec::new();
+        for p in &mut self.primaries {
+            for (i, &cpu) in p.cpus.iter().enumerate() {
+                if p.lent[i] && cores.contains(&cpu) {
+                    p.lent[i] = false;
+                    p.refused_lends += 1;
+                    undone.insert(cpu);
+                    events.push(json!({"event": "lend_refused", "primary": p.name, "cpu": cpu,
+                                       "lent_before": !new.contains(&cpu), "reason": reason}));
+                }
+            }
+        }
+        for c in &undone {
+            self.blocked.insert(*c, (Instant::now() + BLOCK, reason.to_string()));
+        }
+        if !undone.is_empty() && !self.lend_refusals.iter().any(|r| r == reason) && self.lend_refusals.len() < 20 {
+            self.lend_refusals.push(reason.to_string());
+        }
+        for e in events {
+            self.emit(e);
+        }
+        undone
+    }
+
+    /// Gives the Secondary the current mask (`new`: the cores just lent, for phase 1). Every lent
+    /// core is checked to be one the Secondary can run on, before (its cpuset: on a lend and on
+    /// `check`) and after (each thread's affinity read back: the kernel cuts a mask to the
+    /// cpuset without an error); a core that fails either is taken back at once and reported
+    /// (`lend_refused`). Returns the actuation and the cores taken back.
+    fn actuate(&mut self, new: &Cpus, why: &str) -> (Actuation, Cpus) {
+        let mut undone = Cpus::new();
+        if (!new.is_empty() || why == "check") && !self.sec.pids.is_empty() {
+            let pids = self.sec.pids.clone();
+            let lent = self.lent_cores();
+            match self.ensure_cpusets(&pids, &lent) {
+                Ok(_) => {}
+                Err(r) => undone.extend(self.refuse_lends(&r.missing, &r.reason, new)),
+            }
+        }
         let mask = self.mask();
-        let a = self.sec.assign(&mask, new, self.cgroup_v2.as_deref());
-        if !self.opts.irqs.is_empty() {
+        let first: Cpus = new.intersection(&mask).copied().collect();
+        let mut a = self.sec.assign(&mask, &first);
+        self.cut_threads += a.cut_threads as u64;
+        if !a.cut.is_empty() {
+            let reason = format!(
+                "the Secondary cannot run on CPUs {}: {}",
+                format_list(&a.cut),
+                a.cut_example.clone().unwrap_or_default()
+            );
+            let lent_cut: Cpus = a.cut.intersection(&self.lent_cores()).copied().collect();
+            let dedicated: Cpus = a.cut.intersection(&self.opts.secondary_cores).copied().collect();
+            if !dedicated.is_empty() {
+                self.sec.cpuset_notes.insert(format!("--secondary-cores {}: {reason}", format_list(&dedicated)));
+            }
+            if !lent_cut.is_empty() {
+                undone.extend(self.refuse_lends(&lent_cut, &reason, new));
+                let b = self.sec.assign(&self.mask(), &Cpus::new());
+                a.us += b.us;
+                a.stray = b.stray;
+                a.phase2 += b.phase2;
+                a.errors.extend(b.errors);
+            }
+        }
+        if !self.opts.irqs.is_empty() && (why != "check" || !undone.is_empty()) {
             let irqs = self.opts.irqs.clone();
             let proc_root = self.opts.proc_root.clone();
+            let mask = self.mask();
             self.sec.steer_irqs(&proc_root, &irqs, &mask);
         }
-        self.act_n += 1;
-        self.act_us += a.us;
-        self.act_max_us = self.act_max_us.max(a.us);
         self.stray += a.stray as u64;
+        if why != "check" {
+            self.act_n += 1;
+            self.act_us += a.us;
+            self.act_max_us = self.act_max_us.max(a.us);
+        }
         for e in &a.errors {
             if self.act_errors.len() < 20 {
                 self.act_errors.push(format!("{why}: {e}"));
             }
         }
-        a
+        (a, undone)
     }
 
     fn registrations(&mut self) {
         let Some(l) = &self.listener else { return };
         let msgs: Vec<_> = l.rx.try_iter().collect();
         for (m, verdict) in msgs {
-            let r = match m {
-                Err(e) => Err(e),
-                Ok(reg @ Registration::Primary { .. }) => self.register_primary(&reg),
-                Ok(Registration::Secondary { pid, pod_id }) => {
-                    let pids = match (pid, &pod_id) {
-                        (Some(p), _) => vec![p],
-                        (None, Some(pod)) => pods::pod_pids(&self.opts.cgroup_root, pod),
-                        _ => vec![],
-                    };
-                    let alive = |p: &i32| self.opts.proc_root.join(p.to_string()).exists();
-                    if pids.is_empty() || !pids.iter().all(alive) {
-                        Err(match (pid, &pod_id) {
-                            (Some(p), _) => format!("Secondary pid {p}: no such process"),
-                            _ => format!("Secondary {}: no processes found under {}", pod_id.as_deref().unwrap_or(""), self.opts.cgroup_root.display()),
-                        })
-                    } else {
-                        self.add_secondary(pids);
-                        Ok(())
-                    }
-                }
-            };
+            let r = m.and_then(|reg| self.register(reg));
             if let Some(v) = verdict {
                 let _ = v.send(r.clone());
             }
@@ -536,9 +643,71 @@ impl Agent {
         }
     }
 
+    /// Carries out one registration. Idempotent: a re-sent registration of a Primary (same pod,
+    /// or same pid, with the same cores) or of a Secondary already registered changes nothing
+    /// and is acknowledged (the sidecar re-sends its pods every pass, so that an agent that
+    /// restarted gets them back); it costs no cgroup walk.
+    pub(crate) fn register(&mut self, reg: Registration) -> Result<(), String> {
+        match reg {
+            reg @ Registration::Primary { .. } => self.register_primary(&reg),
+            Registration::Secondary { pid, pod_id } => {
+                let uid = pod_id.as_deref().map(pods::pod_uid);
+                let known = match (pid, &uid) {
+                    (Some(p), _) => self.sec.pids.contains(&p),
+                    (None, Some(u)) => self.sec_pods.get(u).is_some_and(|v| v.iter().any(|p| self.sec.pids.contains(p))),
+                    _ => false,
+                };
+                if known {
+                    return Ok(());
+                }
+                let pids = match (pid, &pod_id) {
+                    (Some(p), _) => vec![p],
+                    (None, Some(pod)) => pods::pod_pids(&self.opts.cgroup_root, pod),
+                    _ => vec![],
+                };
+                let alive = |p: &i32| self.opts.proc_root.join(p.to_string()).exists();
+                if pids.is_empty() || !pids.iter().all(alive) {
+                    return Err(match (pid, &pod_id) {
+                        (Some(p), _) => format!("Secondary pid {p}: no such process"),
+                        _ => format!(
+                            "Secondary {}: no processes found under {}",
+                            pod_id.as_deref().unwrap_or(""),
+                            self.opts.cgroup_root.display()
+                        ),
+                    });
+                }
+                self.add_secondary(pids.clone())?;
+                if let (None, Some(u)) = (pid, uid) {
+                    self.sec_pods.insert(u, pids);
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn register_primary(&mut self, reg: &Registration) -> Result<(), String> {
         let Registration::Primary { cpus, pid, pod_id, .. } = reg else { unreachable!() };
         let cpus = crate::cpus::parse_list(cpus, "cpuList")?;
+        let uid = pod_id.as_deref().map(pods::pod_uid);
+        let same = |q: &Primary| match (&uid, pid) {
+            (Some(u), _) => q.pod.as_ref() == Some(u),
+            (None, Some(p)) => q.pids.contains(p),
+            _ => false,
+        };
+        if let Some(q) = self.primaries.iter().find(|q| same(q)) {
+            let have: Cpus = q.cpus.iter().copied().collect();
+            return if have == cpus {
+                Ok(())
+            } else {
+                Err(format!(
+                    "Primary {}: already registered with CPUs {}; a registration with CPUs {} is refused (it may \
+                     register other cores once it has exited)",
+                    q.name,
+                    format_list(&have),
+                    format_list(&cpus)
+                ))
+            };
+        }
         let pids = match (pid, pod_id) {
             (Some(p), _) => vec![*p],
             (None, Some(pod)) => pods::pod_pids(&self.opts.cgroup_root, pod),
@@ -555,6 +724,8 @@ impl Agent {
         let bf = self.opts.busy_fraction;
         let tasks = self.opts.activity == Activity::Tasks;
         let mut decisions = Vec::new();
+        let t = Instant::now();
+        self.blocked.retain(|_, (until, _)| *until > t);
         for (pi, p) in self.primaries.iter_mut().enumerate() {
             let mut view = View { now, cores: Vec::with_capacity(p.cpus.len()), queued: 0 };
             for (i, &cpu) in p.cpus.iter().enumerate() {
@@ -586,7 +757,8 @@ impl Agent {
                 AllocAction::Nothing => {}
                 AllocAction::Yield(c) => {
                     let c = c as usize;
-                    if c < p.lent.len() && !p.lent[c] {
+                    // A core the Secondary could not take stays with the Primary for a while.
+                    if c < p.lent.len() && !p.lent[c] && !self.blocked.contains_key(&p.cpus[c]) {
                         p.lent[c] = true;
                         p.lends += 1;
                         decisions.push((pi, "lend", p.cpus[c], idle, demand));
@@ -610,7 +782,12 @@ impl Agent {
         }
         for (pi, what, cpu, idle, demand) in decisions {
             let new = if what == "lend" { Cpus::from([cpu]) } else { Cpus::new() };
-            let a = self.actuate(&new, what);
+            let (a, undone) = self.actuate(&new, what);
+            if what == "lend" && undone.contains(&cpu) {
+                // Refused (logged as lend_refused): not a lend.
+                self.primaries[pi].lends -= 1;
+                continue;
+            }
             let p = &self.primaries[pi];
             let lent: Cpus = p.cpus.iter().zip(&p.lent).filter(|(_, l)| **l).map(|(c, _)| *c).collect();
             let v = json!({
@@ -635,6 +812,11 @@ impl Agent {
         }
         let before = self.sec.pids.len();
         self.sec.pids.retain(|&p| alive(&root, p));
+        if self.sec.pids.len() != before {
+            let live = self.sec.pids.clone();
+            self.sec_pods.retain(|_, v| v.iter().any(|p| live.contains(p)));
+            self.blocked.clear();
+        }
         if !gone.is_empty() || self.sec.pids.len() != before {
             self.actuate(&Cpus::new(), "exit");
         }
@@ -678,10 +860,11 @@ impl Agent {
             if self.ticks % 20 == 19 {
                 self.reap();
             }
-            // Threads the Secondary created since: they inherit a mask; re-check it now and then.
+            // Threads the Secondary created since inherit a mask, and a cpuset can change under
+            // the agent (the kubelet's CPU manager rewrites containers' cpusets when its shared
+            // pool changes): re-check both now and then.
             if self.ticks % 20 == 19 && !self.sec.pids.is_empty() {
-                let a = self.sec.assign(&self.mask(), &Cpus::new(), None);
-                self.stray += a.stray as u64;
+                self.actuate(&Cpus::new(), "check");
             }
             if last_status.elapsed() >= self.opts.status_every {
                 let iv = last_status.elapsed();
@@ -728,6 +911,7 @@ impl Agent {
                     "lent_fraction": p.lent_ns.iter().map(|&x| x as f64 / 1e9 / dur).collect::<Vec<_>>(),
                     "busy_fraction": p.busy_ns.iter().map(|&x| x as f64 / 1e9 / dur).collect::<Vec<_>>(),
                     "lends": p.lends, "evictions": p.evictions, "demand_evictions": p.demand_evictions,
+                    "refused_lends": p.refused_lends,
                     "buffer_mean": h.buffer_mean, "all_busy_fraction": h.all_busy_fraction, "signal": p.ctl.signal(),
                 })
             })
@@ -749,9 +933,11 @@ impl Agent {
             actuation: json!({
                 "count": self.act_n, "mean_us": if self.act_n > 0 { self.act_us / self.act_n as f64 } else { 0.0 },
                 "max_us": self.act_max_us, "stray_threads": self.stray, "errors": self.act_errors,
+                "cut_threads": self.cut_threads,
             }),
             restore: json!({"affinities": restored, "errors": restore_errors}),
             cpuset: self.sec.cpuset_notes.iter().cloned().collect(),
+            lend_refusals: self.lend_refusals.clone(),
             irq: json!({"irqs": self.opts.irqs, "writes": self.sec.irq_writes, "notes": self.sec.irq_notes.iter().cloned().collect::<Vec<_>>()}),
             refused: self.refused.clone(),
         };
@@ -837,3 +1023,7 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
+
+#[cfg(test)]
+#[path = "agent_safety_tests.rs"]
+mod safety_tests;

@@ -7,6 +7,7 @@
 pub mod actuate;
 pub mod agent;
 pub mod cpus;
+pub mod cpuset;
 pub mod listener;
 pub mod opts;
 pub mod pods;

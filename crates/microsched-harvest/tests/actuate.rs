@@ -44,22 +44,22 @@ fn assign_stop_and_restore() {
     let mut s = Secondary::new(Path::new("/proc"));
     s.pids.push(pid);
     let one = Cpus::from([first]);
-    let a = s.assign(&one, &one, None);
+    let a = s.assign(&one, &one);
     assert!(a.errors.is_empty(), "{:?}", a.errors);
     assert_eq!(a.stray, 0);
     assert!(masks(pid).iter().all(|m| m == &one));
     // No core left: stopped (every thread), affinity untouched.
-    let a = s.assign(&Cpus::new(), &Cpus::new(), None);
+    let a = s.assign(&Cpus::new(), &Cpus::new());
     assert!(a.errors.is_empty(), "{:?}", a.errors);
     assert!(s.stopped);
     assert_eq!(state(pid), 'T');
     // A core again: masks first, then resumed.
-    let a = s.assign(&all, &all, None);
+    let a = s.assign(&all, &all);
     assert!(a.errors.is_empty(), "{:?}", a.errors);
     assert!(!s.stopped);
     assert_ne!(state(pid), 'T');
-    s.assign(&one, &Cpus::new(), None);
-    s.assign(&Cpus::new(), &Cpus::new(), None);
+    s.assign(&one, &Cpus::new());
+    s.assign(&Cpus::new(), &Cpus::new());
     assert_eq!(state(pid), 'T');
     // Dropping the ledger restores the original masks and resumes the process.
     drop(s);
@@ -76,7 +76,7 @@ fn restore_tolerates_threads_that_exited() {
     let mut s = Secondary::new(Path::new("/proc"));
     s.pids.push(pid);
     let one = Cpus::from([*online().iter().next().unwrap()]);
-    s.assign(&one, &Cpus::new(), None);
+    s.assign(&one, &Cpus::new());
     c.kill().unwrap();
     c.wait().unwrap();
     let (_, errors) = s.restore();
