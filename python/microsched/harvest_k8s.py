@@ -36,7 +36,9 @@ def message_for_pod(pod: dict) -> dict | None:
     role = (meta.get("labels") or {}).get(LABEL)
     if role not in ("primary", "secondary") or pod.get("status", {}).get("phase") != "Running":
         return None
-    pod_id = "pod" + meta["uid"]
+    if not meta.get("uid"):
+        return None
+    pod_id = "pod" + str(meta["uid"])
     if role == "secondary":
         return {"ctr_type": "Secondary", "pod_id": pod_id}
     ann = meta.get("annotations") or {}
@@ -69,38 +71,51 @@ def list_pods_in_cluster(node: str) -> list[dict]:
 
 
 def register_once(pods: Iterable[dict], addr: str, done: set[str], log: Callable[[str], None] = print) -> int:
-    """Registers every pod not registered yet (by UID); returns how many were acknowledged. A
-    refused one (its processes not found yet, say) is retried at the next pass."""
+    """Sends the registration of every labelled pod, the ones already acknowledged too: an agent
+    that restarted (a new container, a crash, a rollout) has lost them, and the agent
+    acknowledges a registration it already holds without adding a second Primary or Secondary
+    (and without walking the cgroup tree again). `done` holds the UIDs the agent has
+    acknowledged (pods no longer listed leave it); a refused one (its processes not found yet,
+    say) is retried at the next pass. Returns how many were acknowledged for the first time,
+    or again after a refusal."""
     n = 0
+    listed: set[str] = set()
     for pod in pods:
         uid = pod.get("metadata", {}).get("uid")
         msg = message_for_pod(pod)
-        if msg is None or uid in done:
+        if msg is None or not uid:
             continue
+        listed.add(uid)
         try:
             ans = send(addr, msg)
         except OSError as e:
             log(f"agent at {addr}: {e}")
             return n
         if ans == b"ACK\0":
-            done.add(uid)
-            n += 1
-            log(f"registered {msg}")
+            if uid not in done:
+                done.add(uid)
+                n += 1
+                log(f"registered {msg}")
         else:
+            if uid in done:
+                done.discard(uid)
             log(f"refused {msg} (see the agent's log)")
+    done.intersection_update(listed)
     return n
 
 
 def watch(addr: str, node: str, every_s: float = 5.0, list_pods: Callable[[str], list[dict]] | None = None,
           passes: int | None = None, log: Callable[[str], Any] = print) -> set[str]:
-    """Lists and registers every `every_s` seconds (forever, or `passes` times)."""
+    """Lists and registers every `every_s` seconds (forever, or `passes` times); every pass sends
+    every registration again (see `register_once`), so an agent restarted between two passes
+    has its pods back within `every_s`."""
     list_pods = list_pods or list_pods_in_cluster
     done: set[str] = set()
     i = 0
     while passes is None or i < passes:
         try:
             register_once(list_pods(node), addr, done, log)
-        except OSError as e:
+        except (OSError, ValueError) as e:
             log(f"listing pods: {e}")
         i += 1
         if passes is None or i < passes:

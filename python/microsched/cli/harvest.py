@@ -23,24 +23,37 @@ or /proc/stat's 10 ms ticks where the kernel lacks it), ticks the controller, an
 thread of the Secondaries with two-phase sched_setaffinity (phase 1: one running thread onto
 each newly lent core; phase 2: the full mask, which migrates threads off a reclaimed core before
 the call returns). A Secondary with no core left (no --secondary-cores, nothing lent) is
-stopped (SIGSTOP) until a core is lent. Where the Secondary sits in a writable cgroup v2 cpuset
-it is written too; --irq steers those IRQs onto the Secondary's cores (root). Every change is
-undone at exit: affinities, cpusets, IRQ masks, SIGCONT — on --duration, Ctrl-C and SIGTERM.
+stopped (SIGSTOP) until a core is lent. --irq steers those IRQs onto the Secondary's cores
+(root). Every change is undone at exit: affinities, cpusets, IRQ masks, SIGCONT — on
+--duration, Ctrl-C and SIGTERM.
+
+No false lends: the kernel cuts an affinity to the process's cpuset without an error (a
+Secondary in a cgroup v1 cpuset, as under Kubernetes' static CPU manager, would read back
+"moved" and never run on the lent core). So the Secondary's effective cpuset (/proc/PID/cgroup,
+then cpuset.effective_cpus, v2 cpuset.cpus.effective, under --cgroup-root or the cgroup mount)
+must hold every core it may be lent: the agent widens its cpuset.cpus as the artifact's setup
+does (pincores.sh: the Primary's cores and the dedicated one; restored at exit), or, with
+--no-cpuset or where the write does not take, refuses the registration (at start: an error)
+and any such lend (`lend_refused` in the log). Each affinity is also read back after the move:
+a core the kernel cut is taken back at once, never counted as lent.
 
 Registration: the flags below, and the artifact's JSON messages on --listen (loopback):
   {"ctr_type":"Primary","cpuList":"0-1","LOWIDLEFREQ_THRESHOLD":"0.001","LOW_TIC":"2",
    "static_targetIdleCores":"7","pid":"1234"}          (or "pod_id":"pod<uid>")
   {"ctr_type":"Secondary","pod_id":"pod<uid>"}          (or "pid":"5678")
 each answered with ACK\\0 (NAK\\0 if refused). Pods are found from their cgroup (--cgroup-root).
+A registration the agent already holds is acknowledged and changes nothing (`microsched
+harvest-pods` re-sends its pods at every pass, so that a restarted agent gets them back).
 
 The decision log (--log, JSON lines; stderr by default) has `lend` and `evict` events with the
-cores lent and the actuation's duration, a `status` line per --status-every, and the final
-report (`end`).
+cores lent and the actuation's duration, `lend_refused` (a core the Secondary could not run on,
+and why) and `cpuset` (a cpuset widened) events, a `status` line per --status-every, and the
+final report (`end`).
 
 examples:
   microsched harvest --primary 1234 --primary-cores 0-1 --secondary 5678 \\
       --controller '{"kind":"harvest_acbf","variant":"artifact","min_buffer":1,"max_buffer":2,"window_ms":250}'
-  microsched harvest --listen 127.0.0.1:10101 --controller experiments/harvest/agent-acbf.json --log harvest.jsonl
+  microsched harvest --listen 127.0.0.1:10101 --controller deploy/controllers/agent-acbf.json --log harvest.jsonl
 """
 
 
@@ -68,8 +81,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--listen", metavar="HOST:PORT",
                    help="registration listener (loopback only; the artifact's port is 10101); default off")
     p.add_argument("--cgroup-root", default="/sys/fs/cgroup", metavar="DIR",
-                   help="where pods' cgroups are looked up (default /sys/fs/cgroup)")
-    p.add_argument("--no-cpuset", action="store_true", help="never write the Secondary's cgroup v2 cpuset")
+                   help="where pods' cgroups and the Secondaries' cpusets are looked up (default /sys/fs/cgroup; "
+                        "in a container, the host's cgroupfs mounted there)")
+    p.add_argument("--no-cpuset", action="store_true",
+                   help="never write the Secondary's cpuset (cgroup v1 or v2): a Secondary whose cpuset lacks a "
+                        "core it may be lent is refused instead (the cpuset is checked either way)")
     p.add_argument("--irq", type=int, action="append", default=[], metavar="N",
                    help="steer IRQ N onto the Secondary's cores (root; stop irqbalance first)")
     p.add_argument("--irq-match", action="append", default=[], metavar="NAME",
@@ -172,11 +188,14 @@ def cmd_harvest(args: argparse.Namespace) -> int:
         print(json.dumps(rep, indent=2))
     else:
         for p in rep["primaries"]:
+            refused = f", {p['refused_lends']} lends refused" if p.get("refused_lends") else ""
             print(f"{p['name']} cores {p['cpus']}: lent {p['lent_core_s']:.2f} core-s "
-                  f"({p['lends']} lends, {p['evictions']} evictions)")
+                  f"({p['lends']} lends, {p['evictions']} evictions{refused})")
         print(f"secondary {rep['secondary']['pids']}: {rep['secondary']['cpu_s']:.2f} CPU-s; "
               f"actuations {rep['actuation']['count']} (mean {rep['actuation']['mean_us']:.0f} us); "
               f"affinities restored {rep['restore']['affinities']}; stopped by {rep['stopped_by']}")
+        for why in rep.get("lend_refusals", []):
+            print(f"lend refused: {why}")
     bad = rep["restore"]["errors"] or rep["actuation"]["stray_threads"]
     return 1 if bad else 0
 
@@ -185,8 +204,10 @@ PODS_DESCRIPTION = """\
 Register this node's labelled pods with `microsched harvest` (its --listen address): pods
 labelled microsched.io/harvest=primary (with their cores in the annotation microsched.io/cpus)
 or =secondary, listed from the API server with the service account's credentials, sent in the
-artifact's messages by pod UID; the agent finds their processes from their cgroup. The
-DaemonSet in deploy/kubernetes/ runs it beside the agent.
+artifact's messages by pod UID; the agent finds their processes from their cgroup. Every pass
+sends every pod again (the agent acknowledges one it already holds and adds nothing), so an
+agent that restarted has its pods back within --every. The DaemonSet in deploy/kubernetes/
+runs it beside the agent.
 
 examples:
   microsched harvest-pods --agent 127.0.0.1:10101 --node "$NODE_NAME"
