@@ -49,7 +49,9 @@ def spec(kind, paper=None, **kw):
     (DIFFERENCE, 2.4, (0.3,), 0.1, DIRECTION),
     (BOUND, 200.0, (190.0,), 5.0, REPRODUCED),
     (BOUND, 200.0, (210.0,), 5.0, NOT_REPRODUCED),
-    (BOUND, 200.0, (204.0,), 5.0, REPRODUCED),        # the CI reaches the bound
+    (BOUND, 200.0, (204.0,), 5.0, NOT_REPRODUCED),    # above the bound: the CI reaching it is not enough
+    (BOUND, 200.0, (197.0,), 5.0, NOT_REPRODUCED),    # inconclusive: the mean meets it, the interval crosses it
+    (BOUND, 200.0, (190.0,), 10.0, REPRODUCED),       # the whole interval within the bound
 ])
 def test_verdict_per_kind(kind, paper, measured, ci, verdict):
     c = judge(spec(kind, paper), Measured(measured[0], ci, 3))
@@ -70,6 +72,8 @@ def test_order_and_monotone_need_the_interval_to_exclude_no_effect():
 
 def test_lower_bound_and_own_tolerance():
     assert judge(spec(BOUND, 0.9, side="lower"), Measured(0.95, 0.01, 3)).verdict == REPRODUCED
+    near = judge(spec(BOUND, 0.9, side="lower"), Measured(0.91, 0.02, 3))
+    assert near.verdict == NOT_REPRODUCED and near.extra["cause"]["text"].startswith("inconclusive")
     assert judge(spec(BOUND, 0.9, side="lower"), Measured(0.8, 0.01, 3)).verdict == NOT_REPRODUCED
     bars = spec(VALUE, 4.56, tolerance=Tolerance(abs=0.25, source="the paper's error bars"))
     assert judge(bars, Measured(4.2, 0.2, 3)).verdict == REPRODUCED
@@ -82,6 +86,9 @@ def test_out_of_regime_is_not_judged_and_says_why():
     assert c.verdict == OUT_OF_REGIME and not c.holds
     assert c.extra["cause"]["evidence"]["pre0_value"] == 1.99
     assert "1.99" in c.extra["cause"]["text"] and "3.6" in c.extra["cause"]["text"]
+    assert c.extra["verdict_if_judged"] == REPRODUCED
+    miss = judge(spec(RATIO, 3.3), Measured(1.0, 0.01, 3, regime=m.regime))
+    assert miss.extra["verdict_if_judged"] == NOT_REPRODUCED and "judged all the same" in miss.extra["cause"]["text"]
     ok = Measured(3.3, 0.1, 3, regime=[Condition("cores busy", 3.9, ">=", 3.6)])
     assert judge(spec(RATIO, 3.3), ok).verdict == REPRODUCED
 
@@ -100,6 +107,13 @@ def test_unmeasured_claim_is_not_reproduced_with_the_reason():
     assert c.verdict == NOT_REPRODUCED
     assert "paper's load" in c.extra["cause"]["text"]
     assert judge(spec(VALUE, 1.0), Measured(math.nan, 0.1, 3)).verdict == NOT_REPRODUCED
+
+
+def test_a_claims_own_cause_follows_the_models_diagnosis():
+    s = spec(RATIO, 1.113, cause="Concord's dispatcher runs requests in its slack ({slack})")
+    c = judge(s, Measured(1.006, 0.027, 3, evidence={"slack": 0.02}))
+    assert c.extra["cause"]["text"].startswith("measured 1.01 ± 0.027 is within the tolerance band")
+    assert c.extra["cause"]["text"].endswith("Concord's dispatcher runs requests in its slack (0.02)")
 
 
 def test_cause_text_comes_from_the_evidence_and_follows_it():

@@ -455,3 +455,17 @@ def test_a_real_run_table_does_not_call_the_runtime_a_simulator(capsys):
     out = capsys.readouterr().out
     assert "simulator" not in out and "sim. requests" not in out
     assert "load generator: 1,696 datagrams" in out
+
+
+def test_a_scenario_warning_is_said_once_per_sweep_not_once_per_point(recwarn):
+    from microsched.reproduce.spec import SweepSpec
+    from microsched.sweep.runner import run_points
+
+    spec = SweepSpec.load(REPO / "experiments" / "collapse" / "sweep.toml", quick=True)
+    points = [p for p in spec.points() if p.params.get("variant") == "baseline"][:3]
+    points = [type(p)(**{**p.__dict__, "overrides": tuple(p.overrides) + ("duration_ms=2", "warmup_ms=1")})
+              for p in points]
+    df = run_points(points, jobs=1)
+    assert len(df) == 3 and "__warnings__" not in df.columns
+    msgs = [str(w.message) for w in recwarn.list if "alpha_mode" in str(w.message)]
+    assert len(msgs) == 1, msgs

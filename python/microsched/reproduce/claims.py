@@ -326,6 +326,14 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
     cause = None
     if verdict in (DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME) or (verdict == MODEL_CHECK and not extra["passed"]):
         cause = _cause(spec, m, data, value, ci, band, failed)
+    if verdict == OUT_OF_REGIME:
+        # Not judged; what it would be if it were, for the reader who wants to know all the same.
+        inner = verdict_of(spec, Measured(m.value, m.ci95, m.n, m.evidence, [], {}, m.missing), data)
+        extra["verdict_if_judged"] = inner.verdict
+        if inner.verdict != REPRODUCED:
+            why = _cause(spec, m, data, value, ci, band, [])
+            cause = Cause(f"{cause.text}; judged all the same it would be {inner.verdict.replace('_', ' ')}: "
+                          f"{why.text}", {**why.evidence, **cause.evidence})
     if cause is not None:
         extra["cause"] = cause.to_dict()
     return Claim(id=spec.id, claim=spec.claim, paper=spec.paper, measured=rounded(value), verdict=verdict,
@@ -335,8 +343,8 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
 def _satisfies(spec: ClaimSpec, lo: float, hi: float, band: tuple[float, float] | None) -> bool:
     if band is None:
         return False
-    if spec.kind in (BOUND, CHECK):
-        return lo <= band[1] if spec.side == "upper" else hi >= band[0]
+    if spec.kind in (BOUND, CHECK):  # the whole interval on the bound's side
+        return hi <= band[1] if spec.side == "upper" else lo >= band[0]
     return lo <= band[1] and hi >= band[0]
 
 
@@ -381,27 +389,51 @@ def _cause(spec: ClaimSpec, m: Measured, data: Any, value: float | None, ci: flo
         return Cause("; ".join(parts), {**ev, **m.evidence})
     ev = {"measured": value, "ci95": ci, "paper": spec.paper, "band_lo": band[0] if band else None,
           "band_hi": band[1] if band else None, **m.evidence}
+    diagnosis = _diagnosis(spec, value, ci, band, ev)
     given = spec.cause
+    custom = None
     if callable(given):
-        c = given(data, m)
-        if c is not None:
-            return c
+        custom = given(data, m)
     elif isinstance(given, str):
-        return Cause(given, ev)
+        custom = Cause(given, ev)
+    if custom is not None:
+        if diagnosis is None:
+            return custom
+        return Cause(f"{diagnosis.text}; {custom.text}", {**diagnosis.evidence, **custom.evidence})
+    if diagnosis is not None:
+        return diagnosis
     if spec.kind in (ORDER, MONOTONE):
         return Cause("measured {measured} ± {ci95}: the interval does not exclude no effect", ev)
-    if band is not None and _satisfies(spec, value - (ci or 0), value + (ci or 0), band) and not _precise(spec, ci, band):
-        ev["half_band"] = (band[1] - band[0]) / 2
-        return Cause("inconclusive: the measured interval {measured} ± {ci95} is wider than the tolerance band "
-                     "{band_lo} to {band_hi} (half-width {half_band}) and overlaps it whatever the value; more seeds "
-                     "or longer runs would decide", ev)
-    if band is not None and _satisfies(spec, value - (ci or 0), value + (ci or 0), band):
-        ev["no_effect"] = spec.no_effect
-        return Cause("measured {measured} ± {ci95} is within the tolerance band {band_lo} to {band_hi} of the "
-                     "paper's {paper}, but the interval includes no effect ({no_effect}): the paper's effect is "
-                     "not shown", ev)
+    if spec.kind in (BOUND, CHECK):
+        return Cause("measured {measured} ± {ci95}: the bound is {paper}", ev)
     return Cause("measured {measured} ± {ci95} against the paper's {paper}; the tolerance band is "
                  "{band_lo} to {band_hi}", ev)
+
+
+def _diagnosis(spec: ClaimSpec, value: float, ci: float | None, band: tuple[float, float] | None,
+               ev: dict[str, Any]) -> "Cause | None":
+    """What the verdict model itself found, said before any claim-specific cause: an interval
+    too wide to decide, an effect within the band but not shown, a bound met only on average."""
+    c = ci or 0.0
+    if band is None:
+        return None
+    ev = dict(ev)
+    if spec.kind in (BOUND, CHECK):
+        mean_ok = value <= band[1] if spec.side == "upper" else value >= band[0]
+        if mean_ok:
+            return Cause("inconclusive: the mean {measured} meets the bound {paper} but its interval "
+                         "(± {ci95}) crosses it", ev)
+        return None
+    if not _satisfies(spec, value - c, value + c, band):
+        return None
+    if not _precise(spec, ci, band):
+        ev["half_band"] = (band[1] - band[0]) / 2
+        return Cause("inconclusive: the measured interval {measured} ± {ci95} is wider than the tolerance band "
+                     "{band_lo} to {band_hi} (half-width {half_band}) and overlaps it whatever the value; more "
+                     "seeds or longer runs would decide", ev)
+    ev["no_effect"] = spec.no_effect
+    return Cause("measured {measured} ± {ci95} is within the tolerance band {band_lo} to {band_hi} of the paper's "
+                 "{paper}, but the interval includes no effect ({no_effect}): the paper's effect is not shown", ev)
 
 
 def judge_all(specs: Sequence[ClaimSpec], data: Any) -> list[Claim]:

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from .claims import (BOUND, CHECK, DIFFERENCE, DIRECTION, GAIN, NOT_REPRODUCED, ORDER, OUT_OF_REGIME, RATIO, Cause,
-                     Claim, ClaimSpec, Condition, Measured, Tolerance, judge_all, rounded, verdict_of)
+                     Claim, ClaimSpec, Condition, Measured, Tolerance, judge_all, rounded)
 from .framework import Condition as RunCondition
 from .framework import Context, register
 from .stats import Seeds, safe_ratio
@@ -1217,44 +1217,10 @@ CONTRADICTION = (
 CONTRADICTING = ("fig1/coresync-dominates-caladan", "fig3/caladan-util-vs-coresync")
 
 
-def _combined(a: dict, b: dict, joint: str) -> dict:
-    return {"text": f"{a['text']}{joint}{b['text']}", "evidence": {**a["evidence"], **b["evidence"]}}
-
-
-def _diagnosis(spec: ClaimSpec, m: Measured, data: Any) -> dict | None:
-    """claims.py's own diagnosis where a claim misses for its precision (an interval wider than
-    the tolerance band) or because the interval includes no effect: claims.py gives a claim with
-    a cause of its own that cause only, so it is put in front of ours."""
-    plain = verdict_of(replace(spec, cause=None), replace(m, regime=[]), data).extra.get("cause")
-    if plain and (plain["text"].startswith("inconclusive") or "effect is not shown" in plain["text"]):
-        return plain
-    return None
-
-
 def judge_claims(data: Any, specs: Sequence[ClaimSpec] = CLAIMS) -> list[Claim]:
-    """:func:`judge_all` (claims.py's verdicts), with two additions made from claims.py's own
-    judgement: a claim out of the paper's regime also gets the verdict its measured number would
-    get if it were judged (``verdict_if_judged``) and that verdict's cause after the regime's, and
-    a claim that misses for its precision or for an effect not shown says so before its cause."""
+    """:func:`judge_all` (claims.py's verdicts), with the two claims that contradict each other
+    marked as such."""
     claims = judge_all(specs, data)
-    by_id = {s.id: s for s in specs}
-    for c in claims:
-        spec = by_id[c.id]
-        if spec.cause is None or c.verdict not in (OUT_OF_REGIME, DIRECTION, NOT_REPRODUCED) or "cause" not in c.extra:
-            continue
-        m = spec.measure(data)
-        if c.verdict == OUT_OF_REGIME:
-            inner = verdict_of(spec, replace(m, regime=[]), data)
-            c.extra["verdict_if_judged"] = inner.verdict
-            ic = inner.extra.get("cause")
-            if ic:
-                diag = _diagnosis(spec, m, data)
-                ic = _combined(diag, ic, ". ") if diag else ic
-                c.extra["cause"] = _combined(c.extra["cause"], ic, f". Judged all the same it is {inner.verdict}: ")
-        else:
-            diag = _diagnosis(spec, m, data)
-            if diag:
-                c.extra["cause"] = _combined(diag, c.extra["cause"], ". ")
     ids = {c.id for c in claims}
     for c in claims:
         if c.id in CONTRADICTING:

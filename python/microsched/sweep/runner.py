@@ -15,6 +15,7 @@ import json
 import math
 import multiprocessing
 import os
+import warnings
 import sys
 import time
 import types
@@ -80,10 +81,25 @@ def run_point(point: Point) -> dict[str, Any]:
     """Runs one point and returns its row (parameters first, then the flattened summary)."""
     from ..api import run
 
-    res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
     row = flatten(res.summary)
     row.pop("seed", None)
-    return {"point": point.index, **point.params, **row}
+    # The scenario's warnings go back to the driver, which says each one once per sweep (a
+    # worker's own stderr would repeat it for every point, with its source line).
+    return {"point": point.index, **point.params, **row, WARNINGS_KEY: [str(w.message) for w in caught]}
+
+
+WARNINGS_KEY = "__warnings__"
+
+
+def _take_warnings(row: dict[str, Any], seen: set[str]) -> dict[str, Any]:
+    for msg in row.pop(WARNINGS_KEY, ()):
+        if msg not in seen:
+            seen.add(msg)
+            warnings.warn(msg, UserWarning, stacklevel=3)
+    return row
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -155,9 +171,10 @@ def run_points(points: Sequence[Point], jobs: int | None = None,
     jobs = default_jobs() if jobs is None else jobs
     rows: list[dict[str, Any] | None] = [None] * len(points)
     done = 0
+    seen: set[str] = set()
     if jobs <= 1 or len(points) <= 1:
         for i, p in enumerate(points):
-            rows[i] = _checked(run_point, p)
+            rows[i] = _take_warnings(_checked(run_point, p), seen)
             if on_row:
                 on_row(p, rows[i])
             done += 1
@@ -180,7 +197,7 @@ def run_points(points: Sequence[Point], jobs: int | None = None,
                         for other in pending:
                             other.cancel()
                         raise _point_error(points[i], exc) from None
-                    rows[i] = f.result()
+                    rows[i] = _take_warnings(f.result(), seen)
                     if on_row:
                         on_row(points[i], rows[i])
                     done += 1
