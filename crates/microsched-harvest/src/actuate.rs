@@ -288,7 +288,7 @@ impl Secondary {
                     if cs.dir == h.root { "the root cgroup" } else { "the cpuset controller is not enabled for it" }
                 )));
             };
-            let target = cpuset::widened(&cs, need).map_err(|e| refuse(e))?;
+            let target = cpuset::widened(&cs, need).map_err(&refuse)?;
             let before = match cpuset::write_cpus(&f, &target) {
                 Ok(before) => before,
                 Err(e) => {

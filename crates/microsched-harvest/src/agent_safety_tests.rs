@@ -286,7 +286,7 @@ fn re_sent_registrations_add_nothing() {
     let Some(f) = fixture("idem", "3:cpuset:/\n") else { return };
     write(&f.cg.join("cpuset/cpuset.effective_cpus"), &f.list(&[f.c0, f.c1]));
     // A Secondary pod in the kubelet's layout.
-    write(&f.cg.join(format!("cpuset/kubepods/besteffort/podu-1/c/cgroup.procs")), &format!("{}\n", f.pid()));
+    write(&f.cg.join("cpuset/kubepods/besteffort/podu-1/c/cgroup.procs"), &format!("{}\n", f.pid()));
     let log = Log::default();
     let mut opts = f.opts(true, false);
     opts.primaries.clear();
