@@ -2,7 +2,7 @@
 //! It lends the idle cores of latency-sensitive Primary processes to Secondary processes and
 //! takes them back, deciding with the very controller objects the simulator runs
 //! (`microsched_core::alloc::harvest_*`), monitoring from /proc (no kernel module), moving
-//! threads with two-phase `sched_setaffinity`. See the README's "Harvesting agent" section.
+//! threads with two-phase `sched_setaffinity`. See docs/reproductions/harvest.md, "The harvesting agent".
 
 pub mod actuate;
 pub mod agent;
