@@ -127,6 +127,16 @@ def without_wall(summary: dict) -> dict:
     return s
 
 
+def outcome_of(out: Path):
+    """The :class:`~microsched.reproduce.Outcome` of a finished reproduction directory."""
+    from microsched.reproduce import Outcome
+
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    return Outcome(name=meta["reproduction"], out=out, claims=json.loads((out / "claims.json").read_text(encoding="utf-8")),
+                   figures=[out / f for f in meta.get("figures", [])], n_points=meta["points"], jobs=meta["jobs"],
+                   wall_s=meta.get("wall_s", 0.0))
+
+
 @pytest.fixture(scope="session")
 def all_quick(tmp_path_factory) -> Path:
     """`microsched reproduce --all --quick`, run once for the whole suite (the main job's

@@ -135,9 +135,11 @@ def test_overload_throughput_at_least_shenangos(exp):
 
 
 @pytest.fixture(scope="module")
-def quick_outcome(tmp_path_factory):
-    out = tmp_path_factory.mktemp("coresync-quick")
-    return run_reproduction("coresync", out=out, quick=True, jobs=1)
+def quick_outcome(all_quick):
+    """The quick reproduction, from the suite's one `reproduce --all --quick` run."""
+    from conftest import outcome_of
+
+    return outcome_of(all_quick / "coresync")
 
 
 def test_quick_outputs_well_formed(quick_outcome):

@@ -50,8 +50,10 @@ def _diff(expected, actual, path=""):
 
 
 @pytest.mark.parametrize("name", golden.names())
-def test_results_identical_to_golden(name, tmp_path):
-    actual = golden.compute(only=name)[name]
+def test_results_identical_to_golden(name, tmp_path, request):
+    # The reproductions are read from the suite's one `reproduce --all --quick` run.
+    reproduced = request.getfixturevalue("all_quick") if name.startswith("reproduce ") else None
+    actual = golden.compute(only=name, reproduced=reproduced)[name]
     diffs = _diff(EXPECTED[name], actual)
     assert not diffs, f"{name}: {len(diffs)} fields differ from tests/golden/expected.json:\n" + "\n".join(diffs[:40])
 

@@ -64,11 +64,9 @@ def _files(out: Path, names: tuple[str, ...]) -> None:
 
 
 @pytest.fixture(scope="module")
-def loadshift(tmp_path_factory):
-    out = tmp_path_factory.mktemp("repro") / "load-shift"
-    r = run_cli("reproduce", "load-shift", "--quick", "--out", out, "--jobs", "1")
-    assert r.code == 0, r.err
-    return out
+def loadshift(all_quick):
+    """The quick reproduction, from the suite's one `reproduce --all --quick` run."""
+    return all_quick / "load-shift"
 
 
 def _loadshift_data(out: Path) -> dict:

@@ -138,11 +138,9 @@ def test_bad_lock_control_names_the_field():
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    out = tmp_path_factory.mktemp("repro") / "protego"
-    r = run_cli("reproduce", "protego", "--quick", "--out", out, "--jobs", "2")
-    assert r.code == 0, r.err
-    return out
+def quick(all_quick):
+    """The quick reproduction, from the suite's one `reproduce --all --quick` run."""
+    return all_quick / "protego"
 
 
 def test_reproduce_protego_quick(quick):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Mapping, Sequence
 
@@ -57,7 +59,9 @@ def _ts_worker(args: tuple[Point, tuple[str, ...]]) -> pd.DataFrame:
     from ..api import run
 
     point, extra = args
-    res = run(point.scenario, seed=point.seed, overrides=[*point.overrides, *extra])
+    with warnings.catch_warnings():  # the point's sweep run has said them already
+        warnings.simplefilter("ignore")
+        res = run(point.scenario, seed=point.seed, overrides=[*point.overrides, *extra])
     ts = res.timeseries[[c for c in TS_COLS if c in res.timeseries.columns]].copy()
     for k, v in point.params.items():
         ts[k] = v
@@ -73,9 +77,14 @@ def run_timeseries(points: Sequence[Point], extra_overrides: Sequence[str] = (),
     if jobs <= 1 or len(points) <= 1:
         frames = [_ts_worker(a) for a in args]
     else:
+        from ..sweep.runner import die_with_parent, main_hidden_from_spawn
+
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
-            frames = list(pool.map(_ts_worker, args))
+        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx, initializer=die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
+            with main_hidden_from_spawn():  # the workers start here: they must not re-run a user's script
+                futures = [pool.submit(_ts_worker, a) for a in args]
+            frames = [f.result() for f in futures]
     return pd.concat(frames, ignore_index=True)
 
 
