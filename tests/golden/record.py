@@ -49,6 +49,9 @@ SCENARIOS = [
 REPRODUCTIONS = ["allocators", "collapse", "coresync", "harvest", "load-shift", "protego", "synergy"]
 SWEEPS = ["experiments/sweeps/smoke.toml"]
 
+# Reproductions with more runs than this are recorded as one digest per run.
+MAX_FULL_ROWS = 120
+
 # Measurements of the machine, not of the model.
 WALL_CLOCK = {"sim.wall_s", "sim.requests_per_wall_s"}
 
@@ -77,6 +80,10 @@ def _plain(v):
     return v
 
 
+def _digest(v) -> str | None:
+    return None if v is None else "sha256:" + hashlib.sha256(str(v).encode()).hexdigest()[:24]
+
+
 def _frame_digest(df: pd.DataFrame) -> str:
     h = hashlib.sha256()
     for col in sorted(df.columns):
@@ -102,7 +109,10 @@ def _rows(results: Path) -> dict:
     rows = {}
     for i, row in enumerate(df[keep].to_dict(orient="records")):
         rid = str(row[key]) if key else str(i)
-        rows[rid] = {k: _plain(v) for k, v in row.items()}
+        # An exported histogram is kilobytes of encoded counts: its digest moves when any count does.
+        plain = {k: (_digest(v) if k.startswith("histograms.") else _plain(v)) for k, v in row.items()}
+        # A large sweep keeps one digest per run (which runs moved); a small one every field.
+        rows[rid] = plain if len(df) <= MAX_FULL_ROWS else _digest(json.dumps(plain, sort_keys=True))
     return rows
 
 
