@@ -99,6 +99,10 @@ def serve(
     ready: Callable[[str], object] | None = None,
     stats: Callable[[str], object] | None = None,
     stats_every_s: float = 1.0,
+    max_service_us: float | None = None,
+    max_client_sessions: int | None = None,
+    connect_rate: float | None = None,
+    info: Callable[[str], object] | None = None,
 ) -> str:
     """Runs the real server of the scenario until ``duration_s`` (or, with ``once``, until every
     client that connected has left; Ctrl-C stops it gracefully). Calls ``ready(addr)`` once it

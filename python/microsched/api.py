@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 if TYPE_CHECKING:  # pandas is imported when a result is built: `microsched validate` starts faster
     import pandas as pd
 
+from ._files import read_text
 from ._native_loader import native
 from .scenario import Scenario, _format_of, check_names, is_numpy
 
@@ -196,7 +197,7 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
             raise FileNotFoundError(f"scenario file not found: {p}")
         if p.is_dir():
             raise IsADirectoryError(f"scenario path is a directory, not a file: {p}")
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, "scenario")  # regular files only, at most 16 MiB
         return text, _format_of(p), str(p.parent)
     raise TypeError(f"scenario must be a path, a dict or a Scenario, not {type(scenario).__name__}")
 

@@ -40,19 +40,32 @@ class RealError(RuntimeError):
 
 def serve(scenario: Any, addr: str | None = None, duration_s: float | None = None, overrides: Iterable[str] = (),
           allow_remote: bool = False, once: bool = False, ready: Callable[[str], None] | None = None,
-          stats: Callable[[dict], None] | None = None, stats_every_s: float = 1.0) -> dict:
+          stats: Callable[[dict], None] | None = None, stats_every_s: float = 1.0,
+          max_service_us: float | None = None, max_client_sessions: int | None = None,
+          connect_rate: float | None = None, limits: Callable[[dict], None] | None = None) -> dict:
     """Runs the server of ``scenario`` on ``addr`` (default ``127.0.0.1:<runtime.port>``) until
     ``duration_s`` or, with ``once``, until every client that connected has left; calls
-    ``ready(addr)`` once it listens. Returns the server report. Raises ``ValueError`` on bad
-    configuration (a non-loopback address without ``allow_remote``, an invalid scenario).
-    ``stats(counters)`` is called every ``stats_every_s`` seconds with the live counters."""
+    ``limits(dict)`` once it listens with the limits it runs with (``authentication``,
+    ``max_service_us``, session sharing), then ``ready(addr)``. Returns the server report (its
+    ``timeseries`` at most ``timeseries_info.max_rows`` rows). Raises ``ValueError`` on bad
+    configuration (a non-loopback address without ``allow_remote``, an invalid scenario, an
+    empty ``MICROSCHED_SECRET``). ``stats(counters)`` is called every ``stats_every_s`` seconds
+    with the live counters. ``max_service_us``: the largest service time a request may ask for
+    (default 100 000 µs on loopback, 10 000 µs with ``allow_remote``); ``max_client_sessions``:
+    the most sessions one client may hold (default: every slot); ``connect_rate``: Connects per
+    second one client may send (default: max(100, clients.sessions))."""
     text, fmt, base_dir = _source(scenario)
     check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), True)))
     if not (stats_every_s > 0):
         raise ValueError(f"--stats-every: {stats_every_s} is not allowed: use a number of seconds > 0")
+    if max_client_sessions is not None and not (1 <= int(max_client_sessions) <= 65536):
+        raise ValueError(f"--max-client-sessions: {max_client_sessions} is not allowed: use 1..=65536")
     cb = (lambda line: stats(json.loads(line))) if stats is not None else None
+    info = (lambda text: limits(json.loads(text))) if limits is not None else None
     rep = native().serve(text, fmt, base_dir, _check_overrides(overrides), addr, duration_s, allow_remote, once, ready,
-                         cb, float(stats_every_s))
+                         cb, float(stats_every_s), None if max_service_us is None else float(max_service_us),
+                         None if max_client_sessions is None else int(max_client_sessions),
+                         None if connect_rate is None else float(connect_rate), info)
     return json.loads(rep)
 
 
@@ -164,13 +177,14 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="microsched-real-") as tmp:
         report_f = Path(tmp) / "server.json"
+        series_f = Path(tmp) / "series.json"
         result_f = Path(tmp) / "loadgen.json"
         try:
             # The server draws request programs (workload.types[].paths) from the seed too.
             server_sets = sets + (["--set", f"seed={seed}"] if seed is not None else [])
             server = subprocess.Popen(
                 _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
-                     "--report", str(report_f), *server_sets),
+                     "--report", str(report_f), "--series", str(series_f), *server_sets),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             procs.append(server)
             addr = _wait_ready(server)
@@ -194,9 +208,13 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
                 raise RealError(_error_of(server, "server"))
             lg_text = result_f.read_text(encoding="utf-8")
             rep_text = report_f.read_text(encoding="utf-8")
+            # The server's time series (bounded) joins its report for the merge.
+            full_rep = json.loads(rep_text)
+            if series_f.exists():
+                full_rep["timeseries"] = json.loads(series_f.read_text(encoding="utf-8"))
         finally:
             _stop(procs)
-    res = merge(lg_text, rep_text, scenario=resolved)
+    res = merge(lg_text, full_rep, scenario=resolved)
     if out is not None:
         res.save(out)
         (Path(out) / "server_report.json").write_text(rep_text + "\n", encoding="utf-8")

@@ -136,8 +136,10 @@ class Scenario:
         """Reads a scenario file (TOML, or JSON if the name ends in ``.json``). Relative paths
         inside it are resolved against the file's directory. Raises ``FileNotFoundError`` or
         ``ValueError`` (syntax)."""
+        from ._files import read_text
+
         p = Path(path)
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, "scenario")  # regular files only, at most 16 MiB
         return cls(_parse(text, _format_of(p)), base_dir=p.parent, source=str(p))
 
     @classmethod

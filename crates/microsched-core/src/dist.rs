@@ -110,8 +110,7 @@ fn to_ns(us: f64) -> Nanos {
 }
 
 fn read_samples(path: &Path, column: Option<&str>, field: &str) -> Result<Vec<Nanos>, ScenarioError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::new(field, format!("cannot read `{}`: {e}", path.display())))?;
+    let text = crate::files::read_regular(path, field, crate::files::MAX_CSV_BYTES)?;
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
     let mut col = 0usize;
     if let Some((_, first)) = lines.peek() {

@@ -6,11 +6,13 @@
 //! * [`metrics`] and [`summary`]: the one result schema both drivers produce.
 //!
 //! Nothing in this crate reads a clock, sleeps, spawns or does I/O (except reading an
-//! empirical CSV named by a scenario, which happens once, at load time).
+//! empirical CSV named by a scenario, which happens once, at load time, through [`files`]:
+//! regular files only, of bounded size).
 
 pub mod alloc;
 pub mod dist;
 pub mod error;
+pub mod files;
 pub mod histograms;
 pub mod metrics;
 pub mod overload;

@@ -21,9 +21,13 @@ fn default_addr(addr: Option<&str>, port: u16) -> String {
 }
 
 /// Runs a server until `duration_s` (or, with `once`, until every client that connected has
-/// disconnected, or Ctrl-C, which stops it gracefully). Calls `ready(addr)` once it listens. Returns the report as JSON. With `stats`, calls `stats(json_line)` every `stats_every_s` with the live counters.
+/// disconnected, or Ctrl-C, which stops it gracefully). Calls `info(json)` once it listens with
+/// the limits it runs with (authentication, service-time cap, session sharing: the report's
+/// `limits`), then `ready(addr)`. Returns the report as JSON. With `stats`, calls
+/// `stats(json_line)` every `stats_every_s` with the live counters. `max_service_us`,
+/// `max_client_sessions`, `connect_rate`: `None` for the defaults (see `ServeOpts`).
 #[pyfunction]
-#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, duration_s=None, allow_remote=false, once=false, ready=None, stats=None, stats_every_s=1.0))]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, duration_s=None, allow_remote=false, once=false, ready=None, stats=None, stats_every_s=1.0, max_service_us=None, max_client_sessions=None, connect_rate=None, info=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn serve(
     py: Python<'_>,
@@ -38,6 +42,10 @@ pub fn serve(
     ready: Option<PyObject>,
     stats: Option<PyObject>,
     stats_every_s: f64,
+    max_service_us: Option<f64>,
+    max_client_sessions: Option<u32>,
+    connect_rate: Option<f64>,
+    info: Option<PyObject>,
 ) -> PyResult<String> {
     let mut last_stats = std::time::Instant::now();
     let loaded = crate::load(text, fmt, base_dir, overrides)?;
@@ -49,9 +57,37 @@ pub fn serve(
         Some(d) => Some(Duration::from_secs_f64(d)),
         None => None,
     };
-    let server = py
-        .allow_threads(|| Server::start(&loaded, ServeOpts { addr, allow_remote, duration, once }))
-        .map_err(err)?;
+    let max_service_ns = match max_service_us {
+        Some(us) if !(us.is_finite() && us >= 1.0 && us <= (config::MAX_SERVICE_NS / 1000) as f64) => {
+            return Err(err(format!(
+                "--max-service-us: {us} is not allowed: use 1..={} (µs)",
+                config::MAX_SERVICE_NS / 1000
+            )))
+        }
+        Some(us) => Some((us * 1e3).round() as u64),
+        None => None,
+    };
+    let opts = ServeOpts { addr, allow_remote, duration, once, max_service_ns, max_client_sessions, connect_rate };
+    let server = py.allow_threads(|| Server::start(&loaded, opts)).map_err(err)?;
+    if let Some(cb) = info {
+        let f = server.fairness();
+        let limits = serde_json::json!({
+            "authentication": server.authenticated(),
+            "max_service_us": server.max_service_ns() as f64 / 1e3,
+            "sessions": loaded.scenario.clients.sessions,
+            "max_client_sessions": f.max_per_client,
+            "connect_rate_per_s": f.connect_rate,
+            "connect_burst": f.connect_burst,
+            "evict_idle_ms": f.evict_idle_ns as f64 / 1e6,
+        });
+        if let Err(e) = cb.call1(py, (limits.to_string(),)) {
+            let rep = py.allow_threads(move || server.stop_because("interrupted"));
+            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                return Ok(serde_json::to_string(&rep).expect("report serialises"));
+            }
+            return Err(e);
+        }
+    }
     if let Some(cb) = ready {
         if let Err(e) = cb.call1(py, (server.addr().to_string(),)) {
             // Ctrl-C may land while the callback runs: the same graceful stop as below.

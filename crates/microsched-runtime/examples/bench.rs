@@ -91,6 +91,7 @@ fn serve(loaded: &Loaded) -> Server {
         allow_remote: false,
         duration: Some(Duration::from_secs(600)),
         once: true,
+        ..Default::default()
     };
     Server::start(loaded, opts).unwrap()
 }

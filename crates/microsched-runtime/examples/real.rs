@@ -17,7 +17,7 @@ fn main() {
     let loaded = Scenario::load(&text, Format::Toml, base, &overrides).unwrap_or_else(|e| panic!("{e}"));
     let server = Server::start(
         &loaded,
-        ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(600)), once: true },
+        ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(600)), once: true, ..Default::default() },
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let opts = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };

@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-/// The environment variable holding the shared secret (unset or empty: no authentication).
+/// The environment variable holding the shared secret (unset: no authentication; empty: an error).
 pub const ENV: &str = "MICROSCHED_SECRET";
 /// How far a Connect's time stamp may be from the server's clock.
 pub const WINDOW_MS: u64 = 30_000;
@@ -39,9 +39,23 @@ impl Secret {
         (!bytes.is_empty()).then(|| Self(bytes.to_vec()))
     }
 
-    /// The secret in [`ENV`], if set and not empty.
-    pub fn from_env() -> Option<Self> {
-        std::env::var_os(ENV).and_then(|v| Self::new(v.as_encoded_bytes()))
+    /// The secret in [`ENV`], if set. Set but empty is an error: it would silently turn
+    /// authentication off (a typo in a deployment must not open the server).
+    pub fn from_env() -> Result<Option<Self>, crate::config::ConfigError> {
+        Self::from_value(std::env::var_os(ENV).as_deref())
+    }
+
+    /// [`Secret::from_env`] on a value of [`ENV`] (`None`: unset).
+    pub fn from_value(v: Option<&std::ffi::OsStr>) -> Result<Option<Self>, crate::config::ConfigError> {
+        match v {
+            None => Ok(None),
+            Some(v) => Self::new(v.as_encoded_bytes()).map(Some).ok_or_else(|| {
+                crate::config::ConfigError(format!(
+                    "{ENV}: set but empty, which would turn authentication off: give it a non-empty secret, or unset \
+                     it to run without authentication"
+                ))
+            }),
+        }
     }
 
     fn hmac(&self, cookie: u32, demand: u32, stamp_ms: u64) -> HmacSha256 {
@@ -118,6 +132,10 @@ mod tests {
         assert_eq!(Secret::new(b"other").unwrap().verify(7, 0, now, &mac, now), Err(Refusal::BadMac));
         assert_eq!(s.verify(7, 0, now, &mac, now + WINDOW_MS + 1), Err(Refusal::Stale));
         assert!(Secret::new(b"").is_none());
+        let empty = Secret::from_value(Some(std::ffi::OsStr::new(""))).unwrap_err();
+        assert!(empty.0.starts_with("MICROSCHED_SECRET: set but empty") && empty.0.contains("unset"), "{empty}");
+        assert!(Secret::from_value(None).unwrap().is_none());
+        assert!(Secret::from_value(Some(std::ffi::OsStr::new("x"))).unwrap().is_some());
         let (a, b): (SocketAddr, SocketAddr) = ("127.0.0.1:1".parse().unwrap(), "127.0.0.1:2".parse().unwrap());
         let mut g = ReplayGuard::default();
         assert!(g.admit(mac, a, now, now));

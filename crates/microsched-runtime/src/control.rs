@@ -28,7 +28,7 @@ use microsched_core::Nanos;
 
 use crate::clock::{realtime_priority, tight_timer_slack};
 use crate::park::Phase;
-use crate::report::{ControllerReport, ServerSeries};
+use crate::report::{ControllerReport, SeriesInfo, ServerSeries, MAX_SERIES_ROWS};
 use crate::sched::Sched;
 use crate::server::Shared;
 
@@ -37,6 +37,7 @@ const RX_DRAIN: usize = 256;
 
 pub(crate) struct ControlOut {
     pub series: ServerSeries,
+    pub series_info: SeriesInfo,
     pub report: ControllerReport,
     pub grants: u64,
 }
@@ -45,7 +46,7 @@ pub(crate) fn run(
     sh: Arc<Shared>,
     mut sched: Sched,
     tick_ns: Nanos,
-    sample_ns: Nanos,
+    mut sample_ns: Nanos,
     be_ops: Option<Arc<std::sync::atomic::AtomicU64>>,
     realtime: bool,
 ) -> ControlOut {
@@ -69,6 +70,7 @@ pub(crate) fn run(
     // The cores at the previous allocator tick, for policies that difference counters.
     let mut prev_obs = obs.clone();
     let mut series = ServerSeries::default();
+    let mut halvings = 0u32;
     let (mut next_alloc, mut next_credit, mut next_sample) = (
         alloc_iv.unwrap_or(u64::MAX),
         credit_iv.unwrap_or(u64::MAX),
@@ -226,6 +228,12 @@ pub(crate) fn run(
             last_be = be;
             last_times = times;
             last_sample_t = now;
+            // Bounded memory: at the row limit, half the rows at twice the interval.
+            if series.len() >= MAX_SERIES_ROWS {
+                series.halve();
+                sample_ns = sample_ns.saturating_mul(2);
+                halvings += 1;
+            }
             next_sample = advance(next_sample, sample_ns, now);
         }
         // `tick_us` is the controller's period: duties due more often (Caladan's 5 µs allocator
@@ -246,6 +254,12 @@ pub(crate) fn run(
     }
     let elapsed = sh.clock.now().saturating_sub(first);
     ControlOut {
+        series_info: SeriesInfo {
+            rows: series.len() as u64,
+            max_rows: MAX_SERIES_ROWS as u64,
+            interval_ms: sample_ns as f64 / 1e6,
+            halvings,
+        },
         series,
         report: ControllerReport {
             target_tick_us: tick_ns as f64 / 1e3,

@@ -381,15 +381,16 @@ fn connect_all(
     let mut last_send: Option<Instant> = None;
     // Sessions the server answered `Full` (and has not connected since).
     let mut full = vec![false; n as usize];
-    let secret = crate::auth::Secret::from_env();
+    let secret = crate::auth::Secret::from_env()?;
     while left > 0 {
         if start.elapsed() > Duration::from_secs(3) {
             let refused = full.iter().zip(&got).filter(|(f, g)| **f && g.is_none()).count();
             if refused > 0 {
                 return Err(ConfigError(format!(
                     "--addr: the microsched server at {server} is full: it has no free session slot for {refused} of {n} \
-                     sessions (still full after 3 s). Its slots are held by other clients (they expire after the \
-                     server's runtime.session_idle_ms of silence), or its clients.sessions is below {n}"
+                     sessions (still full after 3 s). Its slots are held by other clients (a client gets at most its fair \
+                     share of the slots, clients.sessions / clients, from those holding more; idle sessions expire \
+                     after the server's runtime.session_idle_ms of silence), or its clients.sessions is below {n}"
                 )));
             }
             return Err(ConfigError(format!(

@@ -37,6 +37,13 @@ counters!(
         unexpected_kind,
         /// A connect when every session slot is taken (answered with `Full`).
         no_slot,
+        /// A connect from a client already holding its most sessions (`--max-client-sessions`;
+        /// answered with `Full`).
+        client_cap,
+        /// Connects over their client's rate (`--connect-rate`): dropped, unanswered.
+        connect_rate_limited,
+        /// Idle sessions evicted in favour of a client under its fair share of the slots.
+        evicted_sessions,
         /// Sessions disconnected by the server after `runtime.session_idle_ms` of silence.
         expired_sessions,
         /// With a shared secret: a plain Connect (no MAC), never answered.
@@ -116,6 +123,8 @@ impl Counters {
             &self.wrong_peer,
             &self.unexpected_kind,
             &self.no_slot,
+            &self.client_cap,
+            &self.connect_rate_limited,
             &self.unauthenticated,
             &self.bad_mac,
             &self.bad_request,
@@ -146,6 +155,123 @@ pub struct ServerSeries {
     /// Cumulative requests completed by the server at the sample.
     #[serde(default)]
     pub completed: Vec<u64>,
+}
+
+/// Rows the server's time series keeps at most: when it reaches them, adjacent rows are merged
+/// pairwise ([`ServerSeries::halve`]) and the sample interval doubles, so that a server running
+/// for days holds at most this many rows (about 1.2 MB) covering its whole run.
+pub const MAX_SERIES_ROWS: usize = 8192;
+
+impl ServerSeries {
+    pub fn len(&self) -> usize {
+        self.unix_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.unix_ns.is_empty()
+    }
+
+    /// Merges rows pairwise (a last odd row stays as it is): cumulative counters and values taken
+    /// at the sample time keep the later row's value (as if sampled half as often); means over
+    /// the interval (cores, best-effort rate) become the mean over both intervals, weighted by
+    /// their lengths. The rows keep their meaning at twice the interval.
+    pub fn halve(&mut self) {
+        let n = self.len();
+        if n < 2 {
+            return;
+        }
+        let pairs = n / 2;
+        let keep = pairs + n % 2;
+        let t = &self.cols.t_ms;
+        let dt: Vec<f64> = (0..n).map(|i| if t.len() == n { t[i] - if i == 0 { 0.0 } else { t[i - 1] } } else { 1.0 }).collect();
+        fn later<T: Copy>(v: &mut Vec<T>, n: usize, pairs: usize, keep: usize) {
+            if v.len() != n {
+                return;
+            }
+            for j in 0..pairs {
+                v[j] = v[2 * j + 1];
+            }
+            if keep > pairs {
+                v[pairs] = v[n - 1];
+            }
+            v.truncate(keep);
+        }
+        let mean = |v: &mut Vec<f64>| {
+            if v.len() != n {
+                return;
+            }
+            for j in 0..pairs {
+                let (a, b, wa, wb) = (v[2 * j], v[2 * j + 1], dt[2 * j].max(0.0), dt[2 * j + 1].max(0.0));
+                v[j] = match (a.is_finite(), b.is_finite()) {
+                    (true, true) if wa + wb > 0.0 => (a * wa + b * wb) / (wa + wb),
+                    (true, true) => (a + b) / 2.0,
+                    (true, false) => a,
+                    (false, _) => b,
+                };
+            }
+            if keep > pairs {
+                v[pairs] = v[n - 1];
+            }
+            v.truncate(keep);
+        };
+        let c = &mut self.cols;
+        for v in [&mut c.cores_allocated, &mut c.cores_busy, &mut c.cores_parked, &mut self.cores_waking, &mut self.be_ops_per_s] {
+            mean(v);
+        }
+        for v in [
+            &mut c.t_ms,
+            &mut c.queue_len,
+            &mut c.oldest_delay_us,
+            &mut c.alloc_signal,
+            &mut c.credit_pool,
+            &mut c.credits_issued,
+            &mut c.drained_sessions,
+            // The client's columns stay empty on the server; merged the same way if not.
+            &mut c.arrivals,
+            &mut c.completions,
+            &mut c.drops,
+            &mut c.throughput_rps,
+            &mut c.offered_rps,
+            &mut c.in_system,
+            &mut c.client_queued,
+        ] {
+            later(v, n, pairs, keep);
+        }
+        later(&mut self.unix_ns, n, pairs, keep);
+        later(&mut self.core_ns, n, pairs, keep);
+        later(&mut self.be_ops, n, pairs, keep);
+        later(&mut self.completed, n, pairs, keep);
+    }
+}
+
+/// What the server's time series holds (printed instead of the series itself: `serve --json`
+/// reports this, `serve --series FILE` writes the rows).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SeriesInfo {
+    pub rows: u64,
+    pub max_rows: u64,
+    /// The interval between rows (ms): `metrics.sample_interval_us` (at least 1 ms), doubled at
+    /// each halving.
+    pub interval_ms: f64,
+    /// Times the rows were merged pairwise to stay within `max_rows`.
+    pub halvings: u32,
+}
+
+/// The limits the server ran with.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Limits {
+    /// Connects had to prove the shared secret (`MICROSCHED_SECRET`).
+    pub authentication: bool,
+    /// Largest service time a request could ask for (µs).
+    pub max_service_us: f64,
+    /// Session slots, the most one client could hold, its Connect rate and burst, how long a
+    /// session had to be idle to be evicted for a newcomer, and to expire.
+    pub sessions: u32,
+    pub max_client_sessions: u32,
+    pub connect_rate_per_s: f64,
+    pub connect_burst: f64,
+    pub evict_idle_ms: f64,
+    pub session_idle_ms: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -245,6 +371,13 @@ pub struct ServerReport {
     pub cores: CoreReport,
     pub be: BeReport,
     pub controller: ControllerReport,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub timeseries_info: SeriesInfo,
+    /// Left out of `serve --json` (written by `serve --series FILE`); `microsched real` merges
+    /// it with the load generator's.
+    #[serde(default)]
     pub timeseries: ServerSeries,
     /// Per lock family (whole run), with `server.lock_control`.
     #[serde(default)]
@@ -257,5 +390,92 @@ impl ServerReport {
             .get(name)
             .and_then(|v| v.as_u64())
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `rows` rows at 1 ms, as the controller samples them: 2 cores, one busy from 2 ms on.
+    fn series(rows: usize) -> ServerSeries {
+        let mut s = ServerSeries::default();
+        for i in 1..=rows {
+            let busy = if i > 2 { 1.0 } else { 0.0 };
+            s.unix_ns.push(1_000_000 * i as u64);
+            s.cols.t_ms.push(i as f64);
+            s.cols.cores_allocated.push(2.0);
+            s.cols.cores_busy.push(busy);
+            s.cols.cores_parked.push(0.0);
+            s.cols.queue_len.push(i as f64);
+            s.cols.oldest_delay_us.push(0.0);
+            s.cols.alloc_signal.push(f64::NAN);
+            s.cols.credit_pool.push(f64::NAN);
+            s.cols.credits_issued.push(f64::NAN);
+            s.cols.drained_sessions.push(f64::NAN);
+            s.cores_waking.push(0.0);
+            s.be_ops_per_s.push(if i % 2 == 0 { 10.0 } else { f64::NAN });
+            s.core_ns.push([i as u64 * 10, 0, 0, 0]);
+            s.be_ops.push(i as u64);
+            s.completed.push(100 * i as u64);
+        }
+        s
+    }
+
+    #[test]
+    fn halving_keeps_the_meaning_of_every_column_at_twice_the_interval() {
+        let mut s = series(5);
+        s.halve();
+        assert_eq!(s.len(), 3, "two pairs and the odd last row");
+        assert_eq!(s.cols.t_ms, vec![2.0, 4.0, 5.0]);
+        assert_eq!(s.unix_ns, vec![2_000_000, 4_000_000, 5_000_000]);
+        // Interval means: the mean over both intervals.
+        assert_eq!(s.cols.cores_busy, vec![0.0, 1.0, 1.0]);
+        assert_eq!(s.cols.cores_allocated, vec![2.0; 3]);
+        // Values at the sample time and cumulative counters: the later row's.
+        assert_eq!(s.cols.queue_len, vec![2.0, 4.0, 5.0]);
+        assert_eq!(s.completed, vec![200, 400, 500]);
+        assert_eq!(s.core_ns.iter().map(|c| c[0]).collect::<Vec<_>>(), vec![20, 40, 50]);
+        // A NaN beside a number leaves the number; NaN alone stays NaN.
+        assert_eq!(s.be_ops_per_s[..2], [10.0, 10.0]);
+        assert!(s.be_ops_per_s[2].is_nan() && s.cols.credit_pool.iter().all(|v| v.is_nan()));
+        // The client's columns stay empty.
+        assert!(s.cols.arrivals.is_empty() && s.cols.throughput_rps.is_empty());
+        // Uneven intervals weigh by length: 1 ms at 0 busy, 3 ms at 1 busy.
+        let mut u = series(2);
+        u.cols.t_ms = vec![1.0, 4.0];
+        u.cols.cores_busy = vec![0.0, 1.0];
+        u.halve();
+        assert_eq!(u.cols.cores_busy, vec![0.75]);
+    }
+
+    #[test]
+    fn the_controllers_bound_holds_the_rows_and_the_span() {
+        // What control.rs does at each sample: push, and halve at the limit.
+        let mut s = ServerSeries::default();
+        let mut interval = 1u64;
+        let mut t = 0u64;
+        let mut cap = 0;
+        for _ in 0..200_000 {
+            t += interval;
+            let one = series(1);
+            s.unix_ns.push(t);
+            s.cols.t_ms.push(t as f64);
+            for (v, w) in [(&mut s.cols.cores_busy, &one.cols.cores_busy), (&mut s.cores_waking, &one.cores_waking)] {
+                v.extend_from_slice(w);
+            }
+            if s.len() >= MAX_SERIES_ROWS {
+                s.halve();
+                interval *= 2;
+            }
+            cap = cap.max(s.unix_ns.capacity());
+        }
+        assert!(s.len() < MAX_SERIES_ROWS && s.len() >= MAX_SERIES_ROWS / 2, "{}", s.len());
+        assert!(cap <= MAX_SERIES_ROWS, "memory stays bounded: capacity {cap}");
+        // The rows still cover the whole run at one interval.
+        assert_eq!(*s.unix_ns.last().unwrap(), t);
+        let d: Vec<u64> = s.unix_ns.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(d.iter().all(|&x| x == interval), "uniform interval {interval}");
+        assert_eq!(s.cols.cores_busy.len(), s.len());
     }
 }

@@ -37,7 +37,7 @@ use crate::mutex::Mutexes;
 use crate::park::Phase;
 use crate::queue::{CoreShared, Job, LocalQueue, SharedQueue};
 use crate::report::{BeReport, CoreReport, Counters, ServerReport};
-use crate::rpc::{Auth, CreditMsg, Rpc, Verdict};
+use crate::rpc::{Auth, Connected, CreditMsg, Rpc, Verdict};
 use crate::sched::Sched;
 use crate::wire::{decode, encode, DecodeError, Msg, Status, MAX_LEN};
 
@@ -52,6 +52,51 @@ pub struct ServeOpts {
     pub duration: Option<Duration>,
     /// Stop once every session that connected has disconnected (the load generator is done).
     pub once: bool,
+    /// Largest service time a request may ask for (ns; a request above it is refused,
+    /// `bad_request`). `None`: [`MAX_SERVICE_NS`] on loopback, [`REMOTE_MAX_SERVICE_NS`] with
+    /// `allow_remote`.
+    pub max_service_ns: Option<u64>,
+    /// Most sessions one client ([`crate::rpc::ClientKey`]) may hold. `None`: every slot (a load
+    /// generator alone takes them all; fair-share eviction still lets a newcomer in).
+    pub max_client_sessions: Option<u32>,
+    /// Connects per second one client may send (`None`: [`crate::rpc::Fairness::defaults`]).
+    pub connect_rate: Option<f64>,
+}
+
+impl Default for ServeOpts {
+    /// Loopback, a free port, until stopped, every default limit.
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            allow_remote: false,
+            duration: None,
+            once: false,
+            max_service_ns: None,
+            max_client_sessions: None,
+            connect_rate: None,
+        }
+    }
+}
+
+/// The default service-time cap of a server reachable from other machines (`--allow-remote`):
+/// 10 ms, a tenth of [`MAX_SERVICE_NS`], so that a datagram of a few dozen bytes cannot buy more
+/// than 10 ms of a worker.
+pub const REMOTE_MAX_SERVICE_NS: u64 = 10_000_000;
+
+impl ServeOpts {
+    /// The service-time cap in force, checked: 1 µs ..= [`MAX_SERVICE_NS`].
+    pub fn service_cap_ns(&self) -> Result<u64, ConfigError> {
+        match self.max_service_ns {
+            None if self.allow_remote => Ok(REMOTE_MAX_SERVICE_NS),
+            None => Ok(MAX_SERVICE_NS),
+            Some(ns) if (1_000..=MAX_SERVICE_NS).contains(&ns) => Ok(ns),
+            Some(ns) => Err(ConfigError(format!(
+                "--max-service-us: {} is not allowed: use 1..={} (µs)",
+                ns as f64 / 1e3,
+                MAX_SERVICE_NS / 1000
+            ))),
+        }
+    }
 }
 
 /// What the threads share.
@@ -89,6 +134,8 @@ pub(crate) struct Shared {
     pub session_idle_ns: microsched_core::Nanos,
     /// The shared secret that Connects must prove ([`crate::auth`]), if any.
     pub secret: Option<crate::auth::Secret>,
+    /// Largest service time a request may ask for ([`ServeOpts::max_service_ns`]).
+    pub max_service_ns: u64,
     pub replay: Mutex<crate::auth::ReplayGuard>,
     /// `server.lock_control`: the ASQM / try_lock rule and per-lock statistics.
     pub asqm: Option<crate::asqm::Asqm>,
@@ -181,6 +228,24 @@ impl Server {
         check_scenario(sc)?;
         let programs = Programs::new(&sc.workload, &loaded.base_dir, sc.seed)?;
         check_loopback(opts.addr, opts.allow_remote, "--addr")?;
+        let max_service_ns = opts.service_cap_ns()?;
+        let secret = crate::auth::Secret::from_env()?;
+        let session_idle_ns = microsched_core::time::ms(sc.runtime.session_idle_ms).max(1);
+        let mut fair = crate::rpc::Fairness::defaults(sc.clients.sessions, session_idle_ns);
+        if let Some(cap) = opts.max_client_sessions {
+            if cap == 0 {
+                return Err(ConfigError("--max-client-sessions: 0 is not allowed: use 1 or more".into()));
+            }
+            fair.max_per_client = cap.min(sc.clients.sessions);
+        }
+        if let Some(rate) = opts.connect_rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(ConfigError(format!(
+                    "--connect-rate: {rate} is not allowed: use a number of Connects per second > 0"
+                )));
+            }
+            fair.connect_rate = rate;
+        }
         let sock = UdpSocket::bind(opts.addr)
             .map_err(|e| ConfigError(format!("--addr: cannot bind {}: {e}", opts.addr)))?;
         let addr = sock
@@ -215,7 +280,7 @@ impl Server {
             cores,
             shared: SharedQueue::default(),
             sock,
-            rpc: Mutex::new(Rpc::new(ctl, sc.clients.sessions)),
+            rpc: Mutex::new(Rpc::with_fairness(ctl, sc.clients.sessions, fair)),
             credit_based,
             alloc: Mutex::new(allocator),
             park_rule,
@@ -235,8 +300,9 @@ impl Server {
                 .any(|t| programs.has_program(t))
                 .then(|| Mutex::new(programs)),
             stacks: StackPool::new(MAX_STACKS),
-            session_idle_ns: microsched_core::time::ms(sc.runtime.session_idle_ms).max(1),
-            secret: crate::auth::Secret::from_env(),
+            session_idle_ns,
+            secret,
+            max_service_ns,
             replay: Mutex::new(Default::default()),
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
             preempt: crate::preempt::Preempt::new(sc, n as usize),
@@ -294,6 +360,21 @@ impl Server {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Whether Connects must prove the shared secret ([`crate::auth::ENV`]).
+    pub fn authenticated(&self) -> bool {
+        self.sh.secret.is_some()
+    }
+
+    /// The largest service time a request may ask for (ns).
+    pub fn max_service_ns(&self) -> u64 {
+        self.sh.max_service_ns
+    }
+
+    /// The session-slot sharing rules in force.
+    pub fn fairness(&self) -> crate::rpc::Fairness {
+        self.sh.rpc.lock().fairness()
     }
 
     /// Whether the server has reached its end (duration, or every client gone in `once` mode).
@@ -377,9 +458,14 @@ impl Server {
             }
         }
         let span = end.max(1) as f64;
-        let (series, creport, grants) = match ctl {
-            Some(c) => (c.series, c.report, c.grants),
+        let (series, creport, grants, series_info) = match ctl {
+            Some(c) => (c.series, c.report, c.grants, c.series_info),
             None => Default::default(),
+        };
+        // (Not inside the report's literal below: a guard taken there lives to its end.)
+        let (fair, slots) = {
+            let rpc = sh.rpc.lock();
+            (rpc.fairness(), rpc.slots())
         };
         let n = sh.cores.len() as u32;
         ServerReport {
@@ -432,7 +518,18 @@ impl Server {
                 ops_per_s: be_ops as f64 / (end as f64 / 1e9).max(1e-9),
             },
             controller: creport,
+            timeseries_info: series_info,
             timeseries: series,
+            limits: crate::report::Limits {
+                authentication: sh.secret.is_some(),
+                max_service_us: sh.max_service_ns as f64 / 1e3,
+                sessions: slots,
+                max_client_sessions: fair.max_per_client,
+                connect_rate_per_s: fair.connect_rate,
+                connect_burst: fair.connect_burst,
+                evict_idle_ms: fair.evict_idle_ns as f64 / 1e6,
+                session_idle_ms: sh.session_idle_ns as f64 / 1e6,
+            },
             locks: sh.asqm.as_ref().map(|a| a.summaries(end)).unwrap_or_default(),
         }
     }
@@ -588,12 +685,21 @@ pub(crate) fn wait_readable(sock: &UdpSocket, timeout: Duration) {
     }
 }
 
-/// A Connect (authenticated if the server has a secret): a slot and its token, or `Full`.
+/// A Connect (authenticated if the server has a secret): a slot and its token, or `Full`, or
+/// nothing (over the client's Connect rate).
 fn connect(sh: &Shared, now: u64, peer: SocketAddr, cookie: u32, demand: u32) {
     let c = &sh.counters;
-    let r = sh.rpc.lock().connect(now, peer, cookie, demand);
+    let (r, evicted) = {
+        let mut rpc = sh.rpc.lock();
+        let before = rpc.evicted();
+        let r = rpc.connect(now, peer, cookie, demand);
+        (r, rpc.evicted() - before)
+    };
+    if evicted > 0 {
+        c.evicted_sessions.fetch_add(evicted, Ordering::Relaxed);
+    }
     match r {
-        Some((token, credits)) => {
+        Connected::Ack { token, credits } => {
             Counters::bump(&c.connects);
             sh.send(
                 &encode(&Msg::ConnectAck {
@@ -604,11 +710,13 @@ fn connect(sh: &Shared, now: u64, peer: SocketAddr, cookie: u32, demand: u32) {
                 peer,
             );
         }
-        None => {
+        Connected::Full | Connected::OverCap => {
             // Said, not silently dropped: the client can tell a full server from none.
-            Counters::bump(&c.no_slot);
+            Counters::bump(if r == Connected::Full { &c.no_slot } else { &c.client_cap });
             sh.send(&encode(&Msg::Full { cookie }), peer);
         }
+        // Unanswered: a flood of Connects gets no flood of answers.
+        Connected::RateLimited => Counters::bump(&c.connect_rate_limited),
     }
 }
 
@@ -644,7 +752,7 @@ fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, 
                 Auth::UnknownToken => return Counters::bump(&c.unknown_token),
                 Auth::WrongPeer => return Counters::bump(&c.wrong_peer),
             };
-            if rtype >= sh.ntypes || service_ns > MAX_SERVICE_NS {
+            if rtype >= sh.ntypes || service_ns > sh.max_service_ns {
                 return Counters::bump(&c.bad_request);
             }
             Counters::bump(&c.requests);

@@ -68,40 +68,113 @@ paths = [{ steps = [{ op = "lock", lock = "L" }] }]
 tick_us = 200
 "#;
 
-/// `hold` takes L for 40 ms; `join` #1 arrives 3 ms later and finds it held with nobody waiting
-/// (queue delay 0 + its own ~0 ≤ 10 ms): it joins. `join` #2 arrives at 25 ms: the oldest waiter
-/// (#1) is ~22 ms old, past the budget, so #2 is dropped without waiting: its failure reply comes
-/// first, long before L is released. #1 then waits ~37 ms, past the budget: the queue's age is
-/// only a lower bound of a joiner's wait (the property the simulator reports too), counted in
-/// `waits_over_budget`. With `try_lock` both joiners are dropped (L is held).
+/// A handler whose type-0 requests take mutex `lock` and hold it until the test opens the gate
+/// (every other request runs `inner`): the order the tests need (the holder has the lock, a
+/// joiner waits, the queue is older than the budget, then the lock is released) is enforced
+/// by the test, never left to how the host schedules threads.
+struct Gated {
+    inner: Arc<dyn Handler>,
+    lock: u32,
+    holding: AtomicBool,
+    holder_found_it_taken: AtomicBool,
+    open: AtomicBool,
+}
+
+impl Gated {
+    fn new(inner: Arc<dyn Handler>, lock: u32) -> Arc<Self> {
+        Arc::new(Gated {
+            inner,
+            lock,
+            holding: AtomicBool::new(false),
+            holder_found_it_taken: AtomicBool::new(false),
+            open: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Handler for Gated {
+    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
+        if req.rtype != 0 {
+            return self.inner.handle(req, cx);
+        }
+        if !cx.lock_if_uncongested(self.lock) {
+            self.holder_found_it_taken.store(true, Ordering::SeqCst);
+            cx.reply_dropped();
+            return Outcome::Dropped;
+        }
+        self.holding.store(true, Ordering::SeqCst);
+        while !self.open.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        cx.unlock(self.lock);
+        Outcome::Ok
+    }
+
+    fn coroutine(&self, _rtype: u16) -> bool {
+        true
+    }
+}
+
+/// Waits (at most 10 s) until `cond` holds.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(10), "{what}: not within 10 s");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// A live counter of a running server.
+fn live(server: &Server, name: &str) -> u64 {
+    server.live()[name].as_u64().unwrap_or(0)
+}
+
+/// `hold` takes L and keeps it until the test releases it; `join` #1 comes once L is held and
+/// finds nobody waiting (queue delay 0 + its own ~0 ≤ 10 ms): it joins. `join` #2 comes 15 ms
+/// after #1 joined: the oldest waiter (#1) is older than the budget, so #2 is dropped without
+/// waiting: its failure reply comes while L is still held. L is released 25 ms after #1 joined:
+/// #1 waited past the budget (the queue's age is only a lower bound of a joiner's wait, the
+/// property the simulator reports too), counted in `waits_over_budget`. With `try_lock` both
+/// joiners are dropped (L is held). Host stalls only make the waits longer, which every
+/// assertion allows.
 #[test]
 fn asqm_drops_without_waiting_once_the_lock_queue_is_older_than_the_budget() {
     let _g = serial();
     for (mode, dropped) in [("asqm", vec![3]), ("try_lock", vec![2, 3])] {
         let sc = load(ONE_LOCK, &[&format!("server.lock_control.mode=\"{mode}\"")]);
-        let server = Server::start(&sc, opts(false)).expect("server starts");
+        let lc = sc.scenario.server.lock_control.as_ref().expect("lock_control");
+        let program = Arc::new(microsched_runtime::asqm::ProgramHandler::new(lc, &[("L", 1)]));
+        let gated = Gated::new(program, 0);
+        let server = Server::start_with(&sc, opts(false), gated.clone()).expect("server starts");
         let c = Client::connect(server.addr());
         c.send(1, 0);
-        std::thread::sleep(Duration::from_millis(3));
+        wait_for("the holder takes L", || gated.holding.load(Ordering::SeqCst));
         c.send(2, 1);
-        std::thread::sleep(Duration::from_millis(22));
+        wait_for("join #1 waits for L, or is dropped", || live(&server, "mutex_waits") + live(&server, "lock_drops") >= 1);
+        let joined = std::time::Instant::now();
+        std::thread::sleep(Duration::from_millis(15));
         c.send(3, 1);
-        let got: Vec<(u64, Status)> = (0..3).map(|_| c.recv()).collect();
+        // Failure replies, sent at the drop, while L is still held.
+        let mut fails: Vec<(u64, Status)> = dropped.iter().map(|_| c.recv()).collect();
+        fails.sort_by_key(|r| r.0);
+        assert_eq!(fails, dropped.iter().map(|&i| (i, Status::LockDropped)).collect::<Vec<_>>(), "{mode}");
+        while joined.elapsed() < Duration::from_millis(25) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        gated.open.store(true, Ordering::SeqCst);
+        let mut rest: Vec<(u64, Status)> = (0..3 - dropped.len()).map(|_| c.recv()).collect();
+        rest.sort_by_key(|r| r.0);
         let rep = server.stop();
-        eprintln!("{mode}: {got:?} {:?}", rep.locks);
-        // Failure replies first (sent at the drop, while L is still held), then the holder.
-        let fails: Vec<u64> = got.iter().filter(|r| r.1 == Status::LockDropped).map(|r| r.0).collect();
-        let mut sorted = fails.clone();
-        sorted.sort();
-        assert_eq!(sorted, dropped, "{mode}: {got:?}");
-        assert!(got[..fails.len()].iter().all(|r| r.1 == Status::LockDropped), "{mode}: drops answered before the holder ends: {got:?}");
+        eprintln!("{mode}: {fails:?} {rest:?} {:?}", rep.locks);
+        assert!(!gated.holder_found_it_taken.load(Ordering::SeqCst));
+        assert!(rest.iter().all(|r| r.1 == Status::Ok) && rest[0].0 == 1, "{mode}: {rest:?}");
         let l = lock(&rep, "L");
         assert_eq!(l.drops, dropped.len() as u64, "{mode}");
         assert_eq!(rep.counter("lock_dropped"), dropped.len() as u64);
         assert_eq!(rep.counter("completed"), 3 - dropped.len() as u64);
         if mode == "asqm" {
             assert_eq!(l.waits, 1, "#1 joined");
-            assert_eq!(l.waits_over_budget, 1, "#1's wait (~37 ms) passed the 10 ms budget");
+            assert_eq!(l.waits_over_budget, 1, "#1's wait (≥ 25 ms) passed the 10 ms budget");
             assert!(l.wait_us.p50 > 20_000.0, "{:?}", l.wait_us);
         } else {
             assert_eq!(l.waits, 0, "try_lock never joins a queue");
@@ -198,10 +271,12 @@ fn condvar_waiters_free_their_worker_and_asqm_refuses_a_congested_wait() {
 }
 
 /// A key-value store with one item lock (every key in one bucket) and the slab lock: a GET
-/// holds the item lock 40 ms; SET #1 allocates under the slab lock and joins the item queue;
-/// SET #2, 22 ms later, allocates too, is dropped at the item lock (the queue is older than the
-/// budget), sends its failure reply and then frees its chunk under the slab lock (a plain lock:
-/// a cleanup is never dropped).
+/// holds the item lock until the test releases it; SET #1 allocates under the slab lock and
+/// joins the item queue; SET #2, 15 ms after SET #1 joined, allocates too, is dropped at the
+/// item lock (the queue is older than the budget), sends its failure reply and then frees its
+/// chunk under the slab lock (a plain lock: a cleanup is never dropped). The test enforces
+/// every step's order (a held lock, the runtime's live counters), so the host's scheduling
+/// cannot reorder them.
 const KV: &str = r#"
 duration_ms = 1000
 [server]
@@ -237,22 +312,29 @@ fn a_dropped_set_frees_its_chunk_under_the_slab_lock() {
     let _g = serial();
     let sc = load(KV, &[]);
     let kv = Arc::new(KvStore::new(&sc.scenario).expect("slab and item locks"));
-    let server = Server::start_with(&sc, opts(false), kv.clone() as Arc<dyn Handler>).expect("server starts");
+    // The GETs (type 0) hold the item lock (id 1: the slab lock is 0) until released.
+    let gated = Gated::new(kv.clone() as Arc<dyn Handler>, 1);
+    let server = Server::start_with(&sc, opts(false), gated.clone()).expect("server starts");
     let c = Client::connect(server.addr());
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     c.send(1, 0);
-    std::thread::sleep(Duration::from_millis(3));
+    wait_for("the GET takes the item lock", || gated.holding.load(Ordering::SeqCst));
     c.send(2, 1);
-    std::thread::sleep(Duration::from_millis(22));
+    wait_for("SET #1 waits for the item lock", || live(&server, "mutex_waits") >= 1);
+    std::thread::sleep(Duration::from_millis(15));
     c.send(3, 1);
-    let got: Vec<(u64, Status)> = (0..3).map(|_| c.recv()).collect();
+    assert_eq!(c.recv(), (3, Status::LockDropped), "SET #2 is dropped while the item lock is held");
+    wait_for("SET #2's cleanup", || n(&kv.counts.cleanups) >= 1);
+    gated.open.store(true, Ordering::SeqCst);
+    let mut rest = vec![c.recv(), c.recv()];
+    rest.sort_by_key(|r| r.0);
     let rep = server.stop();
-    eprintln!("{got:?} {:?} {:?}", rep.locks, kv.counts);
-    assert_eq!(got[0], (3, Status::LockDropped), "{got:?}");
+    eprintln!("{rest:?} {:?} {:?}", rep.locks, kv.counts);
+    assert_eq!(rest, vec![(1, Status::Ok), (2, Status::Ok)]);
     let (slab, item) = (lock(&rep, "slab"), lock(&rep, "item"));
     assert_eq!((item.drops, slab.drops), (1, 0));
     assert_eq!(slab.cleanups, 1, "the dropped SET re-took the slab lock");
     assert_eq!(rep.counter("lock_cleanups"), 1);
-    let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(n(&kv.counts.cleanups), 1);
     // Two chunks allocated: SET #1's is linked, SET #2's is back in the free list.
     assert_eq!((n(&kv.counts.allocated), n(&kv.counts.linked), n(&kv.counts.free)), (2, 1, 1));

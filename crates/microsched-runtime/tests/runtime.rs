@@ -50,6 +50,7 @@ fn opts() -> ServeOpts {
         allow_remote: false,
         duration: Some(Duration::from_secs(20)),
         once: true,
+        ..Default::default()
     }
 }
 
@@ -121,27 +122,36 @@ fn check_accounting(lg: &LoadgenResult, rep: &ServerReport) {
     );
 }
 
+/// Breakwater sized to survive host stalls: its client timeout (20 ms) and delay target (5 ms)
+/// well above the several-ms stalls of a busy or memory-starved host, so that a request is
+/// dropped only when the server really fell behind. With the shipped experiment's 50 µs client
+/// timeout and 500 µs target, a fresh clone under memory pressure saw 800 of 3358 requests
+/// dropped at 20 % load (schedule lag p99.9 520 µs, max 1.2 ms): the test measured the host's
+/// stalls, not the accounting it is about.
+const BW_STALL_PROOF: [&str; 3] = [
+    "policy.overload.kind=\"breakwater\"",
+    "policy.overload.target_us=5000",
+    "clients.timeout_us=20000",
+];
+
 #[test]
 fn below_capacity_every_request_completes() {
     let _g = serial();
-    let (lg, rep) = run(&scenario(&BW));
+    let (lg, rep) = run(&scenario(&BW_STALL_PROOF));
     check_accounting(&lg, &rep);
     let c = &lg.client;
     assert!(c.generated > 2500, "{c:?}");
-    // With Breakwater, when a session waits longer than the client timeout (50 µs) for a credit,
-    // or the machine stalls a worker for longer than the AQM threshold (1 ms), a request is
-    // dropped at the client or with a notice: still accounted for (never lost in flight), and
-    // rare.
+    // With Breakwater, a request is dropped at the client (no credit within the client timeout)
+    // or with a notice (AQM): still accounted for, never lost in flight.
     assert_eq!(c.in_flight_end + c.queued_end, 0, "at 20 % load nothing is left behind: {c:?}");
-    // A client timeout is 50 µs: a VM that stalls the load generator for tens of milliseconds
-    // (measured on this kind of machine: schedule lag up to 52 ms) times a few requests out at
-    // 20 % load. Rare everywhere; zero only on a quiet machine.
+    // Timed out = no response within runtime.request_timeout_ms (1 s): only a stall of a
+    // second does that.
     assert!(
         c.timed_out as f64 <= 0.01 * c.generated as f64,
         "at 20 % load at most 1 % time out at the client: {c:?}"
     );
-    // 94.5 % measured with another job on the other CPU, on a VM whose timers overshot a 200 µs
-    // sleep by 2.7–4 ms at p99.9 (2026-11-23); ≥ 99 % on a quiet one.
+    // The order of magnitude, not the quiet machine's ≥ 99 %: drops need a stall of more than
+    // 5–20 ms, which a busy host has now and then.
     assert!(
         c.completed as f64 >= 0.90 * c.generated as f64,
         "at 20 % load nearly every request completes: {c:?}"
@@ -569,6 +579,105 @@ fn bad_configuration_is_refused_with_a_clear_error() {
         let e = Scenario::load(BASE, Format::Toml, Path::new("."), &[ovr.to_string()]).unwrap_err();
         assert!(e.field.starts_with(field), "{ovr}: {e}");
     }
+}
+
+/// One socket takes every session slot and keeps re-sending its 20 Connects (every 200 ms, for
+/// the whole test): a real load generator, started once the hog's sessions are older than the
+/// eviction time (1 s; only host stalls could make them older still), connects its 4 sessions
+/// by evicting 4 of the hog's idle ones (and only 4: the hog, over its fair share of 10, cannot
+/// evict back), and runs.
+#[test]
+fn a_socket_resending_connects_cannot_keep_a_load_generator_out() {
+    let _g = serial();
+    let server_sc = scenario(&["clients.sessions=20", "runtime.session_idle_ms=60000"]);
+    let mut o = opts();
+    o.once = false;
+    // The hog's 100 Connects a second stay within its rate (the rate limit has a test of its own).
+    o.connect_rate = Some(1000.0);
+    let server = Server::start(&server_sc, o).expect("server starts");
+    let addr = server.addr();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let hog = {
+        let (stop, acked) = (stop.clone(), acked.clone());
+        std::thread::spawn(move || {
+            let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+            sock.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+            let mut got = [false; 20];
+            let mut buf = [0u8; 256];
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for cookie in 0..20u32 {
+                    sock.send_to(&encode(&Msg::Connect { cookie, demand: 0 }), addr).unwrap();
+                }
+                let until = std::time::Instant::now() + Duration::from_millis(200);
+                while std::time::Instant::now() < until {
+                    if let Ok((n, _)) = sock.recv_from(&mut buf) {
+                        if let Ok(Msg::ConnectAck { cookie, .. }) = decode(&buf[..n]) {
+                            got[cookie as usize] = true;
+                        }
+                    }
+                }
+                acked.store(got.iter().filter(|g| **g).count() as u64, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    let t = std::time::Instant::now();
+    while acked.load(std::sync::atomic::Ordering::SeqCst) < 20 {
+        assert!(t.elapsed() < Duration::from_secs(10), "the hog never got its 20 sessions");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.live()["connected_sessions"], 20, "the hog holds every slot");
+    std::thread::sleep(Duration::from_millis(1200));
+    let lg_sc = scenario(&["clients.sessions=4", "load.rps=1000", "duration_ms=300", "warmup_ms=0"]);
+    let lo = LoadgenOpts { addr, allow_remote: false, seed: None };
+    let lg = loadgen::run(&lg_sc, &lo, &|| false).expect("the load generator gets its sessions");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    hog.join().unwrap();
+    let rep = server.stop();
+    let c = &lg.client;
+    eprintln!("{c:?} {:?}", rep.counters);
+    assert!(c.conserved() && c.completed > 0, "{c:?}");
+    assert!(c.completed as f64 >= 0.5 * c.generated as f64, "{c:?}");
+    assert_eq!(rep.counter("evicted_sessions"), 4, "4 idle sessions of the hog made room: {:?}", rep.counters);
+    assert_eq!(rep.counter("connect_rate_limited"), 0);
+    assert_eq!(rep.limits.max_client_sessions, 20);
+}
+
+/// A request asking for more service than the server's cap is refused (`bad_request`, no
+/// answer); one within it is served. The cap is 100 ms on loopback by default, 10 ms with
+/// `allow_remote`, and a flag sets it within 1 µs..=100 ms.
+#[test]
+fn the_server_caps_the_service_time_a_request_may_ask_for() {
+    let _g = serial();
+    let sc = scenario(&[]);
+    let cap = |o: ServeOpts| o.service_cap_ns();
+    assert_eq!(cap(opts()), Ok(100_000_000));
+    assert_eq!(cap(ServeOpts { allow_remote: true, ..opts() }), Ok(10_000_000));
+    assert_eq!(cap(ServeOpts { max_service_ns: Some(500_000), allow_remote: true, ..opts() }), Ok(500_000));
+    for bad in [0, 999, 100_000_001] {
+        let e = cap(ServeOpts { max_service_ns: Some(bad), ..opts() }).unwrap_err().to_string();
+        assert!(e.starts_with("--max-service-us: ") && e.contains("1..=100000"), "{e}");
+    }
+    let mut o = opts();
+    o.once = false;
+    o.max_service_ns = Some(500_000);
+    let server = Server::start(&sc, o).expect("server starts");
+    assert_eq!(server.max_service_ns(), 500_000);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    sock.send_to(&encode(&Msg::Connect { cookie: 1, demand: 0 }), server.addr()).unwrap();
+    let mut buf = [0u8; 256];
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    let Ok(Msg::ConnectAck { token, .. }) = decode(&buf[..n]) else { panic!() };
+    for (req_id, service_ns) in [(1, 5_000_000u64), (2, 100_000)] {
+        let m = Msg::Request { token, req_id, demand: 0, service_ns, rtype: 0 };
+        sock.send_to(&encode(&m), server.addr()).unwrap();
+    }
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    assert!(matches!(decode(&buf[..n]), Ok(Msg::Response { req_id: 2, status: Status::Ok, .. })));
+    let rep = server.stop();
+    assert_eq!((rep.counter("bad_request"), rep.counter("completed")), (1, 1), "{:?}", rep.counters);
+    assert_eq!(rep.limits.max_service_us, 500.0);
 }
 
 #[test]

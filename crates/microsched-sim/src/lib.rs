@@ -47,8 +47,7 @@ pub use sim::CHECK_EVERY;
 
 /// Loads a scenario file (TOML) with overrides.
 pub fn load_file(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::new("scenario", format!("cannot read `{}`: {e}", path.display())))?;
+    let text = microsched_core::files::read_regular(path, "scenario", microsched_core::files::MAX_SCENARIO_BYTES)?;
     let base = path.parent().unwrap_or(Path::new("."));
     Scenario::load(&text, Format::Toml, base, overrides)
 }

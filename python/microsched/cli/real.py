@@ -21,12 +21,29 @@ allocator, requests admitted by its overload controller (credits, AQM), the synt
 spinning for each request's service time, and optionally runtime.be_threads best-effort
 threads at the lowest priority. Malformed or unauthorised datagrams are counted and dropped.
 
-It prints `listening on ADDR` once bound, then runs until --duration, until every client has
-disconnected (--once), or until Ctrl-C, and prints its report (JSON with --json).
+It prints `listening on ADDR` once bound (and, on stderr, whether authentication is on and the
+limits below), then runs until --duration, until every client has disconnected (--once), or
+until Ctrl-C, and prints its report (JSON with --json: counters, cores, limits and a summary of
+the time series; the series itself goes to --series FILE).
+
+authentication: with MICROSCHED_SECRET set in the environment, a Connect must prove the secret
+(HMAC) or gets no answer; unset, any client that reaches the address can connect. Set but empty
+is an error.
+
+limits: a request may ask for at most --max-service-us of service (else it is refused and
+counted bad_request). Session slots (clients.sessions) are shared between clients (a loopback
+client is its address and port; a remote one its /24, or /64 for IPv6): one client alone may
+take every slot (at most --max-client-sessions), but when every slot is taken, a client holding
+less than its fair share (slots / clients) evicts a session idle for 1 s (nothing at the server,
+no request; a resent Connect does not count) from the client holding the most; each client may
+send --connect-rate Connects per second (the rest get no answer). The time series keeps at most
+8192 rows: at that size its rows are merged pairwise and its interval doubles, so memory stays
+bounded however long the server runs.
 
 examples:
   microsched serve experiments/real/overload-2x.toml --addr 127.0.0.1:7878 --duration 30
-  microsched serve scen.toml --addr 127.0.0.1:0 --once --report server.json
+  microsched serve scen.toml --addr 127.0.0.1:0 --once --report server.json --series series.json
+  MICROSCHED_SECRET=... microsched serve scen.toml --addr 0.0.0.0:7878 --allow-remote --max-client-sessions 32
 """
 
 LOADGEN_DESCRIPTION = """\
@@ -69,8 +86,22 @@ def add_commands(sub: Any) -> None:
     sv.add_argument("--duration", type=duration, metavar="S", help="stop after S seconds (default: run until Ctrl-C)")
     sv.add_argument("--once", action="store_true", help="stop once every client that connected has disconnected")
     sv.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
-    sv.add_argument("--report", metavar="FILE", help="also write the report (JSON) to FILE")
-    sv.add_argument("--json", action="store_true", help="print the report as JSON at the end")
+    sv.add_argument("--report", metavar="FILE", help="also write the report (JSON, as --json prints it) to FILE")
+    sv.add_argument("--json", action="store_true",
+                    help="print the report as JSON at the end (the time series summarised in timeseries_info; "
+                         "--series writes its rows)")
+    sv.add_argument("--series", metavar="FILE",
+                    help="write the server's time series (JSON, one list per column; at most 8192 rows, "
+                         "coarser the longer the run) to FILE at the end")
+    sv.add_argument("--max-service-us", type=float, metavar="US",
+                    help="largest service time a request may ask for, in µs (1..=100000); a request asking for "
+                         "more is refused (bad_request). Default 100000 on loopback, 10000 with --allow-remote")
+    sv.add_argument("--max-client-sessions", type=int, metavar="N",
+                    help="most session slots one client may hold (a loopback client is its address and port, a "
+                         "remote one its /24 or /64 network); default: every slot (clients.sessions)")
+    sv.add_argument("--connect-rate", type=float, metavar="R",
+                    help="Connects per second one client may send, in bursts of 2 x clients.sessions + 64; the "
+                         "rest get no answer (default: max(100, clients.sessions))")
     sv.add_argument("--stats-every", type=float, metavar="S",
                     help="print the live counters as one JSON line on stderr every S seconds")
     sv.add_argument("--metrics-port", type=int, metavar="PORT",
@@ -136,16 +167,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
             sys.stderr.write(json.dumps(snap) + "\n")
             sys.stderr.flush()
 
+    def limits(lim: dict) -> None:
+        sys.stderr.write(serve_limits_text(lim) + "\n")
+        sys.stderr.flush()
+
     live = args.stats_every is not None or endpoint is not None
     try:
         rep = real.serve(args.scenario, addr=args.addr, duration_s=args.duration, overrides=args.overrides,
                          allow_remote=args.allow_remote, once=args.once, ready=ready,
-                         stats=stats if live else None, stats_every_s=args.stats_every or 1.0)
+                         stats=stats if live else None, stats_every_s=args.stats_every or 1.0,
+                         max_service_us=args.max_service_us, max_client_sessions=args.max_client_sessions,
+                         connect_rate=args.connect_rate, limits=limits)
     except ValueError as e:
-        raise CliError(with_file(e, args.scenario)) from None
+        # A flag or the environment is at fault, not the scenario file.
+        msg = str(e)
+        raise CliError(msg if msg.startswith(("--", "MICROSCHED_SECRET")) else with_file(e, args.scenario)) from None
     finally:
         if endpoint is not None:
             endpoint.close()
+    series = rep.pop("timeseries", None)
+    if args.series:
+        Path(args.series).write_text(json.dumps(series or {}) + "\n", encoding="utf-8")
     if args.report:
         Path(args.report).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
     if args.json:
@@ -158,6 +200,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          f"{rep.get('rejected_total', 0)} datagrams rejected; cores allocated "
                          f"{rep.get('cores', {}).get('allocated_mean', 0):.2f} of {rep.get('workers')}\n")
     return 0
+
+
+def serve_limits_text(lim: dict) -> str:
+    """What `serve` says at start: whether authentication is on, and its limits."""
+    auth = ("authentication on: Connects must prove MICROSCHED_SECRET" if lim.get("authentication") else
+            "authentication off (MICROSCHED_SECRET is unset): any client that reaches this address can connect")
+    return (f"microsched serve: {auth}; requests up to {lim.get('max_service_us', 0):,.0f} µs of service; "
+            f"{lim.get('sessions')} session slots, at most {lim.get('max_client_sessions')} per client, "
+            f"{lim.get('connect_rate_per_s', 0):,.0f} Connects/s per client")
 
 
 def cmd_loadgen(args: argparse.Namespace) -> int:

@@ -5,16 +5,34 @@ from __future__ import annotations
 from typing import Any
 
 
-def console():
+# The width a console gets when its stream is not a terminal (a pipe, a file, a test's capture):
+# wide enough that no line a command prints is split, whatever COLUMNS says or a path's length.
+UNWRAPPED_WIDTH = 10_000
+
+
+def _console(stderr: bool):
+    """A rich console that never wraps a message: ``soft_wrap`` leaves long lines whole (a
+    terminal folds them itself, a copied path stays one line), and when the stream is not a
+    terminal the width is :data:`UNWRAPPED_WIDTH` (rich would otherwise assume 80 columns, or
+    COLUMNS, and split tables and messages there). Tables keep their natural width."""
+    import sys
+
     from rich.console import Console
 
-    return Console(highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=None if tty else UNWRAPPED_WIDTH)
+
+
+def console():
+    return _console(stderr=False)
 
 
 def err_console():
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
+    return _console(stderr=True)
 
 
 def num(v: Any, fmt: str = ",.1f") -> str:

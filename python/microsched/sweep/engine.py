@@ -138,7 +138,9 @@ def run_task(task: Task) -> dict[str, Any]:
 def make_tasks(spec: SweepSpec, points: Sequence[Point], driver: str = "sim") -> list[Task]:
     """The tasks of a spec's points; two points with the same overrides and seed are an error."""
     base = Path(spec.base)
-    text = base.read_text(encoding="utf-8")
+    from .._files import read_text
+
+    text = read_text(base, "base")
     fmt = "json" if base.suffix.lower() == ".json" else "toml"
     tasks: list[Task] = []
     seen: dict[str, Point] = {}
@@ -557,7 +559,9 @@ def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, job
         if address:
             _check_reachable(address)
     out = Path(out)
-    base_text = Path(spec.base).read_text(encoding="utf-8")
+    from .._files import read_text
+
+    base_text = read_text(spec.base, "base")
     fingerprint = _sha256(base_text)
 
     meta_path = out / META_FILE

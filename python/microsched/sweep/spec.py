@@ -119,11 +119,17 @@ class SweepSpec:
     def load(cls, path: str | Path, quick: bool = False, seeds: int | None = None) -> "SweepSpec":
         """Reads a spec file; ``quick`` applies its ``[quick]`` table, ``seeds`` (K) replaces
         its seeds by 1..K."""
+        from .._files import read_text
+
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():
             raise FileNotFoundError(f"sweep spec not found: {p}")
         try:
-            raw = tomllib.loads(p.read_text(encoding="utf-8"))
+            text = read_text(p, "sweep spec")
+        except ValueError as e:
+            raise SpecError(str(e)) from None
+        try:
+            raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise SpecError(f"{p}: invalid TOML: {e}") from None
         return cls.from_dict(raw, p, quick=quick, seeds=seeds)

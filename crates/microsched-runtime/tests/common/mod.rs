@@ -29,7 +29,7 @@ pub fn load(text: &str, overrides: &[&str]) -> Loaded {
 
 /// Loopback, an ephemeral port, at most 30 s; `once`: stop when the load generator is done.
 pub fn opts(once: bool) -> ServeOpts {
-    ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(30)), once }
+    ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(30)), once, ..Default::default() }
 }
 
 /// Serves `loaded` on loopback until the real load generator (the scenario's own) is done.
