@@ -438,8 +438,6 @@ def test_help_lists_every_command_once():
 # 7. a real run's table
 
 
-@pytest.mark.xfail(strict=True, reason="needs the change to cli/render.py given in issue 24's report "
-                                        "(render.py is another helper's): remove this mark with it")
 def test_a_real_run_table_does_not_call_the_runtime_a_simulator(capsys):
     from microsched.cli.render import print_summary
 

@@ -141,5 +141,9 @@ def print_summary(s: dict) -> None:
                   f"max {num(wu.get('max'), '.3f')}")
 
     sim = s.get("sim", {}) or {}
-    con.print(f"simulator: {num(sim.get('events'), ',.0f')} events, {num(sim.get('wall_s'), '.3f')} s wall, "
-              f"{num(sim.get('requests_per_wall_s'), ',.0f')} sim. requests / wall s")
+    if "runtime" in s:  # the real runtime (`real`, `loadgen`): its `sim` counts the load generator's datagrams
+        con.print(f"load generator: {num(sim.get('events'), ',.0f')} datagrams sent and received in "
+                  f"{num(sim.get('wall_s'), '.3f')} s ({num(sim.get('requests_per_wall_s'), ',.0f')} requests generated / s)")
+    else:
+        con.print(f"simulator: {num(sim.get('events'), ',.0f')} events, {num(sim.get('wall_s'), '.3f')} s wall, "
+                  f"{num(sim.get('requests_per_wall_s'), ',.0f')} sim. requests / wall s")
