@@ -232,10 +232,10 @@ def _flood(addr: tuple[str, int], n: int = 1000) -> tuple[int, int]:
 @pytest.mark.parametrize("idle_ms", [500, 60000])
 def test_connect_flood_cannot_lock_the_server_out(idle_ms):
     """1000 Connects from one socket take every slot (the next ones, within the socket's
-    Connect rate, are answered `Full`; the rest get no answer); with the idle expiry the slots
-    come back and a real load generator connects; without it (a long expiry) the load generator
-    takes only its fair share (10 of 20) from the flood's idle sessions and says the server is
-    full instead of "no answer"."""
+    Connect rate, are answered `Full`; the rest get no answer). A real load generator connects
+    all the same: with a short idle expiry the slots come back; with a long one it takes them
+    from the flood, which never sent a request (its sessions only squat) once they are idle
+    for 1 s (it re-sends its Connects for 3 s)."""
     p, addr = _serve("--set", f"runtime.session_idle_ms={idle_ms}")
     try:
         acks, fulls = _flood(addr)
@@ -244,18 +244,18 @@ def test_connect_flood_cannot_lock_the_server_out(idle_ms):
         assert acks == 20 and 50 <= fulls <= 200, (acks, fulls)
         r = cli("loadgen", SCEN, "--addr", f"{addr[0]}:{addr[1]}", "--set", "clients.sessions=20",
                 "--set", "load={fraction=0.2}", *SHORT, "--json")
-        if idle_ms < 3000:
-            assert r.returncode == 0, r.stderr
-            assert json.loads(r.stdout)["requests"]["completed"] > 0
-        else:
-            one_line_error(r, "is full", "no free session slot for 10 of 20", "fair share", "session_idle_ms")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["requests"]["completed"] > 0
     finally:
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)
     rep = json.loads(out)
     c = rep["counters"]
     assert c["no_slot"] >= fulls and c["connect_rate_limited"] >= 700, c
-    assert "expired_sessions" in c and "evicted_sessions" in c
+    # Every one of the flood's 20 sessions made way: expired, or evicted for the load generator.
+    assert c["expired_sessions"] + c["evicted_sessions"] >= 20, c
+    if idle_ms > 3000:
+        assert c["evicted_sessions"] == 20 and c["expired_sessions"] == 0, c
 
 
 def test_real_refuses_more_workers_than_cpus():

@@ -49,13 +49,14 @@ impl ClientKey {
 ///
 /// * **Cap.** A client holds at most `max_per_client` sessions (a Connect past it is answered
 ///   `Full`).
-/// * **Fair share.** When every slot is taken, a Connect from a client holding less than its
-///   fair share (slots / clients holding or asking for slots, rounded up) evicts a session of
-///   the client holding the most, if that client holds more than its share: the session that
-///   has been idle longest among those with nothing at the server and no request or credit
-///   request for `evict_idle_ns`. A resent Connect is not activity: sessions that only ever
-///   re-send their Connect keep nothing alive. So one client alone may take every slot, but it
-///   cannot keep idle slots from a newcomer.
+/// * **Eviction.** A resent Connect is not activity. When every slot is taken, a new session
+///   may take the slot of a session idle for `evict_idle_ns` (nothing at the server, no
+///   request or credit request): one of a client that never sent a request at all (it squats:
+///   Connects only) whoever asks, else, for a client holding less than its fair share (slots /
+///   clients holding or asking for slots, rounded up), one of the client holding the most, if
+///   that client holds more than its share. So one client alone may take every slot; a client
+///   that only re-sends Connects keeps none from a newcomer, and one that uses its sessions
+///   keeps its fair share of them.
 /// * **Rate.** Each client may send `connect_rate` Connects per second, in bursts of up to
 ///   `connect_burst` (a token bucket); Connects past it are dropped unanswered and counted.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,6 +101,9 @@ struct ClientState {
     held: u32,
     tokens: f64,
     refilled_at: Nanos,
+    /// A request or credit request of one of its sessions ever arrived: it uses what it holds.
+    /// A client that only ever sent Connects squats its slots.
+    active: bool,
 }
 
 /// After a fruitless scan for an evictable session, the next scan waits this long.
@@ -300,7 +304,7 @@ impl Rpc {
 
     fn client_mut(&mut self, now: Nanos, key: ClientKey) -> &mut ClientState {
         let burst = self.fair.connect_burst;
-        self.clients.entry(key).or_insert(ClientState { held: 0, tokens: burst, refilled_at: now })
+        self.clients.entry(key).or_insert(ClientState { held: 0, tokens: burst, refilled_at: now, active: false })
     }
 
     /// Takes one Connect token of `key`'s bucket, if it has one.
@@ -329,34 +333,36 @@ impl Rpc {
         }
     }
 
-    /// Every slot is taken and `key` (holding `held`) asks for one: evicts an idle session of
-    /// the client holding the most, if `key` is under its fair share and that client over it.
+    /// Every slot is taken and `key` (holding `held`) asks for one. Evicts, among the sessions
+    /// idle for `evict_idle_ns` with nothing at the server: first the longest idle of a client
+    /// that never sent a request (it only squats: re-sent Connects), whoever asks; else, if
+    /// `key` is under its fair share, the longest idle of the client holding the most, if that
+    /// one is over it.
     fn evict_for(&mut self, now: Nanos, key: ClientKey, held: u32) -> bool {
+        if now < self.no_scan_until {
+            return false;
+        }
         let holders = self.clients.values().filter(|c| c.held > 0).count() as u32 + u32::from(held == 0);
         let share = (self.slots.len() as u32).div_ceil(holders.max(1));
-        if held >= share {
-            return false;
-        }
-        let Some((victim, most)) = self
-            .clients
-            .iter()
-            .filter(|(k, _)| **k != key)
-            .map(|(k, c)| (*k, c.held))
-            .max_by_key(|&(_, h)| h)
-        else {
-            return false;
-        };
-        if most <= share || now < self.no_scan_until {
-            return false;
-        }
+        let over_share = (held < share)
+            .then(|| {
+                self.clients
+                    .iter()
+                    .filter(|(k, c)| **k != key && c.held > share)
+                    .max_by_key(|(_, c)| c.held)
+                    .map(|(k, _)| *k)
+            })
+            .flatten();
         let idle = self.fair.evict_idle_ns;
+        let squatter = |c: &ClientKey| self.clients.get(c).is_some_and(|c| !c.active);
         let pick = self
             .slots
             .iter()
             .enumerate()
             .filter_map(|(sid, s)| s.as_ref().map(|s| (sid, s)))
-            .filter(|(_, s)| s.live && s.client == victim && s.outstanding == 0 && now.saturating_sub(s.last_seen) >= idle)
-            .min_by_key(|(_, s)| s.last_seen)
+            .filter(|(_, s)| s.live && s.client != key && s.outstanding == 0 && now.saturating_sub(s.last_seen) >= idle)
+            .filter(|(_, s)| squatter(&s.client) || Some(s.client) == over_share)
+            .min_by_key(|(_, s)| (!squatter(&s.client), s.last_seen))
             .map(|(sid, _)| sid as u32);
         match pick {
             Some(sid) => {
@@ -432,6 +438,9 @@ impl Rpc {
     fn touch(&mut self, sid: u32, now: Nanos) {
         if let Some(s) = self.slots.get_mut(sid as usize).and_then(|s| s.as_mut()) {
             s.last_seen = s.last_seen.max(now);
+            if let Some(c) = self.clients.get_mut(&s.client) {
+                c.active = true;
+            }
         }
     }
 
@@ -529,8 +538,31 @@ mod tests {
     }
 
     /// One socket takes every slot and keeps re-sending its Connects (the same tokens come
-    /// back, and nothing is refreshed); a second client then evicts its idle sessions, but only
-    /// up to its fair share, and never a session that is busy or recently used.
+    /// back, and nothing is refreshed): it squats, and a newcomer takes every slot it needs
+    /// from it; the squatter's evicted cookies come back as new sessions and find none.
+    #[test]
+    fn a_squatter_resending_connects_keeps_no_slot_from_a_newcomer() {
+        let mut rpc = Rpc::new(None, 20);
+        let (hog, lg) = (addr("127.0.0.1:4000"), addr("127.0.0.1:5000"));
+        let first: Vec<u64> = (0..20).map(|c| token(rpc.connect(0, hog, c, 0))).collect();
+        for k in 1..=4 {
+            for c in 0..20 {
+                assert_eq!(token(rpc.connect(k * S / 2, hog, c, 0)), first[c as usize]);
+            }
+        }
+        // Younger than the eviction time (1 s)? No: connected at 0, nothing since.
+        let got: Vec<u64> = (0..20).map(|c| token(rpc.connect(2 * S, lg, c, 0))).collect();
+        assert_eq!((rpc.held_by(hog), rpc.held_by(lg), rpc.evicted()), (0, 20, 20));
+        // The newcomer uses its sessions; the squatter's come-backs find no slot.
+        let Auth::Ok(sid) = rpc.auth(got[0], lg) else { panic!() };
+        assert_eq!(rpc.admit(2 * S, sid, 0, 0), Verdict::Admit);
+        for c in 0..20 {
+            assert_eq!(rpc.connect(2 * S + S / 2, hog, c, 0), Connected::Full);
+        }
+    }
+
+    /// A client that uses its sessions is not a squatter: a newcomer evicts its idle sessions
+    /// only up to its fair share, and never one that is busy or recently used.
     #[test]
     fn a_slot_hog_keeps_no_idle_slot_from_a_newcomer() {
         let mut rpc = Rpc::new(None, 20);
@@ -547,7 +579,7 @@ mod tests {
         let Auth::Ok(busy) = rpc.auth(first[0], hog) else { panic!() };
         rpc.slots[busy as usize].as_mut().unwrap().outstanding = 1;
         let Auth::Ok(used) = rpc.auth(first[1], hog) else { panic!() };
-        rpc.touch(used, 3 * S - S / 2);
+        assert_eq!(rpc.admit(3 * S - S / 2, used, 0, 0), Verdict::Admit);
         // The newcomer: fair share 10 of 20 slots.
         let mut got = 0;
         for c in 0..20 {
@@ -572,6 +604,8 @@ mod tests {
         for c in 0..3 {
             token(rpc.connect(0, a, c, 0));
         }
+        // a uses its sessions (one request, long ago): fair share applies to it.
+        rpc.touch(0, 0);
         assert_eq!(rpc.connect(0, a, 3, 0), Connected::OverCap);
         token(rpc.connect(0, b, 0, 0));
         // Full, and b holds 1 < its share 2 while a holds 3 > 2; but a's sessions are younger

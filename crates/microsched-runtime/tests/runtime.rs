@@ -584,8 +584,8 @@ fn bad_configuration_is_refused_with_a_clear_error() {
 /// One socket takes every session slot and keeps re-sending its 20 Connects (every 200 ms, for
 /// the whole test): a real load generator, started once the hog's sessions are older than the
 /// eviction time (1 s; only host stalls could make them older still), connects its 4 sessions
-/// by evicting 4 of the hog's idle ones (and only 4: the hog, over its fair share of 10, cannot
-/// evict back), and runs.
+/// by evicting 4 of the hog's idle ones (a client that never sent a request only squats), and
+/// runs; the hog's come-backs evict nothing (the load generator's sessions are in use).
 #[test]
 fn a_socket_resending_connects_cannot_keep_a_load_generator_out() {
     let _g = serial();

@@ -33,11 +33,12 @@ is an error.
 limits: a request may ask for at most --max-service-us of service (else it is refused and
 counted bad_request). Session slots (clients.sessions) are shared between clients (a loopback
 client is its address and port; a remote one its /24, or /64 for IPv6): one client alone may
-take every slot (at most --max-client-sessions), but when every slot is taken, a client holding
-less than its fair share (slots / clients) evicts a session idle for 1 s (nothing at the server,
-no request; a resent Connect does not count) from the client holding the most; each client may
-send --connect-rate Connects per second (the rest get no answer). The time series keeps at most
-8192 rows: at that size its rows are merged pairwise and its interval doubles, so memory stays
+take every slot (at most --max-client-sessions); when every slot is taken, a new session takes
+the slot of one idle for 1 s (nothing at the server, no request; a resent Connect does not
+count): from a client that never sent a request (it only squats), or, for a client holding less
+than its fair share (slots / clients), from the client holding the most. Each client may send
+--connect-rate Connects per second (the rest get no answer). The time series keeps at most 8192
+rows: at that size its rows are merged pairwise and its interval doubles, so memory stays
 bounded however long the server runs.
 
 examples:
