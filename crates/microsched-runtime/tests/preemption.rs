@@ -2,20 +2,26 @@
 //! flags the worker whose request exceeded its quantum, the synthetic spin polls the flag and
 //! suspends, and the queueing policy places the preempted request (Synergy: its wait queue).
 //!
-//! The single-worker tests assert orders, not durations (a 20 ms request against a short one
-//! sent 2 ms after it: far longer than any scheduling noise). The load test compares two runs
-//! made back to back on the same arrivals and asserts a loose, machine-independent margin.
+//! The single-worker tests assert orders, not durations, and enforce the order of every step
+//! they rely on: the long request runs until the test releases it, and the test waits for the
+//! server's live counters (the short request arrived, completed) instead of sleeping and hoping
+//! (a 20 ms request against a short one sent 2 ms after it failed on a host that stalled the
+//! test for longer). The load test compares two runs made back to back on the same arrivals and
+//! asserts a loose, machine-independent margin.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use microsched_core::scenario::Loaded;
+use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::loadgen::{self, LoadgenOpts};
 use microsched_runtime::{merge, Server, ServerReport};
 
 mod common;
 
-use common::{opts, serial, Client};
+use common::{live, opts, serial, wait_until, Client};
 
 fn load(text: &str, base: &Path, overrides: &[&str]) -> Loaded {
     common::load_in(text, base, overrides)
@@ -41,14 +47,48 @@ name = "short"
 service = { dist = "constant", value_us = 2 }
 "#;
 
-/// A 20 ms request, then 2 ms later a 2 µs one, on one worker: (completion order, report).
-fn long_then_short(overrides: &[&str]) -> ([u64; 2], ServerReport) {
+/// The long request (type 0, declared 20 ms) computes in 50 µs steps, preemptible wherever
+/// the policy makes it so, until the test releases it; the short one computes its service time.
+#[derive(Default)]
+struct LongUntilReleased {
+    started: AtomicBool,
+    release: AtomicBool,
+}
+
+impl Handler for LongUntilReleased {
+    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
+        if req.rtype == 0 {
+            self.started.store(true, Ordering::SeqCst);
+            while !self.release.load(Ordering::SeqCst) {
+                cx.compute(50_000);
+            }
+        } else {
+            cx.compute(req.service_ns);
+        }
+        Outcome::Ok
+    }
+}
+
+/// The long request, then, once it has run alone for 2 ms, a 2 µs one, on one worker:
+/// (completion order, report). With `preempts`, the long one is released once the short one has
+/// completed (which it can only do by preempting it) and run 20 ms more; without, 20 ms after
+/// the short one reached the server (nothing can complete meanwhile: the only worker runs the
+/// long one).
+fn long_then_short(overrides: &[&str], preempts: bool) -> ([u64; 2], ServerReport) {
     let sc = load(ONE_WORKER, Path::new("."), overrides);
-    let server = Server::start(&sc, opts(false)).expect("server starts");
+    let long = Arc::new(LongUntilReleased::default());
+    let server = Server::start_with(&sc, opts(false), long.clone()).expect("server starts");
     let c = connect(server.addr());
     c.send(1, 0, 20_000_000);
+    wait_until("the long request runs", || long.started.load(Ordering::SeqCst));
     std::thread::sleep(Duration::from_millis(2));
     c.send(2, 1, 2_000);
+    wait_until("the short request reaches the server", || live(&server, "requests") >= 2);
+    if preempts {
+        wait_until("the short request completes while the long one runs", || live(&server, "completed") >= 1);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    long.release.store(true, Ordering::SeqCst);
     let order = [c.ok().0, c.ok().0];
     (order, server.stop())
 }
@@ -56,7 +96,7 @@ fn long_then_short(overrides: &[&str]) -> ([u64; 2], ServerReport) {
 #[test]
 fn synergy_preempts_a_long_request_for_a_later_short_one() {
     let _g = serial();
-    let (order, rep) = long_then_short(&["policy.sched={kind=\"synergy\"}"]);
+    let (order, rep) = long_then_short(&["policy.sched={kind=\"synergy\"}"], true);
     assert_eq!(order, [2, 1], "the short request completes while the long one waits in the wait queue");
     assert!(rep.counter("preemptions") >= 1, "{:?}", rep.counters);
     // Conditional preemption: the long request ran ~2 ms alone; the expiries meanwhile were avoided.
@@ -69,7 +109,7 @@ fn synergy_preempts_a_long_request_for_a_later_short_one() {
 #[test]
 fn without_preemption_the_long_request_completes_first() {
     let _g = serial();
-    let (order, rep) = long_then_short(&["policy.sched={kind=\"synergy\",preemption=false}"]);
+    let (order, rep) = long_then_short(&["policy.sched={kind=\"synergy\",preemption=false}"], false);
     assert_eq!(order, [1, 2]);
     assert_eq!(rep.counter("preemptions"), 0);
     assert_eq!(rep.counter("coroutines"), 0);
@@ -80,10 +120,10 @@ fn without_preemption_the_long_request_completes_first() {
 #[test]
 fn a_fixed_quantum_preempts_under_d_fcfs_too() {
     let _g = serial();
-    let (order, rep) = long_then_short(&["server.preemption.quantum_us=50"]);
+    let (order, rep) = long_then_short(&["server.preemption.quantum_us=50"], true);
     assert_eq!(order, [2, 1]);
-    // Alone on its worker it is preempted at every expiry and resumed at once: ~20 ms / 50 µs
-    // preemptions, fewer because the timer wakes late.
+    // Alone on its worker it is preempted at every expiry and resumed at once: over 22 ms /
+    // 50 µs preemptions, fewer because the timer wakes late.
     assert!(rep.counter("preemptions") >= 20, "{:?}", rep.counters);
     assert_eq!(rep.counter("avoided_preemptions"), 0);
     assert_eq!(rep.counter("completed"), 2);

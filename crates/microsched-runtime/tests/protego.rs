@@ -371,9 +371,11 @@ fn run(loaded: &Loaded) -> serde_json::Value {
 /// a lower bound of a joiner's wait, as in the simulator). The simulator on the same files
 /// collapses at either target (no OS noise): Breakwater 2.5 k with p99 128 ms, Protego 14.4 k
 /// with p99 1.96 ms — the same direction. Bounds are wide (README "Protego on the real runtime"):
-/// Protego's p99 within 5 × the SLO and at most a fifth of Breakwater's (measured 1.2–1.4 × and
-/// 25–40 ×): a CI runner's host stalls of ~25 ms land in both runs' latencies, and a bound
-/// relative to Breakwater's survives them where 2 × the SLO alone might not.
+/// Protego's p99 within 10 × the SLO and at most a third of Breakwater's (measured 1.2–1.4 × and
+/// 25–40 × on a quiet machine; 1.6–1.9 × and 13–22 × with `scripts/test --busy`'s CPU hog on one
+/// of the two CPUs; twice in eight hog runs with other jobs on the machine too, Protego's p99
+/// passed 5 × the SLO or a fifth of Breakwater's): a host's stalls of several ms land in both
+/// runs' latencies, and the order of magnitude between them is the claim.
 #[test]
 fn protego_bounds_p99_while_breakwater_goodput_collapses() {
     let _g = serial();
@@ -392,8 +394,8 @@ fn protego_bounds_p99_while_breakwater_goodput_collapses() {
         assert_eq!(v["runtime"]["accounting"]["client_conserved"], true);
     }
     assert!(p["lock_control"]["drops"].as_u64().unwrap() > 0, "ASQM dropped at lock B");
-    assert!(pp99 <= 5.0 * f(&p, "slo_us"), "protego p99 {pp99} µs > 5 × SLO");
-    assert!(pp99 * 5.0 <= bp99, "protego p99 {pp99} µs is not a fifth of breakwater's {bp99} µs");
+    assert!(pp99 <= 10.0 * f(&p, "slo_us"), "protego p99 {pp99} µs > 10 × SLO");
+    assert!(pp99 * 3.0 <= bp99, "protego p99 {pp99} µs is not a third of breakwater's {bp99} µs");
     assert!(bp99 > 5.0 * f(&b, "slo_us"), "breakwater p99 {bp99} µs: the lock queue grows");
     assert!(pg >= 2.0 * bg, "protego goodput {pg:.0} < 2 × breakwater's {bg:.0}");
 }

@@ -89,3 +89,18 @@ impl Client {
         (r.req_id, r.qdelay_ns)
     }
 }
+
+/// Waits (at most 10 s) until `cond` holds: how a test makes sure the server got somewhere
+/// before it goes on, instead of sleeping and hoping.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(10), "{what}: not within 10 s");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// A live counter of a running server ([`Server::live`]).
+pub fn live(server: &microsched_runtime::Server, name: &str) -> u64 {
+    server.live()[name].as_u64().unwrap_or(0)
+}
