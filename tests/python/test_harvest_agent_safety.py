@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from test_harvest_agent import allowed as thread_cpus, state, wait_for
 
 LINUX_2CPU = pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
                                 reason="the agent needs Linux and 2 CPUs")
@@ -29,26 +30,8 @@ SLEEPER = "import time; time.sleep(60)"
 
 
 def allowed(pid: int) -> set[str]:
-    out = set()
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        for line in open(f"/proc/{pid}/task/{tid}/status"):
-            if line.startswith("Cpus_allowed_list:"):
-                out.add(line.split(":", 1)[1].strip())
-    return out
-
-
-def state(pid: int) -> str:
-    s = open(f"/proc/{pid}/stat").read()
-    return s[s.rfind(")") + 2]
-
-
-def wait_for(cond, timeout: float = 15.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
+    """The distinct CPU lists of ``pid``'s threads."""
+    return set(thread_cpus(pid).values())
 
 
 def events(log: Path, kind: str) -> list[dict]:
