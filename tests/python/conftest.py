@@ -91,6 +91,27 @@ class CliResult:
     err: str
 
 
+#: The environment of a `microsched` child process: this one's, without a shared secret (a test
+#: that wants authentication sets its own).
+ENV_NO_SECRET = {k: v for k, v in os.environ.items() if k != "MICROSCHED_SECRET"}
+
+
+def microsched_cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m microsched ARGS...` in a child process from the repository root, captured."""
+    return subprocess.run([sys.executable, "-m", "microsched", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env=env or ENV_NO_SECRET)
+
+
+def one_line_error(r: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit status 2 and exactly one stderr line, `microsched: error: ...`, containing each fragment."""
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("microsched: error: "), r.stderr
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+    return lines[0]
+
+
 def run_cli(*args: str | os.PathLike, cwd: Path | None = None, subprocess_: bool = False,
             timeout: float = 300) -> CliResult:
     """Runs `microsched ARGS...` and captures its exit status, stdout and stderr.

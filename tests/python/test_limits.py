@@ -17,26 +17,12 @@ from pathlib import Path
 import pytest
 
 import microsched
+from conftest import ENV_NO_SECRET as ENV, microsched_cli as cli, one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 SCEN = str(REPO / "experiments" / "real" / "overload-2x.toml")
 SCEN_NONE = str(REPO / "experiments" / "real" / "overload-2x-none.toml")  # no credits needed
 SHORT = ["--set", "duration_ms=500", "--set", "warmup_ms=100", "--set", "runtime.drain_ms=300"]
-ENV = {k: v for k, v in os.environ.items() if k != "MICROSCHED_SECRET"}
-
-
-def cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "microsched", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=env or ENV)
-
-
-def one_line_error(r: subprocess.CompletedProcess, *fragments: str) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("microsched: error: "), r.stderr
-    for f in fragments:
-        assert f in lines[0], (f, lines[0])
-    return lines[0]
 
 
 def scenario_with_csv(tmp_path: Path, csv: str) -> Path:
@@ -98,6 +84,21 @@ def test_a_scenario_that_is_a_device_a_fifo_or_too_large_is_refused(tmp_path):
     spec = tmp_path / "spec.toml"
     os.mkfifo(spec)
     one_line_error(cli("sweep", str(spec), timeout=30), "sweep spec", "a FIFO")
+
+
+def test_the_harvest_agents_files_are_bounded_too(tmp_path):
+    """The agent's controller table and the pod list it is given are user files like a scenario."""
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)
+    agent = ["harvest", "--primary", str(os.getpid()), "--primary-cores", "0", "--secondary-cores", "1",
+             "--duration", "1"]
+    one_line_error(cli(*agent, "--controller", "/dev/zero", timeout=30), "--controller", "a character device",
+                   "16 MiB")
+    one_line_error(cli(*agent, "--controller", str(big), timeout=30), "--controller", "1 GiB",
+                   "larger than the limit of 16 MiB")
+    one_line_error(cli("harvest-pods", "--pods", "/dev/zero", "--once", timeout=30), "--pods", "a character device")
+    one_line_error(cli("harvest-pods", "--pods", str(big), "--once", timeout=30), "--pods", "1 GiB")
 
 
 # ---------------------------------------------------------------------------------------------

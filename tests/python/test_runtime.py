@@ -13,24 +13,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import REPO, microsched_cli as cli, one_line_error
+
 SCEN = str(REPO / "experiments" / "real" / "overload-2x.toml")
 SCEN_NONE = str(REPO / "experiments" / "real" / "overload-2x-none.toml")
 SHORT = ["--set", "duration_ms=500", "--set", "warmup_ms=100", "--set", "runtime.drain_ms=300"]
-
-
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "microsched", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
-
-
-def one_line_error(r: subprocess.CompletedProcess, *fragments: str) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("microsched: error: "), r.stderr
-    for f in fragments:
-        assert f in lines[0], (f, lines[0])
-    return lines[0]
 
 
 def test_real_json_has_the_summary_keys_of_run_and_accounts_for_every_request():

@@ -110,14 +110,28 @@ def _controller(text: str | None) -> Any:
         except json.JSONDecodeError as e:
             raise CliError(f"--controller: not valid JSON: {e}") from None
     path = Path(text)
-    if not path.is_file():
+    if not path.exists():
         raise CliError(f"--controller: {text}: no such file (give inline JSON or a .json/.toml file)")
-    if path.suffix == ".toml":
-        import tomllib
+    body = _bounded("--controller", path)
+    try:
+        if path.suffix == ".toml":
+            import tomllib
 
-        data = tomllib.loads(path.read_text())
-        return data.get("controller", data)
-    return json.loads(path.read_text())
+            data = tomllib.loads(body)
+            return data.get("controller", data)
+        return json.loads(body)
+    except ValueError as e:  # JSONDecodeError and TOMLDecodeError both are
+        raise CliError(f"--controller: {text}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: {e}") from None
+
+
+def _bounded(flag: str, path: Path) -> str:
+    """A user-named file read as the scenario loader reads one: a regular file of bounded size."""
+    from .._files import read_text
+
+    try:
+        return read_text(path, field=flag)
+    except (OSError, ValueError) as e:
+        raise CliError(str(e)) from None
 
 
 def options(args: argparse.Namespace) -> dict:
@@ -233,7 +247,10 @@ def cmd_pods(args: argparse.Namespace) -> int:
     node = args.node or __import__("os").environ.get("NODE_NAME")
     if args.pods:
         def list_pods(_node: str) -> list[dict]:
-            return json.loads(Path(args.pods).read_text()).get("items", [])
+            try:
+                return json.loads(_bounded("--pods", Path(args.pods))).get("items", [])
+            except json.JSONDecodeError as e:
+                raise CliError(f"--pods: {args.pods}: not valid JSON: {e}") from None
     else:
         if not node:
             raise CliError("--node: give this node's name (or set NODE_NAME, as the DaemonSet does)")
