@@ -21,7 +21,9 @@ EXPECTED = json.loads((GOLDEN_DIR / "expected.json").read_text())["results"]
 # Summary fields added since the golden file was recorded (extensions of the schema, which
 # existing tooling ignores): a new field is accepted only if it is named here. `cause`: the
 # measured cause a reproduction now adds to more failing claims (claims.json).
-ADDED_FIELDS = ("core_time.overhead_ns", "sched.", "applications", "nodes", "lock_control", "histograms", "credits.start_drops", "cause")
+ADDED_FIELDS = ("core_time.overhead_ns", "sched.", "applications", "nodes", "lock_control", "histograms", "credits.start_drops", "cause",
+                "parking", "credits.pool_max", "credits.pool_floor", "credits.pool_ceiling", "harvest.harvest_window_low",
+                "harvest.harvest_window_high", "harvest.observations")
 
 
 def _added(path: str) -> bool:

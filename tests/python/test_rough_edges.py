@@ -467,3 +467,19 @@ def test_a_scenario_warning_is_said_once_per_sweep_not_once_per_point(recwarn):
     assert len(df) == 3 and "__warnings__" not in df.columns
     msgs = [str(w.message) for w in recwarn.list if "alpha_mode" in str(w.message)]
     assert len(msgs) == 1, msgs
+
+
+def test_the_experiments_ship_with_the_package_and_reproduce_finds_them_anywhere(tmp_path):
+    """A wheel (`pip install .`, not editable) has no checkout around it: the experiment specs
+    live in the package (`microsched/experiments`, which the repository's `experiments` links to),
+    and `reproduce` finds them from any directory."""
+    pkg = Path(microsched.__file__).parent / "experiments"
+    assert (REPO / "experiments").resolve() == pkg.resolve()
+    assert (pkg / "coresync" / "sweep.toml").is_file()
+    r = subprocess.run([sys.executable, "-c", "import microsched.reproduce; "
+                        "from microsched.reproduce.framework import experiments_dir, REGISTRY, spec_path; "
+                        "print(experiments_dir()); print(sum(spec_path(x).is_file() for x in REGISTRY.values()))"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    where, n = r.stdout.split()
+    assert Path(where).resolve() == pkg.resolve() and int(n) >= 7, r.stdout

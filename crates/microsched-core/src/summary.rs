@@ -71,6 +71,15 @@ pub struct TypeSummary {
 pub struct Credits {
     /// Mean credit pool C_total.
     pub pool_mean: f64,
+    /// Largest sampled pool in the window.
+    #[serde(default)]
+    pub pool_max: f64,
+    /// The controller's pool bounds (Breakwater: `[floor, N · max_pool_per_session]`); absent
+    /// for a controller without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_floor: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_ceiling: Option<i64>,
     /// Mean credits issued C_issued (held by clients, in flight, or used at the server).
     pub issued_mean: f64,
     /// Mean number of sessions on the drained list.
@@ -124,6 +133,71 @@ pub struct Sched {
     pub dispatcher_requests: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dispatcher_work_ns: u64,
+}
+
+/// Core parking over the measured window (dynamic allocators only): park attempts (a core idle
+/// for the allocator's poll period asks it whether it may park), how many of them parked, and
+/// how many parked cores were woken. `gate`: CoreSync's account of every attempt.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Parking {
+    pub attempts: u64,
+    pub parks: u64,
+    pub wakeups: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<ParkGate>,
+}
+
+/// CoreSync's Algorithm 1, counted: why each park attempt kept polling or parked. Every attempt
+/// is exactly one of `vetoed_drained`, `waited_for_parker`, `waited_for_revocation`, `cuts`,
+/// `parked_at_once`, `parked_after_cut`, `parked_without_credits`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ParkGate {
+    /// Kept polling: some session held no credit (step 1, the overload veto).
+    pub vetoed_drained: u64,
+    /// Kept polling: another core was mid-park (step 4, one parker at a time).
+    pub waited_for_parker: u64,
+    /// Kept polling after its cut: issued credits still above R · N_cores + N_sess (step 3).
+    pub waited_for_revocation: u64,
+    /// Violated attempts that cut C_sub from the pool and kept polling (step 5).
+    pub cuts: u64,
+    /// Credits those cuts withheld from the pool, in total.
+    pub credits_cut: u64,
+    /// Parked at once: the proportionality bound held (step 5).
+    pub parked_at_once: u64,
+    /// Parked once the issued credits came down after a cut (step 3).
+    pub parked_after_cut: u64,
+    /// Parked as Caladan does: no credit controller to gate on.
+    pub parked_without_credits: u64,
+}
+
+impl ParkGate {
+    /// The counts between two snapshots (`self` the later).
+    pub fn since(&self, start: &ParkGate) -> ParkGate {
+        ParkGate {
+            vetoed_drained: self.vetoed_drained - start.vetoed_drained,
+            waited_for_parker: self.waited_for_parker - start.waited_for_parker,
+            waited_for_revocation: self.waited_for_revocation - start.waited_for_revocation,
+            cuts: self.cuts - start.cuts,
+            credits_cut: self.credits_cut - start.credits_cut,
+            parked_at_once: self.parked_at_once - start.parked_at_once,
+            parked_after_cut: self.parked_after_cut - start.parked_after_cut,
+            parked_without_credits: self.parked_without_credits - start.parked_without_credits,
+        }
+    }
+
+    /// The sum of two nodes' counts.
+    pub fn plus(&self, o: &ParkGate) -> ParkGate {
+        ParkGate {
+            vetoed_drained: self.vetoed_drained + o.vetoed_drained,
+            waited_for_parker: self.waited_for_parker + o.waited_for_parker,
+            waited_for_revocation: self.waited_for_revocation + o.waited_for_revocation,
+            cuts: self.cuts + o.cuts,
+            credits_cut: self.credits_cut + o.credits_cut,
+            parked_at_once: self.parked_at_once + o.parked_at_once,
+            parked_after_cut: self.parked_after_cut + o.parked_after_cut,
+            parked_without_credits: self.parked_without_credits + o.parked_without_credits,
+        }
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -205,6 +279,8 @@ pub struct NodeSummary {
     pub harvest: Option<Harvest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq: Option<Irq>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parking: Option<Parking>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -264,6 +340,9 @@ pub struct Summary {
     /// Lock-level drops and per-lock statistics, with `server.lock_control` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_control: Option<LockDrops>,
+    /// Core parking, summed over the nodes (dynamic allocators only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parking: Option<Parking>,
     /// The measured window's histograms (the first application's), for percentiles pooled
     /// across runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -313,6 +392,15 @@ pub struct Harvest {
     /// Request-time the Primary spent waiting while an eviction was under way and no held core
     /// was idle, ms (sampled at the controller's poll period).
     pub eviction_wait_ms: f64,
+    /// ACBF (paper variant): the Current Harvest Window at the end of the run (the lowest and
+    /// highest all-busy fraction per window of its last observation phase), absent before the
+    /// first observation phase ends; and the observation phases started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harvest_window_low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harvest_window_high: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observations: Option<u32>,
 }
 
 impl Harvest {

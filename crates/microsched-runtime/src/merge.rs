@@ -150,6 +150,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         credits: s.credits.clone(),
         harvest: None,
         irq: None,
+        parking: s.parking,
     }];
     // Per-lock statistics are the server's, over its whole run (see above).
     if let Some(l) = s.lock_control.as_mut() {

@@ -6,7 +6,7 @@ use microsched_core::alloc::{self, CoreAllocator, ParkMode};
 use microsched_core::overload::{self, CreditController, SessionId};
 use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::sched;
-use microsched_core::summary::{CoreTime, Cores, Credits, Harvest, Irq, NodeSummary, Sched, Spread};
+use microsched_core::summary::{CoreTime, Cores, Credits, Harvest, Irq, NodeSummary, Parking, Sched, Spread};
 use microsched_core::time::{us, NS_PER_US};
 use microsched_core::Nanos;
 
@@ -36,6 +36,7 @@ pub struct Credit {
     pub aqm_drops: u64,
     pub credit_messages: u64,
     pub parks_while_drained: u64,
+    pub pool_max: f64,
     pub samples: u64,
     pub pool_sum: f64,
     pub issued_sum: f64,
@@ -57,6 +58,10 @@ pub struct Node {
     pub wake: Option<(microsched_core::wake::WakeSampler, microsched_core::rng::Stream)>,
     /// `server.irq`, for the summary.
     irq_cfg: Option<microsched_core::sched::irq::Config>,
+    /// Park attempts, parks and wake-ups of parked cores, from the start; and their values (with
+    /// the allocator's park gate) at the start of the measured window.
+    pub parking: Parking,
+    pub window_start_parking: Parking,
 }
 
 impl Node {
@@ -102,6 +107,7 @@ impl Node {
                 aqm_drops: 0,
                 credit_messages: 0,
                 parks_while_drained: 0,
+                pool_max: f64::NAN,
                 samples: 0,
                 pool_sum: 0.0,
                 issued_sum: 0.0,
@@ -118,6 +124,8 @@ impl Node {
             last_sample_times: [0; 5],
             wake: None,
             irq_cfg: sc.server.irq.clone(),
+            parking: Parking::default(),
+            window_start_parking: Parking::default(),
         }
     }
 
@@ -193,13 +201,36 @@ impl Node {
                     aqm_drops: c.aqm_drops,
                     credit_messages: c.credit_messages,
                     parks_while_drained: c.parks_while_drained,
+                    pool_max: c.pool_max,
+                    pool_floor: c.ctl.pool_bounds().map(|b| b.0),
+                    pool_ceiling: c.ctl.pool_bounds().map(|b| b.1),
                     start_drops: self.server.start_drop.map(|sd| sd.drops),
                     ..Credits::default()
                 }
             }),
             harvest: self.harvest(),
             irq: self.irq(end, &times),
+            parking: self.parking_in_window(),
         }
+    }
+
+    /// The parking counts at this moment, the allocator's gate included.
+    pub fn parking_now(&self) -> Parking {
+        Parking { gate: self.allocator.park_gate(), ..self.parking }
+    }
+
+    /// Parking over the measured window; `None` for an allocator that never parks.
+    fn parking_in_window(&self) -> Option<Parking> {
+        if self.allocator.park_rule().mode == ParkMode::Never {
+            return None;
+        }
+        let (now, start) = (self.parking_now(), self.window_start_parking);
+        Some(Parking {
+            attempts: now.attempts - start.attempts,
+            parks: now.parks - start.parks,
+            wakeups: now.wakeups - start.wakeups,
+            gate: now.gate.map(|g| g.since(&start.gate.unwrap_or_default())),
+        })
     }
 
     /// The harvesting controller's counters (whole run).
@@ -212,6 +243,9 @@ impl Node {
             demand_evictions: r.demand_evictions,
             evict_us: self.allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
             eviction_wait_ms: r.eviction_wait_ns / 1e6,
+            harvest_window_low: r.harvest_window.map(|w| w.0),
+            harvest_window_high: r.harvest_window.map(|w| w.1),
+            observations: r.observations,
         })
     }
 

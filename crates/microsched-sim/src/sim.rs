@@ -10,7 +10,7 @@ use microsched_core::rng::{stream, Stream};
 use microsched_core::overload::seda::Seda;
 use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
-use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Requests, Sched, SimStats, Summary};
+use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Parking, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -291,6 +291,7 @@ impl Sim {
                 self.after_idle(node, core, idle);
             }
             Event::WakeDone { node, core } => {
+                self.nodes[node as usize].parking.wakeups += 1;
                 self.park_aborted(node, core);
                 let idle = self.nodes[node as usize].server.wake_done(core, now, &mut self.slab, &mut self.evq);
                 self.cores_changed(node);
@@ -311,6 +312,7 @@ impl Sim {
                 for n in &mut self.nodes {
                     n.window_start_times = n.server.core_times(now);
                     n.window_start_sched = n.server.counters;
+                    n.window_start_parking = n.parking_now();
                     n.window_start_core_busy = n.core_busy(now);
                     if let Some(l) = &mut n.server.locks {
                         l.stats.start_window(now);
@@ -814,8 +816,10 @@ impl Sim {
             return;
         }
         let credits = n.credit.as_mut().map(|c| &mut *c.ctl as &mut dyn CreditLink);
+        n.parking.attempts += 1;
         match n.allocator.on_park_attempt(self.now, core, active, credits) {
             ParkVerdict::Park => {
+                n.parking.parks += 1;
                 if let Some(c) = &mut n.credit {
                     if measuring && c.ctl.drained() > 0 {
                         c.parks_while_drained += 1;
@@ -928,6 +932,7 @@ impl Sim {
                 if measuring {
                     c.samples += 1;
                     c.pool_sum += st.pool as f64;
+                    c.pool_max = c.pool_max.max(st.pool as f64);
                     c.issued_sum += st.issued as f64;
                     c.drained_sum += st.drained as f64;
                 }
@@ -1005,6 +1010,9 @@ impl Sim {
                 a.aqm_drops += b.aqm_drops;
                 a.credit_messages += b.credit_messages;
                 a.parks_while_drained += b.parks_while_drained;
+                a.pool_max += b.pool_max;
+                a.pool_floor = a.pool_floor.zip(b.pool_floor).map(|(x, y)| x + y);
+                a.pool_ceiling = a.pool_ceiling.zip(b.pool_ceiling).map(|(x, y)| x + y);
                 if let Some(d) = b.start_drops {
                     a.start_drops = Some(a.start_drops.unwrap_or(0) + d);
                 }
@@ -1037,6 +1045,15 @@ impl Sim {
                 Some(t)
             }
         });
+        let parking = nodes.iter().filter_map(|n| n.parking).reduce(|a, b| Parking {
+            attempts: a.attempts + b.attempts,
+            parks: a.parks + b.parks,
+            wakeups: a.wakeups + b.wakeups,
+            gate: match (a.gate, b.gate) {
+                (Some(x), Some(y)) => Some(x.plus(&y)),
+                (x, y) => x.or(y),
+            },
+        });
         let first = &self.apps[0];
         let generated: u64 = self.apps.iter().map(|a| a.generated).sum();
         let summary = Summary {
@@ -1065,6 +1082,7 @@ impl Sim {
             nodes,
             harvest,
             irq,
+            parking,
             lock_control: self.failure_reply.as_ref().map(|f| {
                 let stats: Vec<&LockStats> = self.nodes.iter().filter_map(|n| n.server.locks.as_ref().map(|l| &l.stats)).collect();
                 let n = f.delay.len();

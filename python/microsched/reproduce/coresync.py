@@ -64,6 +64,9 @@ ISSUED = "credits.issued_mean"
 POOL = "credits.pool_mean"
 TARGET = "policy.overload.target_us"
 TIMEOUTS = "credits.client_timeouts"
+# CoreSync's Algorithm 1, counted by the allocator over the measured window.
+PARK_ATTEMPTS, PARKS, WAKEUPS = "parking.attempts", "parking.parks", "parking.wakeups"
+VETOED, CUTS = "parking.gate.vetoed_drained", "parking.gate.cuts"
 AQM_DROPS = "credits.aqm_drops"
 START_DROPS = "credits.start_drops"
 
@@ -243,7 +246,10 @@ def cs_state(d: Data, exp: str, load: float, variant: str | None = None, r: floa
             "drained": _f(d.mean(cs, load, DRAINED)), "qd99": _f(d.mean(cs, load, QD99)),
             "client_timeouts": _f(d.mean(cs, load, TIMEOUTS), 1),
             "server_drops": _f(d.mean(cs, load, AQM_DROPS) + d.mean(cs, load, START_DROPS), 1),
-            "target": _f(d.mean(cs, load, TARGET))}
+            "target": _f(d.mean(cs, load, TARGET)),
+            "park_attempts": _f(d.mean(cs, load, PARK_ATTEMPTS), 0), "parks": _f(d.mean(cs, load, PARKS), 0),
+            "wakeups": _f(d.mean(cs, load, WAKEUPS), 0), "vetoed_drained": _f(d.mean(cs, load, VETOED), 0),
+            "cuts": _f(d.mean(cs, load, CUTS), 0)}
 
 
 def other_state(d: Data, exp: str, policy: str, load: float, prefix: str = "other") -> dict[str, Any]:
@@ -268,12 +274,23 @@ FROZEN = (" CoreSync's allocation stays where it was at start-up (mean cores wak
           "window).")
 
 
+GATE_COUNTS = ("; of its {park_attempts} park attempts in the window (mean over seeds), {vetoed_drained} were "
+               "vetoed by a drained session, {cuts} cut credits from the pool and {parks} parked ({wakeups} parked "
+               "cores woken)")
+
+
+def _counted(ev: dict) -> str:
+    """Algorithm 1's own counts, where the run has them."""
+    a = ev.get("park_attempts")
+    return GATE_COUNTS if a is not None and math.isfinite(a) else ""
+
+
 def _gate_text(ev: dict) -> str:
     g, qd, target = ev.get("gate"), ev.get("qd99"), ev.get("target")
     if g is None or not math.isfinite(g) or g <= 1:
-        return GATE_OPEN
+        return GATE_OPEN + _counted(ev)
     grows = qd is not None and target is not None and math.isfinite(qd) and qd < target
-    return GATE_CLOSED + (POOL_GROWS if grows else "")
+    return GATE_CLOSED + (POOL_GROWS if grows else "") + _counted(ev)
 
 
 def _frozen(ev: dict) -> str:
@@ -319,6 +336,8 @@ def overload_cause(data: Any, m: Measured) -> Cause:
                 "requests that waited too long for a credit, its server dropped {server_drops}. ")
     else:
         text = "at {at}: CoreSync's mean drained sessions are {drained}: its overload veto keeps its cores. "
+    if _counted(ev):
+        text = text.rstrip(". ") + _counted(ev) + ". "
     text += ("CoreSync keeps {cs_cores} LC cores ({cs_busy} busy) for {cs_thr} req/s, {other} {other_cores} "
              "({other_busy} busy) for {other_thr} req/s")
     if ev.get("other") != NAMES[CAL]:

@@ -153,12 +153,14 @@ def get(name: str) -> Reproduction:
 
 
 def experiments_dir() -> Path:
-    """``experiments/`` of the repository: under the current directory, else the source tree."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        p = base / "experiments"
+    """``experiments/``: under the current directory (a checkout, or a user's own copy), else the
+    one installed with the package (``microsched/experiments``; the repository's ``experiments``
+    is a link to it), so that ``reproduce`` works from any directory and from a wheel."""
+    for p in (Path.cwd() / "experiments", Path(__file__).resolve().parents[1] / "experiments"):
         if p.is_dir():
             return p
-    raise FileNotFoundError("experiments/ not found (run from the repository root)")
+    raise FileNotFoundError("experiments/ not found: neither under the current directory nor installed with "
+                            "the package")
 
 
 def spec_path(repro: Reproduction) -> Path:

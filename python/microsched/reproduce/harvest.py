@@ -232,7 +232,10 @@ def _harvest_evidence(s: Seeds, v: str, alone: str) -> dict[str, Any]:
             "lends": d["lends"], "acbf_alone": s.mean(alone, None, ABF), "busy": s.mean(alone, None, BUSY),
             "threshold": s.mean(v, None, "policy.allocator.threshold"), "cores": CORES, "window_ms": window,
             "windows": s.mean(v, None, "duration_s") * 1e3 / window if window > 0 else math.nan,
-            "observe": s.mean(v, None, "policy.allocator.observe_windows")}
+            "observe": s.mean(v, None, "policy.allocator.observe_windows"),
+            "chw_low": s.mean(v, None, "harvest.harvest_window_low"),
+            "chw_high": s.mean(v, None, "harvest.harvest_window_high"),
+            "observations": s.mean(v, None, "harvest.observations")}
 
 
 def _harvest_cause(ctl: str, what: str) -> Callable[[Any, Measured], Cause]:
@@ -249,15 +252,19 @@ def _harvest_cause(ctl: str, what: str) -> Callable[[Any, Measured], Cause]:
             return Cause(head + f"all cores are busy {{acbf_lending}} of the run with lending, {side} the artifact's "
                                 "threshold {threshold} per window (the Primary alone: {acbf_alone})", e)
         rise, ci = e.get("abf_rise"), e.get("abf_rise_ci95")
+        chw = ""
+        if math.isfinite(_nan_key(e.get("chw_low"))):
+            chw = ("; the run ends with a harvest window of {chw_low} to {chw_high} per window (mean over seeds) "
+                   "after {observations} observation phases")
         if _nan_key(rise) - (ci if ci is not None and math.isfinite(ci) else 0.0) > 0:
             return Cause(head + "with lending all cores are busy {acbf_lending} of the run, more than the "
                                 "{acbf_alone} seen alone (paired rise {abf_rise} ± {abf_rise_ci95}), which the "
-                                "observation phase takes as the harvest window: windows above it grow the buffer back", e)
+                                "observation phase takes as the harvest window: windows above it grow the buffer back" + chw, e)
         return Cause(head + "with lending all cores are busy {acbf_lending} of the run, not measurably more than "
                             "alone ({acbf_alone}; paired rise {abf_rise} ± {abf_rise_ci95}); the buffer starts at its "
                             "largest and moves by one core per window at most, down only after a confirming run of "
                             "windows inside the harvest window, and the run holds {windows} windows of {window_ms} "
-                            "ms, the first {observe} observing", e)
+                            "ms, the first {observe} observing" + chw, e)
 
     return cause
 

@@ -920,8 +920,8 @@ CLAIMS: list[ClaimSpec] = [
 
 
 def run_point_with_locks(point: Any) -> dict[str, Any]:
-    """A sweep row (as the sweep runner's) plus the per-lock counters of ``lock_control.locks``
-    (``lock_control.locks.NAME.FIELD``) and the measured window's resends (``requests.retried``)."""
+    """A sweep row (as the sweep runner's, per-lock counters ``lock_control.locks.NAME.FIELD``
+    included) plus the measured window's resends (``requests.retried``)."""
     from ..api import run
     from .runner import flatten
 
@@ -929,8 +929,6 @@ def run_point_with_locks(point: Any) -> dict[str, Any]:
     s = res.summary
     row = flatten(s)
     row.pop("seed", None)
-    for lk in (s.get("lock_control") or {}).get("locks", []) or []:
-        row.update(flatten({k: v for k, v in lk.items() if k != "name"}, f"lock_control.locks.{lk['name']}."))
     apps = s.get("applications") or []
     row["requests.retried"] = float(sum(a.get("retries", 0) for a in apps))
     return {"point": point.index, **point.params, **row}

@@ -57,6 +57,7 @@
 use super::caladan::WakingSkip;
 use super::{AllocAction, AllocView, CaladanAllocator, CoreAllocator, CoreId, ParkRule, ParkVerdict};
 use crate::overload::CreditLink;
+use crate::summary::ParkGate;
 use crate::time::Nanos;
 
 /// How R is set.
@@ -90,6 +91,7 @@ pub struct CoreSyncAllocator {
     /// C_sub withheld from the pool, per core: by the parker, and by parked cores that went
     /// through a violated attempt. Returned by `on_park_abort`.
     withheld: Vec<i64>,
+    gate: ParkGate,
 }
 
 impl CoreSyncAllocator {
@@ -104,6 +106,7 @@ impl CoreSyncAllocator {
             keep_cut: false,
             parker: None,
             withheld: vec![0; max_cores as usize],
+            gate: ParkGate::default(),
         }
     }
 
@@ -163,6 +166,7 @@ impl CoreAllocator for CoreSyncAllocator {
             if started {
                 self.parker = None;
             }
+            self.gate.parked_without_credits += 1;
             return ParkVerdict::Park;
         };
         if !started && *self.slot(core) != 0 {
@@ -183,6 +187,7 @@ impl CoreAllocator for CoreSyncAllocator {
                     self.parker = None;
                 }
             }
+            self.gate.vetoed_drained += 1;
             return ParkVerdict::KeepPolling;
         }
 
@@ -196,14 +201,17 @@ impl CoreAllocator for CoreSyncAllocator {
         // still withheld (it comes back on wake-up).
         if started {
             if violated {
+                self.gate.waited_for_revocation += 1;
                 return ParkVerdict::KeepPolling;
             }
             self.parker = None;
+            self.gate.parked_after_cut += 1;
             return ParkVerdict::Park;
         }
 
         // (4) One parker at a time.
         if self.parker.is_some() {
+            self.gate.waited_for_parker += 1;
             return ParkVerdict::KeepPolling;
         }
 
@@ -213,8 +221,11 @@ impl CoreAllocator for CoreSyncAllocator {
             link.set_pool(pool - c_sub);
             *self.slot(core) = c_sub;
             self.parker = Some(core);
+            self.gate.cuts += 1;
+            self.gate.credits_cut += c_sub.max(0) as u64;
             ParkVerdict::KeepPolling
         } else {
+            self.gate.parked_at_once += 1;
             ParkVerdict::Park
         }
     }
@@ -234,6 +245,10 @@ impl CoreAllocator for CoreSyncAllocator {
     /// The allocation side's: max queueing delay at the last tick, in nanoseconds.
     fn signal(&self) -> Option<f64> {
         self.base.signal()
+    }
+
+    fn park_gate(&self) -> Option<ParkGate> {
+        Some(self.gate)
     }
 
     fn name(&self) -> &'static str {
@@ -412,6 +427,32 @@ mod tests {
             l.drained = 0;
             assert_eq!(attempt(&mut a, 2, 4, &mut l), P);
         }
+    }
+
+    #[test]
+    fn the_park_gate_counts_every_attempt_once_by_its_reason() {
+        let mut a = cs(50.0, false);
+        // A drained session: vetoed twice.
+        let mut l = Link { drained: 1, ..link(1_000, 500) };
+        attempt(&mut a, 0, 4, &mut l);
+        attempt(&mut a, 1, 4, &mut l);
+        // Violated: core 0 cuts C_sub = (500 − 100) / 4 = 100, core 1 waits for it, core 0
+        // waits for the revocation, then parks once issued came down; core 2 parks at once.
+        l.drained = 0;
+        assert_eq!(attempt(&mut a, 0, 4, &mut l), K);
+        assert_eq!(attempt(&mut a, 1, 4, &mut l), K);
+        assert_eq!(attempt(&mut a, 0, 4, &mut l), K);
+        l.issued = 150;
+        assert_eq!(attempt(&mut a, 0, 4, &mut l), P);
+        assert_eq!(attempt(&mut a, 2, 3, &mut l), P);
+        // No credit controller: Caladan's park.
+        assert_eq!(a.on_park_attempt(0, 3, 2, None), P);
+        let g = a.park_gate().unwrap();
+        assert_eq!(
+            (g.vetoed_drained, g.cuts, g.credits_cut, g.waited_for_parker, g.waited_for_revocation),
+            (2, 1, 100, 1, 1)
+        );
+        assert_eq!((g.parked_after_cut, g.parked_at_once, g.parked_without_credits), (1, 1, 1));
     }
 
     #[test]

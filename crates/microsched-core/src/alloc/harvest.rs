@@ -96,6 +96,12 @@ pub struct HarvestReport {
     /// Request-time spent waiting while no held core was idle and an eviction was under way
     /// (Σ waiting requests × time, sampled at the poll period), ns: the Primary's eviction wait.
     pub eviction_wait_ns: f64,
+    /// ACBF (paper variant): the Current Harvest Window at the end of the run, the lowest and
+    /// highest per-window all-busy fraction of its last observation phase; `None` before the
+    /// first phase ends, and for other controllers.
+    pub harvest_window: Option<(f64, f64)>,
+    /// ACBF (paper variant): observation phases started, the first included.
+    pub observations: Option<u32>,
 }
 
 /// The held cores as the monitor reads them at a tick.
@@ -221,6 +227,8 @@ impl Harvester {
             evictions: self.evictions,
             demand_evictions: self.demand_evictions,
             eviction_wait_ns: self.eviction_wait_ns,
+            harvest_window: None,
+            observations: None,
         }
     }
 }

@@ -189,7 +189,12 @@ impl CoreAllocator for AcbfAllocator {
         self.acbf
     }
     fn harvest_report(&self) -> Option<HarvestReport> {
-        Some(self.h.report())
+        let paper = matches!(self.cfg.variant, Variant::Paper);
+        let harvest_window = match self.phase {
+            Phase::Harvest { low, high, .. } if paper => Some((low, high)),
+            _ => None,
+        };
+        Some(HarvestReport { harvest_window, observations: paper.then_some(self.observations), ..self.h.report() })
     }
     fn name(&self) -> &'static str {
         "harvest_acbf"
@@ -307,8 +312,12 @@ mod tests {
     #[test]
     fn paper_observes_then_waxes_and_wanes_around_the_chw() {
         let mut a = paper();
+        assert_eq!(a.harvest_report().unwrap().harvest_window, None, "no CHW while observing");
         // Observation: nothing lent (buffer = all 8 cores); CHW = [0.01, 0.03].
         assert_eq!(feed(&mut a, &[0.01, 0.03, 0.02]), [8, 8, 7]);
+        let (lo, hi) = a.harvest_report().unwrap().harvest_window.unwrap();
+        assert!((lo - 0.01).abs() < 1e-9 && (hi - 0.03).abs() < 1e-9, "the summary reports the CHW: {lo} {hi}");
+        assert_eq!(a.harvest_report().unwrap().observations, Some(1));
         // Inside the CHW: shrink only after 2 windows in a row; below it: shrink at once.
         assert_eq!(feed(&mut a, &[0.02, 0.02, 0.005, 0.0, 0.0, 0.0, 0.0]), [7, 6, 5, 4, 3, 2, 2]);
         // Waxing (above the CHW): grow by one per window, a window inside resets the count.

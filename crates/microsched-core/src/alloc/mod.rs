@@ -269,6 +269,12 @@ pub trait CoreAllocator: Send {
         None
     }
 
+    /// Why park attempts parked or kept polling, counted from the start (CoreSync's Algorithm 1);
+    /// `None` for policies that do not gate parking.
+    fn park_gate(&self) -> Option<crate::summary::ParkGate> {
+        None
+    }
+
     /// The harvesting controllers' counters, for the summary; `None` for other policies.
     fn harvest_report(&self) -> Option<harvest::HarvestReport> {
         None

@@ -569,6 +569,10 @@ impl CreditController for Breakwater {
         CreditStats { pool: self.pool, issued: self.issued, drained: self.num_drained, aqm_drops: self.aqm_drops }
     }
 
+    fn pool_bounds(&self) -> Option<(i64, i64)> {
+        Some((self.min_pool, self.max_pool))
+    }
+
     fn name(&self) -> &'static str {
         "breakwater"
     }

@@ -120,6 +120,12 @@ pub trait CreditController: CreditLink + Send {
 
     fn stats(&self) -> CreditStats;
 
+    /// The pool's floor and ceiling, for controllers that bound it (Breakwater's `[min_pool,
+    /// N · max_pool_per_session]`).
+    fn pool_bounds(&self) -> Option<(i64, i64)> {
+        None
+    }
+
     fn name(&self) -> &'static str;
 }
 

@@ -364,6 +364,10 @@ impl CreditController for Protego {
         self.bw.stats()
     }
 
+    fn pool_bounds(&self) -> Option<(i64, i64)> {
+        self.bw.pool_bounds()
+    }
+
     fn name(&self) -> &'static str {
         match self.variant {
             Variant::Paper => "protego",
