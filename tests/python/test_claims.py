@@ -180,3 +180,6 @@ def test_summary_counts_per_paper_and_lists_what_is_not_reproduced():
     assert s["counts"][REPRODUCED] == 2
     md = summary_markdown(s)
     assert "| **all** |" in md and "Protego" in md
+    q = make_summary(runs, quick=True, wall_s=4.0, jobs=2)
+    with_quick = summary_markdown(s, quick=q)
+    assert "| full (s) | quick (s) |" in with_quick and "| 15 | 4 |" in with_quick

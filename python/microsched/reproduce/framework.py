@@ -17,6 +17,7 @@ loses a finished sweep.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -380,18 +381,27 @@ def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dic
             "microsched_version": _version(), "ok": bool(runs) and not any("error" in r for r in runs)}
 
 
-def summary_markdown(summary: dict) -> str:
-    """The README's reproduction table: per paper, its reproductions, figures, time and counts."""
-    lines = ["| paper | reproduction (`microsched reproduce NAME`) | figures | time (s) | reproduced | direction "
+def summary_markdown(summary: dict, quick: dict | None = None) -> str:
+    """The README's reproduction table: per paper, its reproductions, figures, time and counts;
+    with ``quick`` (a ``reproduce --all --quick`` summary) also the quick profiles' times."""
+    quick_s = {p["title"]: p["wall_s"] for p in quick["papers"]} if quick else {}
+    time_head, time_align = ("full (s) | quick (s)", "---:|---:") if quick else ("time (s)", "---:")
+    lines = [f"| paper | reproduction (`microsched reproduce NAME`) | figures | {time_head} | reproduced | direction "
              "| not reproduced | out of regime | model checks |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             f"|---|---|---|{time_align}|---:|---:|---:|---:|---:|"]
+
+    def times(full: float, q: float | None) -> str:
+        return f"{full:.0f} | {q:.0f}" if quick else f"{full:.0f}"
+
     for p in summary["papers"]:
         n = p["counts"]
         figs = "; ".join(p["figures"][r] for r in p["reproductions"])
-        lines.append(f"| {p['title']} | {', '.join(p['reproductions'])} | {figs} | {p['wall_s']:.0f} | "
+        lines.append(f"| {p['title']} | {', '.join(p['reproductions'])} | {figs} | "
+                     f"{times(p['wall_s'], quick_s.get(p['title'], math.nan))} | "
                      f"{n['reproduced']} | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
                      f"{n['model_check']} |")
     n = summary["counts"]
-    lines.append(f"| **all** | | | {summary['wall_s']:.0f} | **{n['reproduced']}** | {n['direction']} | "
-                 f"{n['not_reproduced']} | {n['out_of_regime']} | {n['model_check']} |")
+    lines.append(f"| **all** | | | {times(summary['wall_s'], quick['wall_s'] if quick else None)} | "
+                 f"**{n['reproduced']}** | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
+                 f"{n['model_check']} |")
     return "\n".join(lines) + "\n"
