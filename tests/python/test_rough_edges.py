@@ -483,3 +483,23 @@ def test_the_experiments_ship_with_the_package_and_reproduce_finds_them_anywhere
     assert r.returncode == 0, r.stderr
     where, n = r.stdout.split()
     assert Path(where).resolve() == pkg.resolve() and int(n) >= 7, r.stdout
+
+
+def test_the_claims_table_in_a_pipe_is_log_width_not_stretched():
+    """In a pipe the console is unbounded so that messages never wrap; the claims table must not
+    stretch its claim column to that width (it used to pad each line to hundreds of columns)."""
+    import io
+
+    from rich.console import Console
+
+    from microsched.cli.render import UNWRAPPED_WIDTH
+    from microsched.reproduce.claims import PIPE_TABLE_WIDTH, print_claims
+
+    claim = {"id": "c", "claim": "a claim " * 60, "paper": 1.0, "kind": "ratio", "verdict": "not_reproduced",
+             "measured": 2.0, "ci95": 0.1, "tolerance": "×/÷ 1.25",
+             "cause": {"text": "a cause " * 80, "evidence": {}}}
+    buf = io.StringIO()
+    print_claims([claim], console=Console(file=buf, width=UNWRAPPED_WIDTH, soft_wrap=True))
+    lines = buf.getvalue().splitlines()
+    assert max(map(len, lines)) <= PIPE_TABLE_WIDTH
+    assert any("a cause" in line for line in lines[3:]) and len(lines) > 6  # wrapped inside its cell

@@ -582,15 +582,22 @@ def paper_text(c: Mapping[str, Any]) -> str:
     return f"{p} ({ref})" if ref else p
 
 
+#: The claims table's width when the output is not a terminal.
+PIPE_TABLE_WIDTH = 200
+
+
 def print_claims(claims: Sequence[dict], title: str = "claims", console=None) -> None:
     """The claims as a table: claim, paper (ref), measured ± CI, tolerance, verdict; then the
     counts by verdict and each cause."""
     from rich.table import Table
 
-    from ..cli.render import console as make_console
+    from ..cli.render import UNWRAPPED_WIDTH, console as make_console
 
     con = console or make_console()
-    t = Table(title=title, title_justify="left", show_lines=True)
+    # In a pipe the console is unbounded (messages stay whole); the claim column would stretch to
+    # fill it, so the table gets a log-friendly width of its own and wraps inside its cells.
+    t = Table(title=title, title_justify="left", show_lines=True,
+              width=PIPE_TABLE_WIDTH if con.width >= UNWRAPPED_WIDTH else None)
     t.add_column("claim", ratio=1, min_width=30)
     t.add_column("paper", justify="right")
     t.add_column("measured", justify="right")
