@@ -186,3 +186,22 @@ def test_a_search_row_is_the_bisections_last_bracket():
     top = search_row("high/x", "high/x", 50.0, {"seed": 1, "load": 1.0, "fail_load": None, "meets_at_lo": True,
                                                  "probes": probes[:1]}, tol=0.02)
     assert top["censored"] and top["load"] == 1.0 and top["step"] == 0.02
+
+
+@pytest.mark.parametrize("kind,dispatcher", [("shinjuku", True), ("concord", False), ("tiny_quanta", True)])
+def test_a_preemptive_policy_without_its_quantum_or_dispatcher_is_said_so(kind, dispatcher):
+    """`--set policy.sched.kind=shinjuku` on the Extreme scenario used to run with 0 preemptions
+    and no word: the quantum and the dispatcher live elsewhere (server.preemption, server.dispatcher)."""
+    from conftest import run_cli
+
+    scen = str(REPO / "experiments" / "synergy" / "extreme.toml")
+    # Concord without its dispatcher core is an error already (validate refuses it).
+    given = [] if dispatcher else ["--set", "server.dispatcher.cost_ns=150", "--set", "server.max_cores=15"]
+    r = run_cli("validate", scen, "--set", f"policy.sched.kind={kind}", *given)
+    assert r.code == 0, r.err
+    assert f'policy.sched.kind = "{kind}" preempts at a time quantum, but server.preemption.quantum_us is not set' in r.err
+    assert ("server.dispatcher is not set" in r.err) == dispatcher
+    # With both given, no such warning.
+    r = run_cli("validate", scen, "--set", f"policy.sched.kind={kind}", "--set", "server.preemption.quantum_us=5",
+                "--set", "server.dispatcher.cost_ns=200", "--set", "server.max_cores=15")
+    assert r.code == 0 and "preempts at a time quantum" not in r.err and "server.dispatcher is not set" not in r.err, r.err

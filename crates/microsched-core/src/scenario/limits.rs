@@ -210,6 +210,7 @@ impl Loaded {
         if let Some(w) = crate::overload::breakwater::absolute_alpha_warning(&sc.policy.overload, sessions, sc.server.max_cores) {
             warnings.push(w);
         }
+        warnings.extend(crate::sched::warnings(sc));
         let interval = sample_interval_ns(sc);
         let samples = (end as u64).div_ceil(interval);
         if interval > us(sc.metrics.sample_interval_us).max(1) {

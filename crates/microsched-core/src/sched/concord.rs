@@ -76,6 +76,12 @@ impl Default for Config {
 }
 
 impl Config {
+    /// What a scenario choosing Concord (SOSP'23) leaves out of what makes it preemptive: a quantum (the one
+    /// Synergy's evaluation runs it at); its dispatcher core is required by `validate`.
+    pub fn missing(sc: &Scenario) -> Vec<String> {
+        super::missing_preemption(sc, "concord", 5.0, false)
+    }
+
     pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
         if self.jbsq == 0 || self.jbsq > 64 {
             return Err(ScenarioError::new(format!("{field}.jbsq"), format!("{} is not allowed: use 1..=64 mailbox slots (the artifact: 2)", self.jbsq)));

@@ -239,6 +239,37 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// Warnings about a scheduling policy chosen without what its paper runs it with (a preemptive
+/// policy with no quantum, a dispatcher-based one with no dispatcher core): the run is valid but
+/// is not the policy the name suggests. Each policy file says what it needs.
+pub fn warnings(sc: &Scenario) -> Vec<String> {
+    match &sc.policy.sched {
+        SchedCfg::Shinjuku(_) => shinjuku::Config::missing(sc),
+        SchedCfg::Concord(_) => concord::Config::missing(sc),
+        SchedCfg::TinyQuanta(_) => tiny_quanta::Config::missing(sc),
+        SchedCfg::Queue | SchedCfg::Synergy(_) | SchedCfg::Darc(_) => Vec::new(),
+    }
+}
+
+/// The warnings of a policy `kind` that preempts at `server.preemption.quantum_us` (its paper's
+/// quantum in Synergy's evaluation, `evaluated_quantum_us`) and, when `dispatcher` is true, schedules from a dispatcher core.
+pub(crate) fn missing_preemption(sc: &Scenario, kind: &str, evaluated_quantum_us: f64, dispatcher: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if sc.server.preemption.quantum_us.is_none() {
+        out.push(format!(
+            "policy.sched.kind = \"{kind}\" preempts at a time quantum, but server.preemption.quantum_us is not set: no request \
+             will be preempted (Synergy's evaluation runs it at server.preemption.quantum_us = {evaluated_quantum_us})"
+        ));
+    }
+    if dispatcher && sc.server.dispatcher.is_none() {
+        out.push(format!(
+            "policy.sched.kind = \"{kind}\" schedules from a dispatcher core, but server.dispatcher is not set: every core is a \
+             worker and no dispatcher work is paid (set server.dispatcher.cost_ns, the dispatcher's time per request)"
+        ));
+    }
+    out
+}
+
 /// Whether the probe-cost search models this server's queueing: d-FCFS with work stealing
 /// (per-core queues, `server.steal`, the `queue` policy) and no dispatcher.
 pub fn probe_search_applies(sc: &Scenario) -> bool {

@@ -30,6 +30,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// What a scenario choosing Shinjuku (NSDI'19) leaves out of what makes it preemptive: a quantum (the one
+    /// Synergy's evaluation runs it at), from a dispatcher core.
+    pub fn missing(sc: &Scenario) -> Vec<String> {
+        super::missing_preemption(sc, "shinjuku", 5.0, true)
+    }
+
     pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
         let n = sc.workload.types.len();
         if !self.slo_us.is_empty() && self.slo_us.len() != n {

@@ -69,6 +69,12 @@ impl Default for Config {
 }
 
 impl Config {
+    /// What a scenario choosing Tiny Quanta (ASPLOS'24) leaves out of what makes it preemptive: a quantum (the one
+    /// Synergy's evaluation runs it at), from a dispatcher core.
+    pub fn missing(sc: &Scenario) -> Vec<String> {
+        super::missing_preemption(sc, "tiny_quanta", 2.0, true)
+    }
+
     pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
         if self.ring_poll_quanta == 0 {
             return Err(ScenarioError::new(format!("{field}.ring_poll_quanta"), "0 is not allowed: use 1 (look at the ring after every run) or more (the artifact: 4)"));
