@@ -171,32 +171,44 @@ pub struct ParkGate {
 }
 
 impl ParkGate {
-    /// The counts between two snapshots (`self` the later).
-    pub fn since(&self, start: &ParkGate) -> ParkGate {
+    /// Each count of `self` and `o` combined by `f`.
+    fn zip(&self, o: &ParkGate, f: impl Fn(u64, u64) -> u64) -> ParkGate {
         ParkGate {
-            vetoed_drained: self.vetoed_drained - start.vetoed_drained,
-            waited_for_parker: self.waited_for_parker - start.waited_for_parker,
-            waited_for_revocation: self.waited_for_revocation - start.waited_for_revocation,
-            cuts: self.cuts - start.cuts,
-            credits_cut: self.credits_cut - start.credits_cut,
-            parked_at_once: self.parked_at_once - start.parked_at_once,
-            parked_after_cut: self.parked_after_cut - start.parked_after_cut,
-            parked_without_credits: self.parked_without_credits - start.parked_without_credits,
+            vetoed_drained: f(self.vetoed_drained, o.vetoed_drained),
+            waited_for_parker: f(self.waited_for_parker, o.waited_for_parker),
+            waited_for_revocation: f(self.waited_for_revocation, o.waited_for_revocation),
+            cuts: f(self.cuts, o.cuts),
+            credits_cut: f(self.credits_cut, o.credits_cut),
+            parked_at_once: f(self.parked_at_once, o.parked_at_once),
+            parked_after_cut: f(self.parked_after_cut, o.parked_after_cut),
+            parked_without_credits: f(self.parked_without_credits, o.parked_without_credits),
+        }
+    }
+}
+
+impl Parking {
+    /// Each count of `self` and `o` combined by `f`; a gate on one side only is kept as is
+    /// against zeros.
+    fn zip(&self, o: &Parking, f: impl Fn(u64, u64) -> u64 + Copy) -> Parking {
+        Parking {
+            attempts: f(self.attempts, o.attempts),
+            parks: f(self.parks, o.parks),
+            wakeups: f(self.wakeups, o.wakeups),
+            gate: match (self.gate, o.gate) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or_default().zip(&b.unwrap_or_default(), f)),
+            },
         }
     }
 
+    /// The counts between two snapshots (`self` the later).
+    pub fn since(&self, start: &Parking) -> Parking {
+        self.zip(start, |a, b| a - b)
+    }
+
     /// The sum of two nodes' counts.
-    pub fn plus(&self, o: &ParkGate) -> ParkGate {
-        ParkGate {
-            vetoed_drained: self.vetoed_drained + o.vetoed_drained,
-            waited_for_parker: self.waited_for_parker + o.waited_for_parker,
-            waited_for_revocation: self.waited_for_revocation + o.waited_for_revocation,
-            cuts: self.cuts + o.cuts,
-            credits_cut: self.credits_cut + o.credits_cut,
-            parked_at_once: self.parked_at_once + o.parked_at_once,
-            parked_after_cut: self.parked_after_cut + o.parked_after_cut,
-            parked_without_credits: self.parked_without_credits + o.parked_without_credits,
-        }
+    pub fn plus(&self, o: &Parking) -> Parking {
+        self.zip(o, |a, b| a + b)
     }
 }
 

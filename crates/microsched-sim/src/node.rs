@@ -194,6 +194,7 @@ impl Node {
             },
             credits: self.credit.as_ref().map(|c| {
                 let n = c.samples.max(1) as f64;
+                let bounds = c.ctl.pool_bounds();
                 Credits {
                     pool_mean: c.pool_sum / n,
                     issued_mean: c.issued_sum / n,
@@ -202,8 +203,8 @@ impl Node {
                     credit_messages: c.credit_messages,
                     parks_while_drained: c.parks_while_drained,
                     pool_max: c.pool_max,
-                    pool_floor: c.ctl.pool_bounds().map(|b| b.0),
-                    pool_ceiling: c.ctl.pool_bounds().map(|b| b.1),
+                    pool_floor: bounds.map(|b| b.0),
+                    pool_ceiling: bounds.map(|b| b.1),
                     start_drops: self.server.start_drop.map(|sd| sd.drops),
                     ..Credits::default()
                 }
@@ -224,13 +225,7 @@ impl Node {
         if self.allocator.park_rule().mode == ParkMode::Never {
             return None;
         }
-        let (now, start) = (self.parking_now(), self.window_start_parking);
-        Some(Parking {
-            attempts: now.attempts - start.attempts,
-            parks: now.parks - start.parks,
-            wakeups: now.wakeups - start.wakeups,
-            gate: now.gate.map(|g| g.since(&start.gate.unwrap_or_default())),
-        })
+        Some(self.parking_now().since(&self.window_start_parking))
     }
 
     /// The harvesting controller's counters (whole run).

@@ -10,7 +10,7 @@ use microsched_core::rng::{stream, Stream};
 use microsched_core::overload::seda::Seda;
 use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
-use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Parking, Requests, Sched, SimStats, Summary};
+use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -1045,15 +1045,7 @@ impl Sim {
                 Some(t)
             }
         });
-        let parking = nodes.iter().filter_map(|n| n.parking).reduce(|a, b| Parking {
-            attempts: a.attempts + b.attempts,
-            parks: a.parks + b.parks,
-            wakeups: a.wakeups + b.wakeups,
-            gate: match (a.gate, b.gate) {
-                (Some(x), Some(y)) => Some(x.plus(&y)),
-                (x, y) => x.or(y),
-            },
-        });
+        let parking = nodes.iter().filter_map(|n| n.parking).reduce(|a, b| a.plus(&b));
         let first = &self.apps[0];
         let generated: u64 = self.apps.iter().map(|a| a.generated).sum();
         let summary = Summary {
