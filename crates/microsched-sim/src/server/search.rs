@@ -27,6 +27,20 @@ struct CoreSearch {
     search_start: Nanos,
     /// The own-queue check scheduled in this search (`Nanos::MAX`: none).
     own_at: Nanos,
+    /// The sweep `next_probe` last looked at (its number, start, and walk), and the one after
+    /// it: most lookups fall in a sweep already seen, so the division and the hashes that
+    /// place a sweep are paid once per sweep, not once per lookup.
+    sweep: u64,
+    sweep_start: Nanos,
+    walk: [SweepWalk; 2],
+}
+
+/// Where a sweep of the cycle order starts: its origin's offset and the core's own queue's
+/// step from it (see `ProbeSearch::position`). Unused under the random order.
+#[derive(Debug, Clone, Copy, Default)]
+struct SweepWalk {
+    origin: u32,
+    own_step: u32,
 }
 
 pub struct ProbeState {
@@ -37,6 +51,9 @@ pub struct ProbeState {
     cores: Vec<CoreSearch>,
     /// Per queue: the earliest probe of it scheduled so far (`Nanos::MAX`: none).
     hit_at: Vec<Nanos>,
+    /// Under an order with one cycle: each queue's place in it (else empty), so that a probe's
+    /// position is arithmetic on the cached sweep walk instead of a call into the search.
+    cycle: Vec<u32>,
     /// The searching cores ordered by where their walks are (orders with one cycle); None:
     /// `schedule_probe` asks every searching core. Boxed: it is taken out and put back around
     /// each use (the geometry borrows the rest of the state), which must not copy it.
@@ -80,14 +97,69 @@ impl ProbeState {
 
     /// The first probe of queue `v` by searching core `c` at or after `now`: in its current
     /// sweep if not yet past, else in the next one (every sweep probes every other queue).
+    #[inline(always)]
     fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
-        let (k, start) = self.sweep_at(c, now);
-        let search = self.cores[c as usize].search;
-        let t = start + self.search.position(c, search, k, v) as Nanos * self.probe;
-        if t >= now {
-            return t;
+        if self.cycle.is_empty() {
+            let (k, start) = self.sweep_at(c, now);
+            let search = self.cores[c as usize].search;
+            let t = start + self.search.position(c, search, k, v) as Nanos * self.probe;
+            if t >= now {
+                return t;
+            }
+            return start + self.sweep_len + self.search.position(c, search, k + 1, v) as Nanos * self.probe;
         }
-        start + self.sweep_len + self.search.position(c, search, k + 1, v) as Nanos * self.probe
+        self.seek_sweep(c, now);
+        let cs = &self.cores[c as usize];
+        // Both candidates, then a select: whether this sweep's probe is past is a coin toss
+        // for the branch predictor.
+        let this_sweep = cs.sweep_start + self.cycle_position(cs.walk[0], v) as Nanos * self.probe;
+        let next_sweep = cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], v) as Nanos * self.probe;
+        if this_sweep >= now { this_sweep } else { next_sweep }
+    }
+
+    /// Moves core `c`'s cached sweep to the one holding `now` (cycle order only).
+    #[inline(always)]
+    fn seek_sweep(&mut self, c: u16, now: Nanos) {
+        let cs = &self.cores[c as usize];
+        if now.wrapping_sub(cs.sweep_start) >= self.sweep_len {
+            self.place_sweep(c, now);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn place_sweep(&mut self, c: u16, now: Nanos) {
+        let sweep_len = self.sweep_len;
+        let (k, start) = self.sweep_at(c, now);
+        let cs = &self.cores[c as usize];
+        let walk = if k == cs.sweep + 1 && start == cs.sweep_start + sweep_len {
+            [cs.walk[1], self.sweep_walk(c, cs.search, k + 1)]
+        } else {
+            [self.sweep_walk(c, cs.search, k), self.sweep_walk(c, cs.search, k + 1)]
+        };
+        let cs = &mut self.cores[c as usize];
+        (cs.sweep, cs.sweep_start, cs.walk) = (k, start, walk);
+    }
+
+    fn sweep_walk(&self, c: u16, search: u32, sweep: u64) -> SweepWalk {
+        let origin = self.search.origin(c, search, sweep);
+        SweepWalk { origin, own_step: self.cycle_step(origin, c) }
+    }
+
+    /// How many places after `origin` queue `q` is in the cycle, minus one (mod n).
+    #[inline(always)]
+    fn cycle_step(&self, origin: u32, q: u16) -> u32 {
+        let n = self.cycle.len() as u32;
+        let i = self.cycle[q as usize] + n - origin - 1; // < 2n: no division
+        i - if i >= n { n } else { 0 }
+    }
+
+    /// `ProbeSearch::position` of queue `v` in a sweep of the cycle order (the walk skips the
+    /// core's own queue at no cost).
+    #[inline(always)]
+    fn cycle_position(&self, walk: SweepWalk, v: u16) -> u32 {
+        let d = self.cycle_step(walk.origin, v);
+        d + 1 - u32::from(walk.own_step < d)
     }
 
     /// The next own-queue check of searching core `c` at or after `now`: every `own_check`
@@ -105,9 +177,14 @@ impl Server {
         let n = self.q.cores.len();
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
-        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX };
+        // `sweep_start` past any time: the first lookup places the sweep.
+        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2] };
         let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
-        self.probe = Some(Box::new(ProbeState { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], walks }));
+        let cycle = match search.cycle_place(0) {
+            Some(_) => (0..n as u16).map(|q| search.cycle_place(q).expect("a cycle order places every queue")).collect(),
+            None => Vec::new(),
+        };
+        self.probe = Some(Box::new(ProbeState { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], cycle, walks }));
     }
 
     /// Whether a fruitless search parks only at a sweep's end (the study's rule).
@@ -147,6 +224,7 @@ impl Server {
         cs.search = cs.search.wrapping_add(1);
         cs.search_start = now;
         cs.own_at = Nanos::MAX;
+        cs.sweep_start = Nanos::MAX / 2;
         let search = cs.search;
         if p.walks.as_ref().is_some_and(|w| w.is_on()) {
             let mut walks = p.walks.take().expect("checked");
