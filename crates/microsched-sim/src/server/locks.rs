@@ -1,0 +1,151 @@
+//! Mutexes and lock-level drops. Hand-overs and drop rules cut across running, queueing and the
+//! driver's cleanups, so they are gathered here instead of spread through the run loop.
+
+use microsched_core::program::Op;
+use microsched_core::sched::asqm::{LockControl, LockStats, Seed};
+use microsched_core::sched::Requeue;
+use microsched_core::Nanos;
+
+use super::{Server, SliceEnd, NONE};
+use crate::events::{Event, EventQueue};
+use crate::requests::{Req, Slab};
+
+/// What lock-level drops need beyond the mutexes: the rule, per-request accumulated-delay
+/// seeds and pending cleanups, per-lock statistics.
+pub struct LockDropState {
+    pub rule: LockControl,
+    /// Per mutex: a dropped request that had taken it re-takes it to clean up.
+    cleanup_lock: Vec<bool>,
+    /// Per request slot: ASQM's accumulated delay is `queued_ns + seed` (signal seeding).
+    pub(super) seed: Vec<i64>,
+    /// Per request slot: the mutex its cleanup re-takes once its failure reply has left.
+    cleanup: Vec<u32>,
+    pub stats: LockStats,
+    /// Lock-step drops over the measured window.
+    pub drops: u64,
+}
+
+impl LockDropState {
+    pub fn new(rule: LockControl, cleanup_lock: Vec<bool>, stats: LockStats) -> Self {
+        Self { rule, cleanup_lock, seed: Vec::new(), cleanup: Vec::new(), stats, drops: 0 }
+    }
+
+    pub(super) fn slot(&mut self, slot: u32) {
+        let i = slot as usize;
+        if self.seed.len() <= i {
+            self.seed.resize(i + 1, 0);
+            self.cleanup.resize(i + 1, NONE);
+        }
+    }
+}
+
+impl Server {
+    /// The artifact's `set_acc_qdel(runtime_queue_us())` when a request first runs: what it
+    /// waited so far counts as the server's congestion signal now.
+    pub(super) fn seed_delay(&mut self, req: u32, now: Nanos, slab: &Slab) {
+        let signal = self.max_delay(now, slab);
+        let l = self.locks.as_mut().expect("lock drops on");
+        l.slot(req);
+        let r = &slab[req];
+        l.seed[req as usize] = match l.rule.seed {
+            Seed::Signal => signal as i64 - (r.queued_ns + (now - r.enqueued_at)) as i64,
+            Seed::Measured => 0,
+        };
+        l.cleanup[req as usize] = NONE;
+    }
+
+    /// Request `req`, running, is dropped at a lock step on mutex `m` (its pc is past the
+    /// acquire): it releases what it holds, spends the drop cost producing its failure reply and
+    /// ends as dropped. If it had taken a cleanup lock, the cleanup is left for the driver to run
+    /// once the reply has gone ([`Server::take_cleanup`]).
+    pub(super) fn lock_drop(&mut self, req: u32, m: u32, slab: &mut Slab) {
+        let l = self.locks.as_mut().expect("lock drops on");
+        l.stats.dropped(m);
+        if l.stats.measuring {
+            l.drops += 1;
+        }
+        let r = &mut slab[req];
+        r.dropped = true;
+        let pc = r.pc as usize;
+        let prog = &mut self.programs[req as usize];
+        let mut held: Vec<u32> = Vec::new();
+        let mut cleanup = NONE;
+        for op in &prog[..pc - 1] {
+            match *op {
+                Op::Acquire(h) => {
+                    held.push(h);
+                    if l.cleanup_lock[h as usize] {
+                        cleanup = h;
+                    }
+                }
+                Op::Release(h) => held.retain(|&x| x != h),
+                _ => {}
+            }
+        }
+        l.cleanup[req as usize] = cleanup;
+        prog.truncate(pc);
+        prog.extend(held.iter().rev().map(|&h| Op::Release(h)));
+        prog.push(Op::Compute(l.rule.drop_cost_ns));
+    }
+
+    /// The mutex a just-finished dropped request must re-take to clean up, if any.
+    pub fn take_cleanup(&mut self, req: u32) -> Option<u32> {
+        let l = self.locks.as_mut()?;
+        let c = std::mem::replace(l.cleanup.get_mut(req as usize)?, NONE);
+        (c != NONE).then_some(c)
+    }
+
+    /// Runs cleanup thread `ghost` (its program set) on `core`, which just finished the
+    /// dropped request. False if it blocked at once (the core is free).
+    pub fn run_cleanup(&mut self, core: u16, ghost: u32, mutex: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> bool {
+        if let Some(l) = &mut self.locks {
+            l.stats.cleanup(mutex);
+        }
+        slab.stamp(ghost, |s| {
+            s.arrive = now;
+            s.start = now;
+        });
+        let r = &mut slab[ghost];
+        r.enqueued_at = now;
+        r.set(Req::RECEIVED, true);
+        r.started = true;
+        self.start(core, ghost, now, slab, evq)
+    }
+
+    #[inline]
+    pub(super) fn mutexes_spin(&self, m: u32) -> bool {
+        self.spin_locks[m as usize]
+    }
+
+    /// Mutex `m`, released on `core`, now belongs to waiter `w` (waiting since `since`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn hand_over(&mut self, w: u32, since: Nanos, m: u32, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
+        let r = &mut slab[w];
+        r.queued_ns += now - since;
+        r.set(Req::WAITING_LOCK, false);
+        if let Some(l) = &mut self.locks {
+            l.slot(w);
+            let acc = (r.queued_ns as i64 + l.seed[w as usize]).max(0) as Nanos;
+            l.stats.handed(m, now - since, now, !r.has(Req::GHOST) && acc > l.rule.budget_ns);
+        }
+        self.counters.lock_waits += 1;
+        self.counters.lock_wait_ns += now - since;
+        if self.mutexes_spin(m) {
+            // Its core has been spinning for it: it goes on at once, after this event.
+            let c = r.core;
+            evq.push(now, Event::LockGranted { node: self.node, core: c, gen: self.q.cores[c as usize].gen });
+        } else {
+            r.enqueued_at = now;
+            let place = self.policy.requeue(core, Requeue::Woken, &self.q);
+            self.make_runnable(w, place, now, slab, evq);
+        }
+    }
+
+    /// A spin waiter's lock was handed over: its core goes on running it.
+    pub fn lock_granted(&mut self, core: u16, gen: u32, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> SliceEnd {
+        if self.q.cores[core as usize].gen != gen {
+            return SliceEnd::Stale;
+        }
+        self.after_run(core, now, slab, evq)
+    }
+}
