@@ -159,11 +159,21 @@ def test_bench_quick(tmp_path):
     r = run_cli("bench", "--quick", "--json")
     assert r.code == 0, r.err
     rows = json.loads(r.out)
-    assert [row["name"] for row in rows] == ["mmc", "exp32"]
+    assert [row["name"] for row in rows] == ["mmc", "exp32", "exp32-instant", "wide1024", "wide1024-instant"]
+    by = {row["name"]: row for row in rows}
     for row in rows:
         assert row["requests"] > 0
         assert row["requests_per_wall_s"] > 0 and row["events_per_wall_s"] > 0
-    assert rows[1]["cores"] == 32
+        assert row["events_per_request"] == pytest.approx(row["events"] / row["requests"])
+        # Every request is generated, arrives, completes and is answered: four events at least
+        # (a few of the last are still in flight when the run ends).
+        assert row["events_per_request"] > 3.9
+    assert by["exp32"]["cores"] == 32 and by["wide1024"]["cores"] == 1024
+    # The same arrivals (one seed) under both searches; probes and own-queue checks are events
+    # only under the default search.
+    for probe, instant in [("exp32", "exp32-instant"), ("wide1024", "wide1024-instant")]:
+        assert by[probe]["requests"] == by[instant]["requests"]
+        assert by[probe]["events_per_request"] > by[instant]["events_per_request"]
 
 
 def test_console_process_json(write_scenario):

@@ -14,16 +14,24 @@ from .render import console
 
 BENCH_DESCRIPTION = """\
 Measure how fast the simulator runs, in simulated requests per wall-clock second (the
-simulator is single-threaded: this is the speed of one core), on two scenarios:
+simulator is single-threaded: this is the speed of one core), on five scenarios:
 
-  mmc     experiments/validation/mmc.toml: 16 cores, central FCFS queue, exponential
-          service with mean 10 us, load 0.8 (1.28 M requests/s)
-  exp32   built in code: 32 cores, per-core queues with work stealing, exponential
-          service with mean 1 us, load 0.5 (16 M requests/s)
+  mmc               experiments/validation/mmc.toml: 16 cores, central FCFS queue,
+                    exponential service with mean 10 us, load 0.8 (1.28 M requests/s)
+  exp32             built in code: 32 cores, per-core queues with work stealing under the
+                    default (probe-cost) work search, exponential service with mean 1 us,
+                    load 0.5 (16 M requests/s)
+  exp32-instant     the same with server.search.kind = "instant"
+  wide1024          built in code: 1024 statically allocated cores, per-core queues with
+                    stealing (default search), exponential 100 us, load 0.1 (1 M requests/s)
+  wide1024-instant  the same with server.search.kind = "instant"
 
 Per-request records are off (metrics.record_requests = false). Reported: simulated
 requests generated, simulated time, wall time, simulated requests per wall-clock second
-(summary sim.requests_per_wall_s) and simulator events per wall-clock second.
+(summary sim.requests_per_wall_s), simulator events per wall-clock second, and events per
+request (a model that starts scheduling more events shows here at once, whatever the
+machine). Under the table: what the default work search costs per request against the
+instant one, on 32 and on 1024 cores.
 """
 
 
@@ -31,7 +39,7 @@ def add_commands(sub: Any) -> None:
     b = sub.add_parser("bench", help="measure simulated requests per wall-clock second",
                        description=BENCH_DESCRIPTION, formatter_class=Formatter)
     b.add_argument("--quick", action="store_true",
-                   help="short runs (mmc: 200 ms simulated; 32-core: 50 ms) for a smoke test; "
+                   help="short runs (mmc: 200 ms simulated; 32-core: 50 ms; 1024-core: 100 ms) for a smoke test; "
                         "the default runs are long enough for stable figures")
     b.add_argument("--seed", type=seed, metavar="N", help="seed of both runs (default: 1)")
     b.add_argument("--json", action="store_true",
@@ -65,7 +73,36 @@ def bench_scenarios(quick: bool) -> list[tuple[str, Any, list[str]]]:
         "workload": {"types": [{"name": "exp1us", "service": {"dist": "exponential", "mean_us": 1.0}}]},
         "metrics": {"record_requests": False, "sample_interval_us": 1000.0},
     }
-    return [("mmc", mmc, mmc_ovr), ("exp32", exp32, [])]
+    wide = {
+        "name": "wide1024-load0.1",
+        "duration_ms": 100.0 if quick else 1500.0,
+        "warmup_ms": 2.0,
+        "server": {"max_cores": 1024, "queue": "per_core", "steal": True},
+        "network": {"rtt_us": 10.0},
+        "load": {"fraction": 0.1},
+        "workload": {"types": [{"name": "exp100us", "service": {"dist": "exponential", "mean_us": 100.0}}]},
+        "policy": {"allocator": {"kind": "static"}, "overload": {"kind": "none"}},
+        "metrics": {"record_requests": False},
+    }
+    instant = ["server.search.kind=instant"]
+    return [("mmc", mmc, mmc_ovr), ("exp32", exp32, []), ("exp32-instant", exp32, instant),
+            ("wide1024", wide, []), ("wide1024-instant", wide, instant)]
+
+
+# (default-search row, instant-search row, what the comparison is of)
+SEARCH_COST = [("exp32", "exp32-instant", "32 cores"), ("wide1024", "wide1024-instant", "1024 cores")]
+
+
+def search_cost(rows: list[dict]) -> list[str]:
+    """Wall time per request of the default work search over the instant one."""
+    by = {r["name"]: r for r in rows}
+    out = []
+    for probe, inst, what in SEARCH_COST:
+        p, i = by.get(probe), by.get(inst)
+        if p and i and p["requests_per_wall_s"] > 0:
+            out.append(f"default search / instant search, wall time per request, {what}: "
+                       f"{i['requests_per_wall_s'] / p['requests_per_wall_s']:.2f}")
+    return out
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -93,6 +130,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "events": events,
             "requests_per_wall_s": float(sim.get("requests_per_wall_s", 0.0)),
             "events_per_wall_s": events / wall if wall > 0 else 0.0,
+            "events_per_request": events / int(req.get("generated", 0)) if req.get("generated") else 0.0,
         })
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -102,10 +140,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     t = Table(title="microsched bench" + (" --quick" if args.quick else ""),
               caption="M requests/s, M events/s: simulated, per wall-clock second, on one core")
     for col, just in [("scenario", "left"), ("cores", "right"), ("requests", "right"), ("sim s", "right"),
-                      ("wall s", "right"), ("M requests/s", "right"), ("M events/s", "right")]:
+                      ("wall s", "right"), ("M requests/s", "right"), ("M events/s", "right"),
+                      ("events/request", "right")]:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in rows:
         t.add_row(r["name"], str(r["cores"]), f"{r['requests']:,}", f"{r['sim_time_s']:.3f}", f"{r['wall_s']:.3f}",
-                  f"{r['requests_per_wall_s'] / 1e6:.2f}", f"{r['events_per_wall_s'] / 1e6:.2f}")
+                  f"{r['requests_per_wall_s'] / 1e6:.2f}", f"{r['events_per_wall_s'] / 1e6:.2f}",
+                  f"{r['events_per_request']:.2f}")
     console().print(t)
+    for line in search_cost(rows):
+        console().print(line)
     return 0
