@@ -33,6 +33,7 @@ struct CoreSearch {
     sweep: u64,
     sweep_start: Nanos,
     walk: [SweepWalk; 2],
+    next_placed: bool,
 }
 
 /// Where a sweep of the cycle order starts: its origin's offset and the core's own queue's
@@ -80,7 +81,8 @@ impl WalkGeometry for Geometry<'_> {
         self.p.search.origin(c, search, sweep)
     }
     fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
-        self.p.next_probe(c, v, now)
+        // The index asks about each core about once per sweep: the sweep cache would miss.
+        self.p.next_probe_uncached(c, v, now)
     }
     fn order(&self, c: u16) -> u32 {
         self.spinners.pos[c as usize]
@@ -110,11 +112,28 @@ impl ProbeState {
         }
         self.seek_sweep(c, now);
         let cs = &self.cores[c as usize];
-        // Both candidates, then a select: whether this sweep's probe is past is a coin toss
-        // for the branch predictor.
-        let this_sweep = cs.sweep_start + self.cycle_position(cs.walk[0], v) as Nanos * self.probe;
-        let next_sweep = cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], v) as Nanos * self.probe;
-        if this_sweep >= now { this_sweep } else { next_sweep }
+        let t = cs.sweep_start + self.cycle_position(cs.walk[0], v) as Nanos * self.probe;
+        if t >= now {
+            return t;
+        }
+        if !cs.next_placed {
+            let walk = self.sweep_walk(c, cs.search, cs.sweep + 1);
+            let cs = &mut self.cores[c as usize];
+            (cs.walk[1], cs.next_placed) = (walk, true);
+        }
+        let cs = &self.cores[c as usize];
+        cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], v) as Nanos * self.probe
+    }
+
+    /// `next_probe` without the sweep cache, for callers that look at a core once per sweep.
+    fn next_probe_uncached(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
+        let (k, start) = self.sweep_at(c, now);
+        let search = self.cores[c as usize].search;
+        let t = start + self.search.position(c, search, k, v) as Nanos * self.probe;
+        if t >= now {
+            return t;
+        }
+        start + self.sweep_len + self.search.position(c, search, k + 1, v) as Nanos * self.probe
     }
 
     /// Moves core `c`'s cached sweep to the one holding `now` (cycle order only).
@@ -132,13 +151,15 @@ impl ProbeState {
         let sweep_len = self.sweep_len;
         let (k, start) = self.sweep_at(c, now);
         let cs = &self.cores[c as usize];
-        let walk = if k == cs.sweep + 1 && start == cs.sweep_start + sweep_len {
-            [cs.walk[1], self.sweep_walk(c, cs.search, k + 1)]
+        // The next sweep's walk is placed only when a lookup needs it (many cores are looked
+        // up once per sweep, by the walk index).
+        let walk = if cs.next_placed && k == cs.sweep + 1 && start == cs.sweep_start + sweep_len {
+            cs.walk[1]
         } else {
-            [self.sweep_walk(c, cs.search, k), self.sweep_walk(c, cs.search, k + 1)]
+            self.sweep_walk(c, cs.search, k)
         };
         let cs = &mut self.cores[c as usize];
-        (cs.sweep, cs.sweep_start, cs.walk) = (k, start, walk);
+        (cs.sweep, cs.sweep_start, cs.walk[0], cs.next_placed) = (k, start, walk, false);
     }
 
     fn sweep_walk(&self, c: u16, search: u32, sweep: u64) -> SweepWalk {
@@ -178,7 +199,7 @@ impl Server {
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
         // `sweep_start` past any time: the first lookup places the sweep.
-        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2] };
+        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2], next_placed: false };
         let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
         let cycle = match search.cycle_place(0) {
             Some(_) => (0..n as u16).map(|q| search.cycle_place(q).expect("a cycle order places every queue")).collect(),
