@@ -102,13 +102,7 @@ impl ProbeState {
     #[inline(always)]
     fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
         if self.cycle.is_empty() {
-            let (k, start) = self.sweep_at(c, now);
-            let search = self.cores[c as usize].search;
-            let t = start + self.search.position(c, search, k, v) as Nanos * self.probe;
-            if t >= now {
-                return t;
-            }
-            return start + self.sweep_len + self.search.position(c, search, k + 1, v) as Nanos * self.probe;
+            return self.next_probe_uncached(c, v, now);
         }
         self.seek_sweep(c, now);
         let cs = &self.cores[c as usize];
@@ -125,7 +119,8 @@ impl ProbeState {
         cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], v) as Nanos * self.probe
     }
 
-    /// `next_probe` without the sweep cache, for callers that look at a core once per sweep.
+    /// `next_probe` without the sweep cache: for orders without a cycle, and for callers that
+    /// look at a core about once per sweep.
     fn next_probe_uncached(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
         let (k, start) = self.sweep_at(c, now);
         let search = self.cores[c as usize].search;
