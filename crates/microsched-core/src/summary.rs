@@ -25,7 +25,8 @@ pub struct Cores {
     /// of a granted core). allocated_mean + be_cores_mean = max.
     pub allocated_mean: f64,
     pub busy_mean: f64,
-    /// Mean cores in the allocation delay (part of allocated_mean).
+    /// Mean cores in the allocation delay (part of allocated_mean, except under `harvest_cfs`,
+    /// where the Secondary runs on the core until CFS preempts it: then part of be_cores_mean).
     pub transition_mean: f64,
 }
 

@@ -160,13 +160,14 @@ impl Node {
     pub fn summary(&self, index: u16, max_cores: u32, end: Nanos, window_ns: Nanos) -> NodeSummary {
         let times = self.server.core_times(end);
         let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
-        let allocated_mean = w(0) + w(1) + w(3) + w(4);
+        let secondary_waking = if self.allocator.secondary_runs_while_waking() { w(3) } else { 0.0 };
+        let allocated_mean = w(0) + w(1) + w(3) + w(4) - secondary_waking;
         let (sc0, sc1) = (self.window_start_sched, self.server.counters);
         NodeSummary {
             node: index as u32,
             cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0), transition_mean: w(3) },
             cpu_utilization: allocated_mean / max_cores as f64,
-            be_cores_mean: w(2),
+            be_cores_mean: w(2) + secondary_waking,
             core_time: CoreTime {
                 busy_ns: times[0],
                 search_ns: times[1],

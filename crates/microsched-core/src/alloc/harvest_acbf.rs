@@ -11,7 +11,12 @@
 //!   Window (CHW). The **harvest phase** starts at the largest buffer and, per window: ACBF above
 //!   the CHW grows the buffer by one (waxing) — at the largest buffer already, a new observation
 //!   phase starts; inside the CHW for `confirm_windows` windows in a row shrinks it by one;
-//!   below the CHW shrinks it at once (waning).
+//!   below the CHW shrinks it at once (waning). The paper gives the CHW no tolerance, and read
+//!   literally a Primary that was never all-busy while observed gets the window [0, 0], which
+//!   any all-busy instant exceeds (the buffer then never shrinks for long). So "above" and
+//!   "below" are judged `window_tolerance` outside the window: by default the Primary's
+//!   `threshold`, the ACBF the artifact treats as insignificant for that application;
+//!   `window_tolerance = 0` is the literal reading.
 //! * `artifact`, `Balancer/main.c` (`doAdjust`, `within_error`): an EWMA (`alpha` 0.85 on the
 //!   old value) of the all-busy time per window against a per-application absolute `threshold`;
 //!   above it grow by one; otherwise shrink by one, but after a window above
@@ -55,6 +60,8 @@ pub struct AcbfAllocator {
     acbf: Option<f64>,
     /// Observation phases started (the first included).
     pub observations: u32,
+    /// paper: how far outside the CHW an ACBF must be to count as above or below it.
+    tolerance: f64,
 }
 
 impl AcbfAllocator {
@@ -79,6 +86,7 @@ impl AcbfAllocator {
             surplus_evts: cfg.hysteresis_windows + 1,
             acbf: None,
             observations: matches!(cfg.variant, Variant::Paper) as u32,
+            tolerance: cfg.window_tolerance.unwrap_or(cfg.threshold),
         }
     }
 
@@ -110,7 +118,7 @@ impl AcbfAllocator {
                             Phase::Observe { windows, low, high }
                         }
                     }
-                    Phase::Harvest { low, high, within } if frac > high => {
+                    Phase::Harvest { low, high, within } if frac > high + self.tolerance => {
                         if self.buffer >= self.cfg.max_buffer as usize {
                             // Waxing past the largest buffer: re-establish the CHW.
                             self.buffer = self.max_cores;
@@ -122,7 +130,7 @@ impl AcbfAllocator {
                             Phase::Harvest { low, high, within: 0 }
                         }
                     }
-                    Phase::Harvest { low, high, within } if frac >= low => {
+                    Phase::Harvest { low, high, within } if frac >= low - self.tolerance => {
                         let within = within + 1;
                         if within >= self.cfg.confirm_windows {
                             self.shrink();
@@ -234,8 +242,12 @@ pub struct Config {
     pub observe_windows: u32,
     /// paper: windows inside the CHW before the buffer shrinks (the paper's "e.g. 10 seconds").
     pub confirm_windows: u32,
-    /// artifact: ACBF threshold of this Primary (LOWIDLEFREQ_THRESHOLD: memcached 0.001, MySQL
-    /// 0.002, Xapian 0.33).
+    /// paper: how far (in ACBF) outside the CHW a window's ACBF must be to count as above
+    /// (grow) or below (shrink at once) it. Unset: `threshold`, the ACBF the artifact treats
+    /// as insignificant for this Primary; 0: the paper read literally.
+    pub window_tolerance: Option<f64>,
+    /// artifact (and the paper variant's default `window_tolerance`): ACBF threshold of this
+    /// Primary (LOWIDLEFREQ_THRESHOLD: memcached 0.001, MySQL 0.002, Xapian 0.33).
     pub threshold: f64,
     /// artifact: weight of the old value in the all-busy EWMA (ALPHA).
     pub alpha: f64,
@@ -256,6 +268,7 @@ impl Default for Config {
             mechanism: Mechanism::default(),
             observe_windows: 60,
             confirm_windows: 10,
+            window_tolerance: None,
             threshold: 0.001,
             alpha: 0.85,
             hysteresis_windows: 10,
@@ -278,7 +291,8 @@ impl Config {
         if self.observe_windows == 0 {
             return Err(ScenarioError::new(format!("{field}.observe_windows"), "0 is not allowed: must be at least 1"));
         }
-        for (key, v) in [("threshold", self.threshold), ("alpha", self.alpha), ("within_error", self.within_error)] {
+        let tolerance = ("window_tolerance", self.window_tolerance.unwrap_or(0.0));
+        for (key, v) in [("threshold", self.threshold), ("alpha", self.alpha), ("within_error", self.within_error), tolerance] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(ScenarioError::new(format!("{field}.{key}"), format!("{v} is not allowed: must be a fraction in [0, 1]")));
             }
@@ -327,6 +341,22 @@ mod tests {
         assert_eq!(a.observations, 2);
         // The new CHW is [0.1, 0.2]: 0.15 is now inside.
         assert_eq!(feed(&mut a, &[0.1, 0.2, 0.15, 0.15, 0.15]), [8, 8, 7, 7, 6]);
+    }
+
+    #[test]
+    fn the_chw_has_a_tolerance_and_the_literal_reading_is_an_option() {
+        // Observed never all-busy: CHW [0, 0]. An ACBF of 0.0005 is inside it with the default
+        // tolerance (threshold 0.001); read literally it is above, and at the largest buffer
+        // that starts a new observation phase (8 cores held), whose CHW is then [0.0005, 0.0005].
+        for (tolerance, after) in [(None, [6, 5]), (Some(0.0), [8, 7])] {
+            let cfg = Config { observe_windows: 1, confirm_windows: 1, window_tolerance: tolerance, ..Default::default() };
+            let mut a = AcbfAllocator::new(&cfg, 8);
+            assert_eq!(feed(&mut a, &[0.0]), [7]);
+            assert_eq!(feed(&mut a, &[0.0005, 0.0005]), after, "tolerance {tolerance:?}");
+        }
+        let bad = Config { window_tolerance: Some(1.5), ..Default::default() };
+        let e = bad.validate("policy.allocator").unwrap_err().to_string();
+        assert!(e.contains("policy.allocator.window_tolerance") && e.contains("[0, 1]"), "{e}");
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! ends (its cores go back at once). Shares are modelled by what they decide here, how long a
 //! Primary thread that wakes on a core the Secondary runs on waits before CFS preempts the
 //! Secondary: `wakeup_preempt_us` (millisecond scale, the paper's "enforcement occurs on the
-//! order of milliseconds"; CFS's wakeup granularity is 1 ms before scaling). A model, not CFS:
-//! no vruntime, no per-core runqueues.
+//! order of milliseconds"; CFS's wakeup granularity is 1 ms before scaling). During that wait
+//! the Secondary still runs on the core: it is the Secondary's time (`be_cores_mean`) and is
+//! charged to its quota. A model, not CFS: no vruntime, no per-core runqueues.
 
 use super::harvest::{HarvestReport, Harvester, Mechanism, MechanismKind};
 use super::{AllocAction, AllocView, CoreAllocator, ParkRule};
@@ -33,10 +34,12 @@ impl CoreAllocator for CfsAllocator {
     }
     fn tick(&mut self, obs: &dyn AllocView) -> AllocAction {
         let s = self.h.observe(obs);
-        if let Some((t, parked)) = self.last {
-            self.used_ns += (s.now - t) as f64 * parked as f64;
+        // The Secondary runs on its lent cores and, until CFS preempts it, on the cores the
+        // Primary has woken on: both spend its quota.
+        if let Some((t, running)) = self.last {
+            self.used_ns += (s.now - t) as f64 * running as f64;
         }
-        self.last = Some((s.now, s.parked));
+        self.last = Some((s.now, s.parked + s.waking));
         while s.now >= self.period_end {
             self.period_end += self.period;
             self.used_ns = 0.0;
@@ -55,6 +58,9 @@ impl CoreAllocator for CfsAllocator {
     fn grant_delay(&self) -> Option<Nanos> {
         // A throttled Secondary leaves its cores at once; otherwise the Primary waits for CFS.
         Some(if self.throttled { 0 } else { self.h.evict_delay })
+    }
+    fn secondary_runs_while_waking(&self) -> bool {
+        true
     }
     /// Whether the Secondary is throttled (1) or not (0).
     fn signal(&self) -> Option<f64> {
@@ -158,5 +164,23 @@ mod tests {
         v.cores[2] = (CoreState::Active, true);
         v.cores[3] = (CoreState::Active, true);
         assert_eq!(a.tick(&v), AllocAction::Yield(3));
+    }
+
+    #[test]
+    fn the_wake_up_wait_is_the_secondarys_time_and_spends_its_quota() {
+        // 4 cores, quota 1 core per 10 µs: core 2 lent, core 3 granted back and waiting for
+        // CFS to preempt the Secondary, which runs there meanwhile: 2 cores' worth of quota.
+        let cfg = Config { period_ms: 0.01, quota_cores: 1.0, wakeup_preempt_us: 50.0, poll_us: 1.0 };
+        let mut a = cfg.build(4);
+        assert!(a.secondary_runs_while_waking());
+        let mut v = View::held(0, 4, 2);
+        v.cores[2] = (CoreState::Parked, false);
+        v.cores[3] = (CoreState::Waking, false);
+        assert_eq!(a.tick(&v), AllocAction::Nothing);
+        v.now = 4_000;
+        assert_eq!(a.tick(&v), AllocAction::Nothing, "8 of 10 core-µs spent");
+        v.now = 5_000;
+        assert_eq!(a.tick(&v), AllocAction::Grant, "the quota is spent at 5 µs, not 10");
+        assert_eq!(a.signal(), Some(1.0));
     }
 }

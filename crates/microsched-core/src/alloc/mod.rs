@@ -269,6 +269,13 @@ pub trait CoreAllocator: Send {
         None
     }
 
+    /// Whether the Secondary goes on running on a granted core until the core is usable (CFS
+    /// preempts it only after its wake-up wait): the allocation delay is then the Secondary's
+    /// time, in `be_cores_mean`, not the Primary's.
+    fn secondary_runs_while_waking(&self) -> bool {
+        false
+    }
+
     /// Why park attempts parked or kept polling, counted from the start (CoreSync's Algorithm 1);
     /// `None` for policies that do not gate parking.
     fn park_gate(&self) -> Option<crate::summary::ParkGate> {

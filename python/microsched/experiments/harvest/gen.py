@@ -120,8 +120,8 @@ def ctl_sets(app: str, sets: list[str]) -> list[str]:
     out = list(sets)
     if any("harvest_acbf" in s for s in sets):
         out.append(f"policy.allocator.window_ms={a['window_ms']}")
-        if "policy.allocator.variant=artifact" in sets:
-            out.append(f"policy.allocator.threshold={a['threshold']}")
+        # The artifact's per-Primary threshold; the paper variant reads it as its CHW tolerance.
+        out.append(f"policy.allocator.threshold={a['threshold']}")
     return out
 
 
@@ -132,7 +132,8 @@ def allocator_inline(app: str, ctl: str) -> str:
     if ctl == "static-0":
         return '{kind="harvest_static", buffer=0}'
     if ctl == "acbf":
-        return f'{{kind="harvest_acbf", observe_windows=10, window_ms={a["window_ms"]}}}'
+        return (f'{{kind="harvest_acbf", observe_windows=10, window_ms={a["window_ms"]}, '
+                f'threshold={THREE_THRESHOLD[app]}}}')
     return (f'{{kind="harvest_acbf", variant="artifact", window_ms={a["window_ms"]}, '
             f'threshold={THREE_THRESHOLD[app]}}}')
 
