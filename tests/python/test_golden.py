@@ -23,7 +23,7 @@ EXPECTED = json.loads((GOLDEN_DIR / "expected.json").read_text())["results"]
 # measured cause a reproduction now adds to more failing claims (claims.json).
 ADDED_FIELDS = ("core_time.overhead_ns", "sched.", "applications", "nodes", "lock_control", "histograms", "credits.start_drops", "cause",
                 "parking", "credits.pool_max", "credits.pool_floor", "credits.pool_ceiling", "harvest.harvest_window_low",
-                "harvest.harvest_window_high", "harvest.observations")
+                "harvest.harvest_window_high", "harvest.observations", "harvest.refill_us")
 
 
 def _added(path: str) -> bool:

@@ -402,6 +402,10 @@ pub struct Harvest {
     pub demand_evictions: u64,
     /// Eviction latency of the mechanism, µs (core time spent evicting is core_time.transition_ns).
     pub evict_us: f64,
+    /// Cache refill the first Primary request on a core taken back pays, µs
+    /// (`mechanism.refill_us`; its busy time is in core_time.busy_ns).
+    #[serde(default)]
+    pub refill_us: f64,
     /// Request-time the Primary spent waiting while an eviction was under way and no held core
     /// was idle, ms (sampled at the controller's poll period).
     pub eviction_wait_ms: f64,

@@ -238,6 +238,7 @@ impl Node {
             evictions: r.evictions,
             demand_evictions: r.demand_evictions,
             evict_us: self.allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
+            refill_us: self.allocator.refill_after_grant() as f64 / 1e3,
             eviction_wait_ms: r.eviction_wait_ns / 1e6,
             harvest_window_low: r.harvest_window.map(|w| w.0),
             harvest_window_high: r.harvest_window.map(|w| w.1),

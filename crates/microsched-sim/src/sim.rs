@@ -880,12 +880,13 @@ impl Sim {
             AllocAction::Nothing => {}
             AllocAction::Grant => match n.allocator.grant_delay() {
                 Some(d) => {
-                    n.server.grant_after(now, d, &mut self.evq);
+                    let refill = n.allocator.refill_after_grant();
+                    n.server.grant_after(now, d, refill, &mut self.evq);
                 }
                 None => match &mut n.wake {
                     Some((w, rng)) => {
                         let d = w.sample(rng);
-                        n.server.grant_after(now, d, &mut self.evq);
+                        n.server.grant_after(now, d, 0, &mut self.evq);
                     }
                     None => {
                         n.server.grant(now, &mut self.evq);

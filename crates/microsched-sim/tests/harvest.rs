@@ -112,3 +112,17 @@ fn cgroups_harvest_by_making_the_primary_wait_for_cfs() {
     let none = sim(50_000.0, "kind = \"harvest_cfs\"\nquota_cores = 0");
     assert_eq!(none.be_cores_mean, 0.0);
 }
+
+#[test]
+fn the_first_request_on_a_core_taken_back_pays_the_cache_refill() {
+    // Buffer 0 evicts often; a 50 µs refill on each core taken back adds exactly that much busy
+    // time per eviction that a request then started on (at most one per eviction), and the
+    // Primary's latency grows. With 0 the run is the old model's.
+    let run_with = |refill: f64| sim(100_000.0, &static_buffer(0, &format!("kind = \"two_phase_affinity\", refill_us = {refill}")));
+    let (none, cold) = (run_with(0.0), run_with(50.0));
+    let evictions = cold.harvest.as_ref().unwrap().evictions;
+    assert!(evictions > 100, "{evictions} evictions");
+    let extra_busy = cold.core_time.busy_ns as f64 - none.core_time.busy_ns as f64;
+    assert!(extra_busy > 0.0 && extra_busy <= evictions as f64 * 50_000.0, "{extra_busy} ns over {evictions} evictions");
+    assert!(cold.latency_us.p99 > none.latency_us.p99, "p99 {} vs {}", cold.latency_us.p99, none.latency_us.p99);
+}

@@ -192,6 +192,9 @@ impl CoreAllocator for AcbfAllocator {
     fn grant_delay(&self) -> Option<Nanos> {
         Some(self.h.evict_delay)
     }
+    fn refill_after_grant(&self) -> Nanos {
+        self.h.refill
+    }
     /// The ACBF of the last window (its EWMA in the artifact variant), a fraction in [0, 1].
     fn signal(&self) -> Option<f64> {
         self.acbf

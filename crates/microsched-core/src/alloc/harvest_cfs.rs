@@ -59,6 +59,9 @@ impl CoreAllocator for CfsAllocator {
         // A throttled Secondary leaves its cores at once; otherwise the Primary waits for CFS.
         Some(if self.throttled { 0 } else { self.h.evict_delay })
     }
+    fn refill_after_grant(&self) -> Nanos {
+        self.h.refill
+    }
     fn secondary_runs_while_waking(&self) -> bool {
         true
     }
@@ -89,11 +92,14 @@ pub struct Config {
     pub wakeup_preempt_us: f64,
     /// Poll period of the model, µs.
     pub poll_us: f64,
+    /// Cache refill the first Primary request pays on a core the Secondary ran on, µs
+    /// ([`super::harvest::REFILL_US`] by default).
+    pub refill_us: f64,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { period_ms: 100.0, quota_cores: 6.0, wakeup_preempt_us: 1000.0, poll_us: 1.0 }
+        Self { period_ms: 100.0, quota_cores: 6.0, wakeup_preempt_us: 1000.0, poll_us: 1.0, refill_us: super::harvest::REFILL_US }
     }
 }
 
@@ -113,12 +119,18 @@ impl Config {
             ));
         }
         check_non_negative_us(format!("{field}.wakeup_preempt_us"), self.wakeup_preempt_us)?;
+        check_non_negative_us(format!("{field}.refill_us"), self.refill_us)?;
         check_positive_us(format!("{field}.poll_us"), self.poll_us)
     }
 
     pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
         let period = ms(self.period_ms);
-        let mech = Mechanism { kind: MechanismKind::TwoPhaseAffinity, lend_us: Some(0.0), evict_us: Some(self.wakeup_preempt_us) };
+        let mech = Mechanism {
+            kind: MechanismKind::TwoPhaseAffinity,
+            lend_us: Some(0.0),
+            evict_us: Some(self.wakeup_preempt_us),
+            refill_us: self.refill_us,
+        };
         Box::new(CfsAllocator {
             poll: us(self.poll_us),
             period,
@@ -143,7 +155,7 @@ mod tests {
     #[test]
     fn lends_every_idle_core_until_the_quota_is_spent() {
         // 4 cores, quota 1 core per 10 µs period (poll 1 µs).
-        let cfg = Config { period_ms: 0.01, quota_cores: 1.0, wakeup_preempt_us: 50.0, poll_us: 1.0 };
+        let cfg = Config { period_ms: 0.01, quota_cores: 1.0, wakeup_preempt_us: 50.0, poll_us: 1.0, ..Default::default() };
         let mut a = cfg.build(4);
         let mut v = View::held(0, 4, 2);
         assert_eq!(a.tick(&v), AllocAction::Yield(3));
@@ -170,7 +182,7 @@ mod tests {
     fn the_wake_up_wait_is_the_secondarys_time_and_spends_its_quota() {
         // 4 cores, quota 1 core per 10 µs: core 2 lent, core 3 granted back and waiting for
         // CFS to preempt the Secondary, which runs there meanwhile: 2 cores' worth of quota.
-        let cfg = Config { period_ms: 0.01, quota_cores: 1.0, wakeup_preempt_us: 50.0, poll_us: 1.0 };
+        let cfg = Config { period_ms: 0.01, quota_cores: 1.0, wakeup_preempt_us: 50.0, poll_us: 1.0, ..Default::default() };
         let mut a = cfg.build(4);
         assert!(a.secondary_runs_while_waking());
         let mut v = View::held(0, 4, 2);

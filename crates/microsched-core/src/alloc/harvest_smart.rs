@@ -54,6 +54,9 @@ impl CoreAllocator for SmartAllocator {
     fn grant_delay(&self) -> Option<Nanos> {
         Some(self.h.evict_delay)
     }
+    fn refill_after_grant(&self) -> Nanos {
+        self.h.refill
+    }
     /// Cores predicted for the Primary in this window.
     fn signal(&self) -> Option<f64> {
         Some(self.predicted as f64)

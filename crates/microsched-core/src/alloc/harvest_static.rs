@@ -30,6 +30,9 @@ impl CoreAllocator for StaticBufferAllocator {
     fn grant_delay(&self) -> Option<Nanos> {
         Some(self.h.evict_delay)
     }
+    fn refill_after_grant(&self) -> Nanos {
+        self.h.refill
+    }
     /// The buffer, in cores.
     fn signal(&self) -> Option<f64> {
         Some(self.buffer as f64)

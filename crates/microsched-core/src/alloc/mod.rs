@@ -269,6 +269,12 @@ pub trait CoreAllocator: Send {
         None
     }
 
+    /// Extra run time the first request on a core granted at this tick pays (a harvesting
+    /// controller's cache refill after the Secondary ran there).
+    fn refill_after_grant(&self) -> Nanos {
+        0
+    }
+
     /// Whether the Secondary goes on running on a granted core until the core is usable (CFS
     /// preempts it only after its wake-up wait): the allocation delay is then the Secondary's
     /// time, in `be_cores_mean`, not the Primary's.

@@ -64,6 +64,9 @@ pub struct Core {
     pub(super) stealing: bool,
     /// Asked to park and told to keep polling (CoreSync): finding work must be reported.
     pub(super) park_attempting: bool,
+    /// Extra run time of the next request started here (cache refill after the Secondary ran
+    /// on the core); 0 almost always.
+    pub(super) refill: Nanos,
     /// What the allocator saw of this core at its last tick, saved before the first change
     /// after it (valid when `at_tick.tick` is the ledger's): an unchanged core is read from its
     /// current fields instead, so a tick need not copy every core.
@@ -101,6 +104,7 @@ impl Core {
             yield_requested: false,
             stealing: false,
             park_attempting: false,
+            refill: 0,
             at_tick: AtTick { tick: 0, mode, enqueued_total: 0, busy: 0, search: 0 },
         }
     }

@@ -338,6 +338,10 @@ impl Server {
         if let Some(irq) = &mut self.irq {
             service += irq.stolen(service);
         }
+        if c.refill != 0 && !r.has_program {
+            self.refill_cold_core(core, req, service, slab);
+            return self.start_general(core, now, slab, evq);
+        }
         if !r.has_program && !r.in_op && service <= c.budget {
             // The common case, kept short: no program and no preemption, the whole request in
             // one slice after its packet cost (what `run` would decide, without its generality).
@@ -350,6 +354,10 @@ impl Server {
             evq.push(c.slice_start + service, Event::CoreDone { node: self.node, core, gen: c.gen });
             return true;
         }
+        self.start_general(core, now, slab, evq)
+    }
+
+    fn start_general(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> bool {
         match self.run(core, now, slab, evq) {
             Ran::Pending => true,
             // Finishing is always reported through a slice end, so the driver answers it.
@@ -359,6 +367,20 @@ impl Server {
             }
             Ran::Left => false,
         }
+    }
+
+    /// The first request on a core taken back from the Secondary runs longer by the core's
+    /// cache refill (requests with programs do not pay it: their next step need not compute).
+    #[cold]
+    fn refill_cold_core(&mut self, core: u16, req: u32, service: Nanos, slab: &mut Slab) {
+        let c = &mut self.q.cores[core as usize];
+        let r = &mut slab[req];
+        if !r.in_op {
+            r.in_op = true;
+            r.left = service;
+        }
+        r.left += c.refill;
+        c.refill = 0;
     }
 
     /// The worker-start drop: over budget, the request runs for no time and ends as dropped,

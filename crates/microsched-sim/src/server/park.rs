@@ -24,14 +24,16 @@ impl Server {
     /// Grants one parked core (preferring one with queued work, else the lowest index); it can
     /// run work after the allocation delay. Returns it, or None if every core is allocated.
     pub fn grant(&mut self, now: Nanos, evq: &mut EventQueue) -> Option<u16> {
-        self.grant_after(now, self.cfg.alloc_delay, evq)
+        self.grant_after(now, self.cfg.alloc_delay, 0, evq)
     }
 
-    /// [`Server::grant`] with the allocation delay the allocator's own mechanism sets.
-    pub fn grant_after(&mut self, now: Nanos, alloc_delay: Nanos, evq: &mut EventQueue) -> Option<u16> {
+    /// [`Server::grant`] with the allocation delay the allocator's own mechanism sets, and the
+    /// extra run time (`refill`) of the first request the core then starts.
+    pub fn grant_after(&mut self, now: Nanos, alloc_delay: Nanos, refill: Nanos, evq: &mut EventQueue) -> Option<u16> {
         let q = &mut self.q;
         let with_work = q.nonempty.items.iter().copied().filter(|&c| q.cores[c as usize].mode == CoreMode::Parked).min();
         let pick = with_work.or_else(|| q.ledger.lowest_parked())?;
+        q.cores[pick as usize].refill = refill;
         q.cores[pick as usize].set_mode(CoreMode::Waking, now, &mut q.ledger);
         evq.push(now + alloc_delay, Event::WakeDone { node: self.node, core: pick });
         Some(pick)
