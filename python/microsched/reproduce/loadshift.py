@@ -337,6 +337,14 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
     n = p["sessions"]
     ev: dict[str, Any] = {"sessions": n, "rtt_us": p["rtt_us"], "client_timeout_us": p.get("client_timeout_us")}
     parts, starved = [], False
+    lone = []
+    for i in _light_phases(data):
+        # A session holding a single credit has none for a request that follows its previous one
+        # within a round trip (Poisson arrivals per session): that share is lost even undrained.
+        rate = _mean(ph, BASE, "offered", phase=i) * p["capacity_rps"] / n
+        ev[f"lone{i}"] = _r(1 - math.exp(-rate * (p["rtt_us"] + p["service_us"]) * 1e-6), 3)
+        ev[f"lone{i}_load"] = _r(_mean(ph, BASE, "load", phase=i), 3)
+        lone.append(f"{{lone{i}}} at load {{lone{i}_load}}")
     for v, pre in ((BASE, "b"), (FIX, "f")):
         ev[f"{pre}_client_timeouts"] = _r(_mean(r, v, "credits.client_timeouts"), 0)
         ev[f"{pre}_aqm_drops"] = _r(_mean(r, v, "credits.aqm_drops"), 0)
@@ -353,16 +361,19 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
             parts.append(f"{label} at load {{{k}_load}}: serves {{{k}_served}}, {{{k}_drained}} sessions drained, "
                          f"pool {{{k}_pool}} ({{{k}_per_session}} a session)")
     tmo = p.get("client_timeout_us")
-    text = ("light phases, share of the offered load served, sessions without any credit (of {sessions}) and mean "
+    text = ("Light phases, share of the offered load served, sessions without any credit (of {sessions}) and mean "
             "pool: " + "; ".join(parts) + ". ")
     if starved and tmo is not None and float(tmo) < p["rtt_us"]:
         text += ("Breakwater grants a session its pending and queued requests plus an equal share of the unissued "
                  "pool, at least one credit, so a pool below twice the session count leaves a session at most one "
                  "spare credit and many sessions none; a request that finds no spare credit at its session waits "
                  "at least a round trip ({rtt_us} µs) for one, longer than the client timeout ({client_timeout_us} "
-                 "µs), so the client drops it: over the run the baseline's clients time out {b_client_timeouts} "
+                 "µs), so the client drops it, even at a session holding one credit when the request follows "
+                 "the previous one within a round trip (" + ", ".join(lone) + " of the requests at the offered "
+                 "rate a session): over the run the baseline's clients time out {b_client_timeouts} "
                  "requests against {b_aqm_drops} AQM drops, the fix's {f_client_timeouts} against {f_aqm_drops}. "
-                 "The study's simulator has one client, whose window takes the whole pool (--semantics study)")
+                 "The study's simulator has one client, whose window takes the whole pool: --semantics "
+                 "study-client runs that client and the study's pool on this server model")
     else:
         text += ("client timeouts over the run: baseline {b_client_timeouts} ({b_aqm_drops} AQM drops), fix "
                  "{f_client_timeouts} ({f_aqm_drops} AQM drops)")
