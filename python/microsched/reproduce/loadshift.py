@@ -566,8 +566,12 @@ CAUSE_LOW_LOAD = (
 def cause_low_load(data: Mapping[str, Any], m: Measured) -> Cause:
     """Few cores because little load is admitted: :data:`CAUSE_LOW_LOAD`, then why
     (:func:`credit_starvation`)."""
+    spec = next(s for s in CLAIMS if s.id == "low-load-cores")
+    lo, hi = spec.tol.band(spec.paper)
+    # the evidence a template cause gets from the verdict (claims.py _cause), then the reason's
+    ev = {"measured": m.value, "ci95": m.ci95, "paper": spec.paper, "band_lo": lo, "band_hi": hi, **m.evidence}
     st = credit_starvation(data)
-    return Cause(f"{CAUSE_LOW_LOAD}. {st.text}", {"measured": m.value, "ci95": m.ci95, **m.evidence, **st.evidence})
+    return Cause(f"{CAUSE_LOW_LOAD}. {st.text}", {**ev, **st.evidence})
 
 
 def measure_pool_tracks(data: Mapping[str, Any]) -> Measured:
