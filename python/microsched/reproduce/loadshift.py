@@ -337,7 +337,7 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
     n = p["sessions"]
     ev: dict[str, Any] = {"sessions": n, "rtt_us": p["rtt_us"], "client_timeout_us": p.get("client_timeout_us")}
     parts, starved = [], False
-    lone = []
+    lone, needs = [], []
     for i in _light_phases(data):
         # A session holding a single credit has none for a request that follows its previous one
         # within a round trip (Poisson arrivals per session): that share is lost even undrained.
@@ -345,6 +345,9 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
         ev[f"lone{i}"] = _r(1 - math.exp(-rate * (p["rtt_us"] + p["service_us"]) * 1e-6), 3)
         ev[f"lone{i}_load"] = _r(_mean(ph, BASE, "load", phase=i), 3)
         lone.append(f"{{lone{i}}} at load {{lone{i}_load}}")
+        # credits in flight the phase's offered load needs at the bare round trip (Little's law)
+        ev[f"need{i}"] = _r(rate * n * (p["rtt_us"] + p["service_us"]) * 1e-6, 0)
+        needs.append(f"{{need{i}}} credits at load {{lone{i}_load}}")
     for v, pre in ((BASE, "b"), (FIX, "f")):
         ev[f"{pre}_client_timeouts"] = _r(_mean(r, v, "credits.client_timeouts"), 0)
         ev[f"{pre}_aqm_drops"] = _r(_mean(r, v, "credits.aqm_drops"), 0)
@@ -362,7 +365,8 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
                          f"pool {{{k}_pool}} ({{{k}_per_session}} a session)")
     tmo = p.get("client_timeout_us")
     text = ("Light phases, share of the offered load served, sessions without any credit (of {sessions}) and mean "
-            "pool: " + "; ".join(parts) + ". ")
+            "pool: " + "; ".join(parts) + " (in flight at the bare round trip the offered load needs "
+            + ", ".join(needs) + "). ")
     if starved and tmo is not None and float(tmo) < p["rtt_us"]:
         text += ("Breakwater grants a session its pending and queued requests plus an equal share of the unissued "
                  "pool, at least one credit, so a pool below twice the session count leaves a session at most one "
@@ -375,7 +379,7 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
                  "The study's simulator has one client, whose window takes the whole pool: --semantics "
                  "study-client runs that client and the study's pool on this server model")
     else:
-        text += ("client timeouts over the run: baseline {b_client_timeouts} ({b_aqm_drops} AQM drops), fix "
+        text += ("Client timeouts over the run: baseline {b_client_timeouts} ({b_aqm_drops} AQM drops), fix "
                  "{f_client_timeouts} ({f_aqm_drops} AQM drops)")
     return Cause(text, ev)
 
