@@ -381,6 +381,13 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
     else:
         text += ("Client timeouts over the run: baseline {b_client_timeouts} ({b_aqm_drops} AQM drops), fix "
                  "{f_client_timeouts} ({f_aqm_drops} AQM drops)")
+    gate = p.get("drop_gate")
+    if starved and isinstance(gate, (int, float)) and tmo is not None and float(tmo) < p["rtt_us"]:
+        # The gate reads the server's AQM drops, so the load the clients lose cannot open the
+        # ramp that would lift the fix's pool past the session count.
+        ev["gate"] = gate
+        text += (". The fix's ramp waits for a period whose AQM drops reach {gate} of the pool "
+                 "(core_fix_drop_gate); the requests its clients time out do not count")
     return Cause(text, ev)
 
 
