@@ -166,7 +166,8 @@ def phase_table(ts: pd.DataFrame, phases: Sequence[tuple[float, float, float]], 
                 ) -> pd.DataFrame:
     """One row per (variant, seed, phase): the phase's load and its means from the time series
     (throughput and offered load as fractions of capacity, cores, pool mean and maximum, credits
-    issued, sessions drained of credits, drops per arrival), the same over its last ``TAIL_MS`` ms (``tail_*``)."""
+    issued, sessions drained of credits, drops per arrival), the same over its last ``TAIL_MS`` ms
+    (``tail_*``)."""
     cap = params["capacity_rps"]
     rows = []
     for (v, seed), g in ts.groupby(["variant", "seed"]):
@@ -332,7 +333,8 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
     session count a session holds at most one spare credit and many hold none; a request that
     finds no spare credit waits at least a round trip for one (the next response or wake-up),
     and when the client timeout is shorter than that the client drops it. The study's
-    simulator has one client (``--semantics study``), whose single window takes the whole pool."""
+    simulator has one client, whose single window takes the whole pool (``--semantics study``;
+    ``study-client`` puts that client and the study's pool on the default server model)."""
     ph, r, p = data["phases"], data["results"], data["params"]
     n = p["sessions"]
     ev: dict[str, Any] = {"sessions": n, "rtt_us": p["rtt_us"], "client_timeout_us": p.get("client_timeout_us")}
@@ -363,26 +365,25 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
             label = {BASE: "baseline", FIX: "fix"}[v]
             parts.append(f"{label} at load {{{k}_load}}: serves {{{k}_served}}, {{{k}_drained}} sessions drained, "
                          f"pool {{{k}_pool}} ({{{k}_per_session}} a session)")
-    tmo = p.get("client_timeout_us")
     text = ("Light phases, share of the offered load served, sessions without any credit (of {sessions}) and mean "
             "pool: " + "; ".join(parts) + " (in flight at the bare round trip the offered load needs "
             + ", ".join(needs) + "). ")
-    if starved and tmo is not None and float(tmo) < p["rtt_us"]:
-        text += ("Breakwater grants a session its pending and queued requests plus an equal share of the unissued "
-                 "pool, at least one credit, so a pool below twice the session count leaves a session at most one "
-                 "spare credit and many sessions none; a request that finds no spare credit at its session waits "
-                 "at least a round trip ({rtt_us} µs) for one, longer than the client timeout ({client_timeout_us} "
-                 "µs), so the client drops it, even at a session holding one credit when the request follows "
-                 "the previous one within a round trip (" + ", ".join(lone) + " of the requests at the offered "
-                 "rate a session): over the run the baseline's clients time out {b_client_timeouts} "
-                 "requests against {b_aqm_drops} AQM drops, the fix's {f_client_timeouts} against {f_aqm_drops}. "
-                 "The study's simulator has one client, whose window takes the whole pool: --semantics "
-                 "study-client runs that client and the study's pool on this server model")
-    else:
-        text += ("Client timeouts over the run: baseline {b_client_timeouts} ({b_aqm_drops} AQM drops), fix "
-                 "{f_client_timeouts} ({f_aqm_drops} AQM drops)")
+    tmo = p.get("client_timeout_us")
+    if not (starved and tmo is not None and float(tmo) < p["rtt_us"]):
+        return Cause(text + "Client timeouts over the run: baseline {b_client_timeouts} ({b_aqm_drops} AQM drops), "
+                     "fix {f_client_timeouts} ({f_aqm_drops} AQM drops)", ev)
+    text += ("Breakwater grants a session its pending and queued requests plus an equal share of the unissued "
+             "pool, at least one credit, so a pool below twice the session count leaves a session at most one "
+             "spare credit and many sessions none; a request that finds no spare credit at its session waits "
+             "at least a round trip ({rtt_us} µs) for one, longer than the client timeout ({client_timeout_us} "
+             "µs), so the client drops it, even at a session holding one credit when the request follows "
+             "the previous one within a round trip (" + ", ".join(lone) + " of the requests at the offered "
+             "rate a session): over the run the baseline's clients time out {b_client_timeouts} "
+             "requests against {b_aqm_drops} AQM drops, the fix's {f_client_timeouts} against {f_aqm_drops}. "
+             "The study's simulator has one client, whose window takes the whole pool: --semantics "
+             "study-client runs that client and the study's pool on this server model")
     gate = p.get("drop_gate")
-    if starved and isinstance(gate, (int, float)) and tmo is not None and float(tmo) < p["rtt_us"]:
+    if isinstance(gate, (int, float)):
         # The gate reads the server's AQM drops, so the load the clients lose cannot open the
         # ramp that would lift the fix's pool past the session count.
         ev["gate"] = gate
