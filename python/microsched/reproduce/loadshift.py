@@ -138,6 +138,7 @@ def scenario_params(scenario: Mapping[str, Any]) -> dict[str, Any]:
             "duration_ms": float(scenario["duration_ms"]), "warmup_ms": float(scenario["warmup_ms"]),
             "drop_gate": ov.get("core_fix_drop_gate"), "search": scenario["server"]["search"].get("kind"),
             "client_timeout_us": scenario.get("clients", {}).get("timeout_us"),
+            "sessions": int(scenario.get("clients", {}).get("sessions", 1)),
             "pool_ceiling": ov.get("max_pool") or (ov.get("max_pool_per_session") or math.nan)
             * scenario.get("clients", {}).get("sessions", math.nan),
             # credits one core needs to stay busy: one request in flight per round trip + service
@@ -165,7 +166,8 @@ def phase_table(ts: pd.DataFrame, phases: Sequence[tuple[float, float, float]], 
                 ) -> pd.DataFrame:
     """One row per (variant, seed, phase): the phase's load and its means from the time series
     (throughput and offered load as fractions of capacity, cores, pool mean and maximum, credits
-    issued, drops per arrival), the same over its last ``TAIL_MS`` ms (``tail_*``)."""
+    issued, sessions drained of credits, drops per arrival), the same over its last ``TAIL_MS`` ms
+    (``tail_*``)."""
     cap = params["capacity_rps"]
     rows = []
     for (v, seed), g in ts.groupby(["variant", "seed"]):
@@ -183,6 +185,7 @@ def phase_table(ts: pd.DataFrame, phases: Sequence[tuple[float, float, float]], 
                 "cores_allocated": float(w["cores_allocated"].mean()), "cores_busy": float(w["cores_busy"].mean()),
                 "pool_mean": float(w["credit_pool"].mean()), "pool_max": float(w["credit_pool"].max()),
                 "issued_mean": float(w["credits_issued"].mean()),
+                "drained_mean": float(w["drained_sessions"].mean()) if "drained_sessions" in w else math.nan,
                 "drop_fraction": float(w["drops"].sum()) / arr if arr > 0 else math.nan,
                 "tail_throughput": float(tail["throughput_rps"].mean()) / cap,
                 "tail_offered": float(tail["offered_rps"].mean()) / cap,
@@ -316,6 +319,79 @@ def _variant_figures(data: Mapping[str, Any], prefix: str, variant: str) -> dict
     }
 
 
+def _light_phases(data: Mapping[str, Any]) -> list[int]:
+    """The phases whose load is below capacity (the ones any allocator can carry)."""
+    ph = data["phases"]
+    return sorted(set(ph.loc[ph["load"].astype(float) < 1.0, "phase"].astype(int)))
+
+
+def credit_starvation(data: Mapping[str, Any]) -> Cause:
+    """Why a light phase is not carried, from the run: per light phase and variant, the sessions
+    holding no credit (drained), the pool per session and the share served; with the run's
+    client timeouts against AQM drops. Breakwater grants a session its pending and queued
+    requests plus ``max((pool − issued) / sessions, 1)``, so with a pool below twice the
+    session count a session holds at most one spare credit and many hold none; a request that
+    finds no spare credit waits at least a round trip for one (the next response or wake-up),
+    and when the client timeout is shorter than that the client drops it. The study's
+    simulator has one client, whose single window takes the whole pool (``--semantics study``;
+    ``study-client`` puts that client and the study's pool on the default server model)."""
+    ph, r, p = data["phases"], data["results"], data["params"]
+    n = p["sessions"]
+    ev: dict[str, Any] = {"sessions": n, "rtt_us": p["rtt_us"], "client_timeout_us": p.get("client_timeout_us")}
+    parts, starved = [], False
+    lone, needs = [], []
+    for i in _light_phases(data):
+        # A session holding a single credit has none for a request that follows its previous one
+        # within a round trip (Poisson arrivals per session): that share is lost even undrained.
+        rate = _mean(ph, BASE, "offered", phase=i) * p["capacity_rps"] / n
+        ev[f"lone{i}"] = _r(1 - math.exp(-rate * (p["rtt_us"] + p["service_us"]) * 1e-6), 3)
+        ev[f"lone{i}_load"] = _r(_mean(ph, BASE, "load", phase=i), 3)
+        lone.append(f"{{lone{i}}} at load {{lone{i}_load}}")
+        # credits in flight the phase's offered load needs at the bare round trip (Little's law)
+        ev[f"need{i}"] = _r(rate * n * (p["rtt_us"] + p["service_us"]) * 1e-6, 0)
+        needs.append(f"{{need{i}}} credits at load {{lone{i}_load}}")
+    for v, pre in ((BASE, "b"), (FIX, "f")):
+        ev[f"{pre}_client_timeouts"] = _r(_mean(r, v, "credits.client_timeouts"), 0)
+        ev[f"{pre}_aqm_drops"] = _r(_mean(r, v, "credits.aqm_drops"), 0)
+        for i in _light_phases(data):
+            k = f"{pre}{i}"
+            pool, drained = _mean(ph, v, "pool_mean", phase=i), _mean(ph, v, "drained_mean", phase=i)
+            ev[f"{k}_load"] = _r(_mean(ph, v, "load", phase=i), 3)
+            ev[f"{k}_served"] = _r(_mean(ph, v, "throughput", phase=i) / _mean(ph, v, "offered", phase=i), 3)
+            ev[f"{k}_drained"] = _r(drained, 0)
+            ev[f"{k}_pool"] = _r(pool, 0)
+            ev[f"{k}_per_session"] = _r(pool / n, 2)
+            starved |= pool < 2 * n
+            label = {BASE: "baseline", FIX: "fix"}[v]
+            parts.append(f"{label} at load {{{k}_load}}: serves {{{k}_served}}, {{{k}_drained}} sessions drained, "
+                         f"pool {{{k}_pool}} ({{{k}_per_session}} a session)")
+    text = ("Light phases, share of the offered load served, sessions without any credit (of {sessions}) and mean "
+            "pool: " + "; ".join(parts) + " (in flight at the bare round trip the offered load needs "
+            + ", ".join(needs) + "). ")
+    tmo = p.get("client_timeout_us")
+    if not (starved and tmo is not None and float(tmo) < p["rtt_us"]):
+        return Cause(text + "Client timeouts over the run: baseline {b_client_timeouts} ({b_aqm_drops} AQM drops), "
+                     "fix {f_client_timeouts} ({f_aqm_drops} AQM drops)", ev)
+    text += ("Breakwater grants a session its pending and queued requests plus an equal share of the unissued "
+             "pool, at least one credit, so a pool below twice the session count leaves a session at most one "
+             "spare credit and many sessions none; a request that finds no spare credit at its session waits "
+             "at least a round trip ({rtt_us} µs) for one, longer than the client timeout ({client_timeout_us} "
+             "µs), so the client drops it, even at a session holding one credit when the request follows "
+             "the previous one within a round trip (" + ", ".join(lone) + " of the requests at the offered "
+             "rate a session): over the run the baseline's clients time out {b_client_timeouts} "
+             "requests against {b_aqm_drops} AQM drops, the fix's {f_client_timeouts} against {f_aqm_drops}. "
+             "The study's simulator has one client, whose window takes the whole pool: --semantics "
+             "study-client runs that client and the study's pool on this server model")
+    gate = p.get("drop_gate")
+    if isinstance(gate, (int, float)):
+        # The gate reads the server's AQM drops, so the load the clients lose cannot open the
+        # ramp that would lift the fix's pool past the session count.
+        ev["gate"] = gate
+        text += (". The fix's ramp waits for a period whose AQM drops reach {gate} of the pool "
+                 "(core_fix_drop_gate); the requests its clients time out do not count")
+    return Cause(text, ev)
+
+
 # ---------------------------------------------------------------------------------------------
 # claims: measure functions and causes
 
@@ -368,7 +444,8 @@ def cause_gain(data: Mapping[str, Any], m: Measured) -> Cause:
             "{b_pool_max}) and drops {b_drops} of the arrivals; the fix {f_cores} cores, a pool of mean {f_pool} "
             "(max {f_pool_max}, of a ceiling of {ceiling}) and drops {f_drops}. In the first phase the baseline serves {low_served} of its "
             "offered load (over the run: {base_client_timeouts} client timeouts, {base_aqm_drops} AQM drops)")
-    return Cause(text, ev)
+    st = credit_starvation(data)
+    return Cause(f"{text}. {st.text}", {**ev, **st.evidence})
 
 
 CLAIM_GAIN_PAPER = 0.07
@@ -498,6 +575,17 @@ CAUSE_LOW_LOAD = (
     "the arrivals, with a pool of mean {pool} credits (max {pool_max})")
 
 
+def cause_low_load(data: Mapping[str, Any], m: Measured) -> Cause:
+    """Few cores because little load is admitted: :data:`CAUSE_LOW_LOAD`, then why
+    (:func:`credit_starvation`)."""
+    spec = next(s for s in CLAIMS if s.id == "low-load-cores")
+    lo, hi = spec.tol.band(spec.paper)
+    # the evidence a template cause gets from the verdict (claims.py _cause), then the reason's
+    ev = {"measured": m.value, "ci95": m.ci95, "paper": spec.paper, "band_lo": lo, "band_hi": hi, **m.evidence}
+    st = credit_starvation(data)
+    return Cause(f"{CAUSE_LOW_LOAD}. {st.text}", {**ev, **st.evidence})
+
+
 def measure_pool_tracks(data: Mapping[str, Any]) -> Measured:
     ph, p = data["phases"], data["params"]
     i = _low_phase(data)
@@ -570,7 +658,7 @@ CLAIMS: list[ClaimSpec] = [
         claim="At load 0.2 the core allocator keeps about 7 of the 32 cores",
         quote="from 0.2, requiring only 7 cores ... even though the system has 32 cores, only 7 are active",
         how="the baseline's mean allocated cores over the first (load 0.2) phase, mean over seeds",
-        measure=measure_low_load_cores, cause=CAUSE_LOW_LOAD, group="Fig. 1"),
+        measure=measure_low_load_cores, cause=cause_low_load, group="Fig. 1"),
     ClaimSpec(
         id="pool-tracks-allocated-cores", kind=RATIO, paper=1.0, paper_ref="§2", unit="×",
         claim="At low load the overload controller shrinks its credit pool to the allocated capacity (7 cores), "
