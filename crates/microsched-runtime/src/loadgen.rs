@@ -41,7 +41,7 @@ use crate::clock::{realtime_priority, tight_timer_slack, Clock};
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
 use crate::wire::{decode, encode, Msg, Status};
 use microsched_core::overload::client::{ClientDrop, Clients, Out};
-use microsched_core::overload::seda::Seda;
+use microsched_core::overload::seda::{Admit, Seda};
 
 pub use microsched_core::rng::stream;
 
@@ -191,6 +191,8 @@ struct Gen {
     /// (request, sent at) in send order, for in-flight timeouts.
     sent_order: VecDeque<(u64, Nanos)>,
     timers: BinaryHeap<Reverse<(Nanos, u32)>>,
+    /// SEDA (artifact): when each session's requests waiting for a token need attention.
+    seda_timers: BinaryHeap<Reverse<(Nanos, u32)>>,
     out: Vec<Out<u64>>,
     c: ClientCounters,
     rec: LatencyRecorder,
@@ -296,7 +298,7 @@ impl Gen {
                 match status {
                     Status::Ok => {
                         if let Some(s) = &mut self.seda {
-                            s.observe(p.session, now.saturating_sub(p.sched), now);
+                            s.observe(p.session, req_id, p.sched, now);
                         }
                         self.c.completed += 1;
                         self.iv[1] += 1;
@@ -539,6 +541,7 @@ pub fn run(
         pending: HashMap::with_capacity(1 << 16),
         sent_order: VecDeque::with_capacity(1 << 16),
         timers: BinaryHeap::new(),
+        seda_timers: BinaryHeap::new(),
         out: Vec::new(),
         c: counters,
         rec: LatencyRecorder::new(&names, us(slo_us)),
@@ -552,7 +555,7 @@ pub fn run(
         seda: match &sc.policy.overload {
             microsched_core::scenario::OverloadCfg::Seda(c) => {
                 let share = steps.first().map_or(0.0, |s| s.1) / n.max(1) as f64;
-                Some(Seda::new(c, vec![share; n as usize]))
+                Some(Seda::new(c, vec![share; n as usize], sc.seed))
             }
             _ => None,
         },
@@ -605,11 +608,17 @@ pub fn run(
                     measured,
                 },
             );
-            if g.seda.as_mut().is_some_and(|s| !s.admit(session, t)) {
-                // No token: rejected at the client, as the simulator does.
+            let admit = g.seda.as_mut().map_or(Admit::Send, |s| s.admit(session, seq, t));
+            if admit == Admit::Drop {
+                // No token (and, artifact, no room to wait): rejected at the client, as the
+                // simulator does.
                 let p = g.pending.remove(&seq).expect("just inserted");
                 g.c.seda_rejected += 1;
                 g.ended_dropped(&p);
+            } else if admit == Admit::Wait {
+                if let Some(at) = g.seda.as_mut().and_then(|s| s.next_release(session)) {
+                    g.seda_timers.push(Reverse((at, session)));
+                }
             } else {
                 // The client's clock starts when the client sees the request: the load
                 // generator's own lag behind its schedule (milliseconds when the VM's timers
@@ -631,6 +640,29 @@ pub fn run(
             }
             g.timers.pop();
             g.clients.on_timer(session, now, &mut g.out);
+            g.flush(now);
+        }
+        // 3b. SEDA's waiting requests: sent when a token arrives, dropped after the client wait.
+        while let Some(&Reverse((at, session))) = g.seda_timers.peek() {
+            if at > now {
+                break;
+            }
+            g.seda_timers.pop();
+            let (mut sent, mut dropped) = (Vec::new(), Vec::new());
+            let s = g.seda.as_mut().expect("SEDA timers need SEDA");
+            s.release(session, now, &mut sent, &mut dropped);
+            if let Some(at) = s.next_release(session) {
+                g.seda_timers.push(Reverse((at, session)));
+            }
+            for r in dropped {
+                if let Some(p) = g.pending.remove(&r) {
+                    g.c.seda_rejected += 1;
+                    g.ended_dropped(&p);
+                }
+            }
+            for r in sent {
+                g.clients.submit(session, r, now, &mut g.out);
+            }
             g.flush(now);
         }
         // 4. Requests in flight too long.
@@ -689,6 +721,9 @@ pub fn run(
             next = next.min(t);
         }
         if let Some(&Reverse((at, _))) = g.timers.peek() {
+            next = next.min(at);
+        }
+        if let Some(&Reverse((at, _))) = g.seda_timers.peek() {
             next = next.min(at);
         }
         if let Some(&(_, at)) = g.sent_order.front() {

@@ -50,6 +50,9 @@ pub enum Event {
     CreditArrive { node: u16, session: u32, credits: u32 },
     /// A request waiting for credits from a node at a client times out.
     ClientTimeout { node: u16, session: u32 },
+    /// SEDA (artifact): a session's waiting requests get a token, or the oldest has waited its
+    /// longest (session numbered across applications).
+    SedaRelease { session: u32 },
     AllocTick { node: u16 },
     CreditTimer { node: u16 },
     /// Periodic measurement of the congestion signal (static allocation, sampled signal).

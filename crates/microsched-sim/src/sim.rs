@@ -7,7 +7,7 @@ use microsched_core::alloc::{AllocAction, ParkMode, ParkRule, ParkVerdict};
 use microsched_core::overload::client::{ClientDrop, Out};
 use microsched_core::overload::{Admission, CreditLink};
 use microsched_core::rng::{stream, Stream};
-use microsched_core::overload::seda::Seda;
+use microsched_core::overload::seda::{Admit, Seda};
 use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
 use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Requests, Sched, SimStats, Summary};
@@ -108,7 +108,7 @@ impl Sim {
         let seda = match &sc.policy.overload {
             OverloadCfg::Seda(c) => {
                 let share = apps.iter().flat_map(|a| std::iter::repeat_n(a.initial_rps / a.sessions.max(1) as f64, a.sessions as usize));
-                Some(Seda::new(c, share.collect()))
+                Some(Seda::new(c, share.collect(), seed))
             }
             _ => None,
         };
@@ -340,6 +340,7 @@ impl Sim {
                 a.clients[node as usize].on_credits(local, credits, false, now, &mut a.out);
                 self.client_outs(app, node);
             }
+            Event::SedaRelease { session } => self.seda_release(session),
             Event::ClientTimeout { node, session } => {
                 let (app, local) = self.app_of(session);
                 let a = &mut self.apps[app];
@@ -634,17 +635,52 @@ impl Sim {
     #[inline(always)]
     fn send(&mut self, slot: u32, app: usize, node: u16, session: u32) {
         if let Some(s) = &mut self.seda {
-            if !s.admit(self.slab[slot].flow, self.now) {
-                self.reject(slot);
-                return;
+            let flow = self.slab[slot].flow;
+            match s.admit(flow, slot as u64, self.now) {
+                Admit::Send => {}
+                Admit::Drop => {
+                    self.reject(slot);
+                    return;
+                }
+                Admit::Wait => {
+                    if let Some(at) = s.next_release(flow) {
+                        self.evq.push(at, Event::SedaRelease { session: flow });
+                    }
+                    return;
+                }
             }
         }
+        self.send_admitted(slot, app, node, session);
+    }
+
+    #[inline(always)]
+    fn send_admitted(&mut self, slot: u32, app: usize, node: u16, session: u32) {
         if self.nodes[node as usize].credit.is_none() {
             self.net.send(self.now, Event::ServerArrive { req: slot, demand: 0 }, &mut self.evq);
         } else {
             let a = &mut self.apps[app];
             a.clients[node as usize].submit(session, slot, self.now, &mut a.out);
             self.client_outs(app, node);
+        }
+    }
+
+    /// SEDA's session `flow` sends the requests that waited for a token and drops those that
+    /// waited too long.
+    #[cold]
+    fn seda_release(&mut self, flow: u32) {
+        let (mut sent, mut dropped) = (Vec::new(), Vec::new());
+        let s = self.seda.as_mut().expect("SEDA events need SEDA");
+        s.release(flow, self.now, &mut sent, &mut dropped);
+        if let Some(at) = s.next_release(flow) {
+            self.evq.push(at, Event::SedaRelease { session: flow });
+        }
+        for slot in dropped {
+            self.reject(slot as u32);
+        }
+        for slot in sent {
+            let slot = slot as u32;
+            let r = self.slab[slot];
+            self.send_admitted(slot, r.app as usize, r.node, r.session);
         }
     }
 
@@ -707,7 +743,7 @@ impl Sim {
         let session = r.session;
         if let Some(s) = &mut self.seda {
             if !r.dropped {
-                s.observe(r.flow, now - r.created, now);
+                s.observe(r.flow, slot as u64, r.created, now);
             }
         }
         let a = &mut self.apps[app];
