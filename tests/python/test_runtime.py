@@ -306,3 +306,21 @@ def test_shared_secret_keeps_unauthenticated_connects_out(monkeypatch):
         out, err = p.communicate(timeout=30)
     c = json.loads(out)["counters"]
     assert c["unauthenticated"] >= 200 and c["bad_mac"] >= 1 and c["connects"] == 20, c
+
+
+@pytest.mark.parametrize("variant", ["artifact", "simplified"])
+def test_real_seda_sends_without_credits_and_accounts_for_client_drops(variant):
+    """SEDA limits each session at its client: the load generator asks for no credits, sends
+    what the buckets allow (the artifact's sessions start at 2-4 requests/s and let a request
+    wait 100 µs for a token) and counts the rest as dropped at the client."""
+    seda = f'policy.overload={{kind="seda",variant="{variant}",target_us=1000,timeout_us=10000,adj_i=1,adj_d=1.04}}'
+    r = cli("real", SCEN_NONE, "--json", "--set", seda, "--set", "load.rps=5000", *SHORT)
+    assert r.returncode == 0, r.stderr
+    real = json.loads(r.stdout)
+    c = real["runtime"]["client"]
+    assert c["credit_requests"] == 0 and c["client_timeouts"] == 0, c
+    assert c["sent"] > 0 and real["requests"]["completed"] > 0, c
+    assert c["seda_rejected"] > 0, c
+    req = real["requests"]
+    assert req["generated"] == req["completed"] + req["dropped"] + req["in_flight"]
+    assert c["sent"] + c["seda_rejected"] == req["generated"], c

@@ -482,9 +482,10 @@ pub fn run(
     let n = sc.clients.sessions;
     let names: Vec<String> = sc.workload.types.iter().map(|t| t.name.clone()).collect();
     let slo_us = sc.slo_us(base)?;
+    // SEDA limits each session at its client; like "none" it sends without credits.
     let credit_based = !matches!(
         sc.policy.overload,
-        microsched_core::scenario::OverloadCfg::None
+        microsched_core::scenario::OverloadCfg::None | microsched_core::scenario::OverloadCfg::Seda(_)
     );
 
     let bind: SocketAddr = if opts.addr.is_ipv4() {
