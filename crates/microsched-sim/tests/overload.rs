@@ -268,3 +268,43 @@ fn delay_signal_option_is_validated_by_name() {
     conserved(&s);
     assert!(s.goodput_rps >= 0.9 * CAPACITY_RPS);
 }
+
+/// ASQM's delay seed is the artifact's `runtime_queue_us()`: the congestion signal only while
+/// every kthread runs, else 0. With Shenango holding about one of 4 cores, a request starts from
+/// no delay, so the artifact's seed drops fewer at the lock than a seed of the request's own
+/// waits (a seed of the signal whatever the cores would drop more).
+#[test]
+fn asqm_seeds_a_requests_delay_with_the_signal_only_while_every_core_runs() {
+    let scenario = |alloc: &str| {
+        format!(
+            r#"
+            duration_ms = 40
+            warmup_ms = 10
+            [server]
+            max_cores = 4
+            lock_control = {{ mode = "asqm", budget_us = 10 }}
+            [network]
+            rtt_us = 10
+            [load]
+            rps = 600000
+            on_off = {{ period_ms = 1, duty = 0.3, off_ratio = 0.2 }}
+            [[workload.locks]]
+            name = "m"
+            [[workload.types]]
+            name = "t"
+            service = {{ dist = "exponential", mean_us = 5 }}
+            paths = [{{ steps = [{{ op = "lock", lock = "m", share = 0.05 }}] }}]
+            [policy.allocator]
+            kind = "{alloc}"
+            "#
+        )
+    };
+    let drops = |alloc: &str, seed: &str| {
+        let s = run(&scenario(alloc), &[&format!("server.lock_control.seed=\"{seed}\"")], 3).summary;
+        s.lock_control.as_ref().map_or(0, |l| l.drops)
+    };
+    let parked = run(&scenario("shenango"), &[], 3).summary;
+    assert!(parked.cores.allocated_mean < 3.5, "Shenango keeps {} of 4 cores", parked.cores.allocated_mean);
+    let (signal, measured) = (drops("shenango", "signal"), drops("shenango", "measured"));
+    assert!(signal < measured, "cores parked: artifact seed {signal} drops, measured seed {measured}");
+}

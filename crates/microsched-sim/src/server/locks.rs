@@ -41,9 +41,12 @@ impl LockDropState {
 
 impl Server {
     /// The artifact's `set_acc_qdel(runtime_queue_us())` when a request first runs: what it
-    /// waited so far counts as the server's congestion signal now.
+    /// waited so far counts as the server's congestion signal now. `runtime_queue_us` is 0
+    /// unless every kthread runs (`inc/runtime/runtime.h`: `runningks < maxks`), so with cores
+    /// parked the request starts from no delay at all.
     pub(super) fn seed_delay(&mut self, req: u32, now: Nanos, slab: &Slab) {
-        let signal = self.max_delay(now, slab);
+        let all_running = self.active_count() == self.q.cores.len();
+        let signal = if all_running { self.max_delay(now, slab) } else { 0 };
         let l = self.locks.as_mut().expect("lock drops on");
         l.slot(req);
         let r = &slab[req];
