@@ -73,6 +73,10 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--semantics", metavar="NAME",
                     help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
                          "(load-shift: study = the simulation study's simulator)")
+    rp.add_argument("--sensitivity", action="store_true",
+                    help="after the reproduction, rerun it with each model cost it declares at 0.5x and 2x its "
+                         "default, one at a time, and write OUT/sensitivity.json and .md: which verdicts depend on "
+                         "which cost (harvest: the eviction, the cache refill, CFS's wake-up wait)")
     rp.set_defaults(func=cmd_reproduce)
 
 
@@ -87,8 +91,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.all:
         if args.name:
             raise CliError("--all takes no NAME: it runs every reproduction")
-        if args.condition or args.semantics:
-            raise CliError("--condition and --semantics apply to one reproduction: give its NAME instead of --all")
+        if args.condition or args.semantics or args.sensitivity:
+            raise CliError("--condition, --semantics and --sensitivity apply to one reproduction: give its NAME "
+                           "instead of --all")
         return _run_all(args, reproduce)
     if not args.name:
         raise CliError(f"a reproduction NAME is required: use one of {', '.join(reproduce.names())} "
@@ -99,6 +104,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             r.condition(args.condition)
     except KeyError as e:
         raise CliError(e.args[0]) from None
+    if args.sensitivity and not r.costs:
+        with_costs = ", ".join(n for n in reproduce.names() if reproduce.get(n).costs)
+        raise CliError(f"--sensitivity: reproduction {args.name!r} declares no model costs: use one of {with_costs}")
 
     con = console()
     err_con = err_console()
@@ -134,7 +142,31 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     figs = ", ".join(p.name for p in outcome.figures)
     con.print(f"{outcome.n_points} runs on {outcome.jobs} job(s) in {outcome.wall_s:.1f} s; results written to "
               f"[bold]{outcome.out}/[/bold]: results.parquet, aggregate.parquet, claims.json, meta.json, {figs}")
+    if args.sensitivity:
+        _sensitivity(args, outcome, progress_console=err_con, con=con)
     return 0
+
+
+def _sensitivity(args: argparse.Namespace, outcome: Any, progress_console: Any, con: Any) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..reproduce.sensitivity import SENSITIVITY_MD, run_sensitivity
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=progress_console, transient=True, disable=not progress_console.is_terminal)
+    with progress:
+        task = progress.add_task("sensitivity", total=None)
+
+        def tick(label: str, done: int, total: int) -> None:
+            progress.update(task, description=f"sensitivity: {label}", completed=done, total=total)
+
+        result = run_sensitivity(args.name, out=outcome.out, quick=args.quick, jobs=args.jobs, seeds=args.seeds,
+                                 baseline=outcome.claims, progress=tick)
+    moved = [r for r in result["claims"] if r["depends_on"]]
+    con.print(f"sensitivity: {len(moved)} of {len(result['claims'])} verdicts change with a cost at 0.5x or 2x")
+    for r in moved:
+        con.print(f"  {r['id']}: {r['verdict']} -> depends on {', '.join(r['depends_on'])}")
+    con.print(f"table: [bold]{outcome.out}/{SENSITIVITY_MD}[/bold]")
 
 
 def _run_all(args: argparse.Namespace, reproduce: Any) -> int:

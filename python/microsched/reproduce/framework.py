@@ -92,6 +92,7 @@ class Reproduction:
     group_by: tuple[str, ...] = ("variant",)  # aggregate over seeds within (group_by + grid keys)
     conditions: tuple[tuple[str, Condition], ...] = ()
     claims: tuple[ClaimSpec, ...] = ()  # the claims it judges, declared before any run
+    costs: tuple[Any, ...] = ()  # the model costs its verdicts may depend on (sensitivity.Cost)
 
     @property
     def paper_key(self) -> str:
@@ -126,7 +127,8 @@ PAPER_OF = {"allocators": "coresync", "coresync": "coresync", "collapse": "study
 def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              group_by: tuple[str, ...] = ("variant",),
              conditions: tuple[tuple[str, Condition], ...] = (),
-             claims: Sequence[ClaimSpec] = ()) -> Callable[[Callable[[Context], list[Claim]]],
+             claims: Sequence[ClaimSpec] = (),
+             costs: Sequence[Any] = ()) -> Callable[[Callable[[Context], list[Claim]]],
                                                                    Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
@@ -135,7 +137,7 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
             raise ValueError(f"reproduction {name!r} registered twice")
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
                                       spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
-                                      claims=tuple(claims))
+                                      claims=tuple(claims), costs=tuple(costs))
         return fn
 
     return deco
@@ -205,7 +207,8 @@ def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dic
 
 def run_reproduction(name: str, out: str | Path | None = None, quick: bool = False, jobs: int | None = None,
                      seeds: int | None = None, progress: Callable[[int, int], None] | None = None,
-                     resume: bool = False, condition: str | None = None, semantics: str | None = None) -> Outcome:
+                     resume: bool = False, condition: str | None = None, semantics: str | None = None,
+                     extra: Condition | None = None) -> Outcome:
     """Runs reproduction ``name`` and writes its results, claims and figures to ``out``
     (default ``results/NAME``).
 
@@ -213,7 +216,8 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     engine's store); ``resume`` reuses those of an interrupted reproduction and runs only the
     rest (refused if the profile or seed set differs), with the results an uninterrupted
     reproduction gives. ``condition`` names one of the reproduction's conditions: its overrides
-    are added to every variant (default ``out``: ``results/NAME-CONDITION``)."""
+    are added to every variant (default ``out``: ``results/NAME-CONDITION``). ``extra`` is an
+    unnamed condition (a sensitivity run's cost setting), recorded in ``meta.json``."""
     from ..sweep.engine import PARTS_DIR, SweepError, finished_ids, point_id
 
     repro = get(name)
@@ -224,13 +228,19 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
 
         cond = repro.condition(condition)
         spec.variants = [replace(v, set=tuple(v.set) + tuple(cond.sets(v))) for v in spec.variants]
+    if extra is not None:
+        from dataclasses import replace
+
+        spec.variants = [replace(v, set=tuple(v.set) + tuple(extra.sets(v))) for v in spec.variants]
     points = spec.points()
     _validate_points(spec, points)
     jobs = default_jobs() if jobs is None else jobs
     suffix = "".join(f"-{x}" for x in (semantics, condition) if x)
     out_dir = Path(out) if out is not None else Path("results") / f"{name}{suffix}"
     parts = out_dir / PARTS_DIR
-    stamp = {"reproduction": name, "quick": quick, "condition": condition, "spec": {k: v for k, v in spec.to_dict().items() if k != "spec"}}
+    stamp = {"reproduction": name, "quick": quick, "condition": condition,
+             **({"extra": extra.description} if extra else {}),
+             "spec": {k: v for k, v in spec.to_dict().items() if k != "spec"}}
     stamp_path = parts / "profile.json"
     if resume and stamp_path.is_file():
         old = json.loads(stamp_path.read_text(encoding="utf-8"))
@@ -288,6 +298,7 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
         "quick": quick, "condition": condition, "jobs": jobs, "points": len(points), "sweep_wall_s": round(sweep_s, 3),
         "microsched_version": _version(), "spec": spec.to_dict(),
         **({"semantics": sem} if sem else {}),
+        **({"extra": extra.description} if extra else {}),
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

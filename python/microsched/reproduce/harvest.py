@@ -39,6 +39,7 @@ import pandas as pd
 from .claims import (BOUND, CHECK, FRACTION, GAIN, MONOTONE, ORDER, VALUE, Cause, Claim, ClaimSpec, Condition,
                      Measured, judge_all, rounded)
 from .framework import Context, register
+from .sensitivity import Cost
 from .runner import mean_ci95
 from .stats import Seeds, safe_ratio
 
@@ -918,12 +919,47 @@ _IRQ_CAUSE = ("at {at} each held core runs {irq_rate} handlers per second of {ir
 CLAIMS: list[ClaimSpec] = _claims()
 
 
+def _allocator_kind(variant: Any) -> str | None:
+    """The harvesting controller a variant sets for its (first) Primary."""
+    kind = None
+    for x in variant.set:
+        if x.startswith("policy.allocator.kind="):
+            kind = x.split("=", 1)[1].strip('"')
+        elif x.startswith("policy.allocator={"):
+            kind = x.split('kind="', 1)[1].split('"', 1)[0] if 'kind="' in x else kind
+    return kind
+
+
+def _mechanism_cost(field: str) -> Callable[[Any, float], tuple[str, ...]]:
+    """Overrides setting ``mechanism.FIELD`` on the controllers that have a mechanism (cgroups
+    has its own wait and refill keys; three-Primary runs set it on the first Primary only)."""
+    def sets(variant: Any, value: float) -> tuple[str, ...]:
+        kind = _allocator_kind(variant)
+        if kind in ("harvest_acbf", "harvest_static", "harvest_smart"):
+            return (f"policy.allocator.mechanism.{field}={value:g}",)
+        if kind == "harvest_cfs" and field == "refill_us":
+            return (f"policy.allocator.refill_us={value:g}",)
+        return ()
+    return sets
+
+
+COSTS = (
+    Cost("mechanism.evict_us", 30.0, "§4: two-phase affinity completes a reassignment in 30 µs",
+         _mechanism_cost("evict_us")),
+    Cost("mechanism.refill_us", 1.0, "the runtime's cache_refill example on this machine (CPU-bound Secondary)",
+         _mechanism_cost("refill_us")),
+    Cost("harvest_cfs.wakeup_preempt_us", 1000.0, "CFS's wake-up granularity before scaling (1 ms)",
+         lambda v, value: (f"policy.allocator.wakeup_preempt_us={value:g}",) if _allocator_kind(v) == "harvest_cfs"
+         else ()),
+)
+
+
 @register("harvest", paper="HarvestContainers (Hall et al., NSDI'26)", figure="Fig. 2, 3, 5, 6, 7, 8, 10, 11-12, Table 1",
           description="cores harvested from an 8-core Primary (Memcached/MySQL/Xapian-like, low/mid/high load) "
                       "for CPUBully and the Primary's p99 vs standalone: ACBF (paper, artifact), static buffers, "
                       "cgroups quota, SmartHarvest-like, cpuset vs two-phase affinity, NIC IRQs with and without "
                       "steering, three Primaries together",
-          spec="harvest/sweep.toml", claims=CLAIMS)
+          spec="harvest/sweep.toml", claims=CLAIMS, costs=COSTS)
 def analyze(ctx: Context) -> list[Claim]:
     df = ctx.results
     missing = needed_variants() - set(df["variant"])
