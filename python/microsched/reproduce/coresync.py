@@ -798,7 +798,7 @@ PROPORTIONALITY_CAUSE = ("at load {load} Breakwater's pool is {pool} credits ({p
 def timeseries_gate(data: Any) -> Measured:
     """From a cold start: (C_issued − N)/(R·K) over the last 100 ms of the 800 ms run, the larger
     of loads 0.2 and 0.5 (seed 1)."""
-    from .coresync_timeseries import LOADS, N, R, first_blocked_ms, steady
+    from .coresync_timeseries import LOADS, N, R, first_blocked_ms, park_counts, steady
 
     ts = _ts(data)
     if ts is None or ts.empty:
@@ -811,6 +811,9 @@ def timeseries_gate(data: Any) -> Measured:
           "issued": _f(s["credits_issued"], 1), "prop_bound": _f(s["bound_rk_n"], 1),
           "cs_cores": _f(s["cores_allocated"]),
           "cs_busy": _f(s["cores_busy"]), "blocked_from_ms": first_blocked_ms(ts, x)}
+    tail_ms = 100.0
+    ev.update({k: (_f(c, 0) if c is not None and k != "last_park_ms" else c)
+               for k, c in park_counts(ts, x, tail_ms).items()}, tail_ms=tail_ms)
     return Measured(gate[x], None, 1, evidence=ev,
                     extra={"at_load": x,
                            "steady_state": {str(k): {a: _f(b, 1) for a, b in val.items()} for k, val in st.items()},
@@ -819,7 +822,9 @@ def timeseries_gate(data: Any) -> Measured:
 
 TIMESERIES_CAUSE = ("over the last part of a cold start ending at {t_end} ms, load {load}: pool {pool}, issued "
                     "{issued} credits against R·K + N = {prop_bound} for {cs_cores} LC cores ({cs_busy} busy); the "
-                    "issued credits stay above the bound from {blocked_from_ms} ms on")
+                    "issued credits stay above the bound from {blocked_from_ms} ms on; in its last {tail_ms} ms "
+                    "{park_attempts} park attempts, {park_vetoes} kept polling by the gate, {parks} parks and "
+                    "{wakeups} wake-ups, the last park in the sample ending at {last_park_ms} ms")
 
 
 def no_park_while_drained(data: Any) -> Measured:

@@ -25,6 +25,8 @@ LOADS = (0.2, 0.5)
 DURATION_MS = 800  # the pool fills (64 − 16/N)/α RTTs ≈ 640 ms from its floor
 SAMPLE_US = 1000
 R, N = 50.0, 100.0
+# CoreSync's park attempts per sample, those its gate kept polling, its parks and wake-ups.
+PARK_COLUMNS = ("park_attempts", "park_vetoes", "parks", "wakeups")
 
 
 def run(ctx: Context) -> pd.DataFrame | None:
@@ -46,7 +48,7 @@ def run(ctx: Context) -> pd.DataFrame | None:
         # the condition's overrides are already in var.set (run_reproduction appended them)
         res = api.run(str(ctx.spec.base), seed=1, overrides=ovr)
         ts = res.timeseries[["t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued",
-                             "drained_sessions"]].copy()
+                             "drained_sessions", *PARK_COLUMNS]].copy()
         ts.insert(0, "load", load)
         ts["bound_rk_n"] = R * ts["cores_allocated"] + N
         frames.append(ts)
@@ -59,6 +61,17 @@ def steady(ts: pd.DataFrame, load: float, last_ms: float = 100.0) -> dict[str, f
     x = x[x["t_ms"] > x["t_ms"].max() - last_ms]
     return {k: float(x[k].mean()) for k in ("credit_pool", "credits_issued", "bound_rk_n", "cores_allocated",
                                              "cores_busy")}
+
+
+def park_counts(ts: pd.DataFrame, load: float, last_ms: float = 100.0) -> dict[str, float | None]:
+    """CoreSync's park counts summed over the last ``last_ms`` of the run at ``load``, and when
+    it last parked (None: never)."""
+    x = ts[ts["load"] == load]
+    tail = x[x["t_ms"] > x["t_ms"].max() - last_ms]
+    out: dict[str, float | None] = {k: float(tail[k].sum()) if k in x.columns else None for k in PARK_COLUMNS}
+    parked = x[x["parks"] > 0] if "parks" in x.columns else x.iloc[:0]
+    out["last_park_ms"] = float(parked["t_ms"].max()) if len(parked) else None
+    return out
 
 
 def first_blocked_ms(ts: pd.DataFrame, load: float) -> float | None:
@@ -114,4 +127,4 @@ def write(ctx: Context) -> pd.DataFrame | None:
     return ts
 
 
-__all__ = ["write", "steady", "first_blocked_ms"]
+__all__ = ["write", "steady", "park_counts", "first_blocked_ms"]
