@@ -214,15 +214,28 @@ def test_conditions_add_their_overrides():
     spec = SweepSpec.load(SWEEP)
     cs = next(x for x in spec.variants if x.name == "exp10/coresync")
     sh = next(x for x in spec.variants if x.name == "exp10/shenango")
-    assert repro.condition("keep-cut").sets(cs) == ("policy.allocator.keep_cut=true",)
-    assert repro.condition("keep-cut").sets(sh) == ()
+    # every condition starts as the artifact did: pool at max_cores (bw_server.c), 4 s warm-up (netbench.cc)
+    cold = ("policy.overload.initial_pool=16", "warmup_ms=4000")
+    assert repro.condition("keep-cut").sets(cs) == (*cold, "policy.allocator.keep_cut=true")
+    assert repro.condition("keep-cut").sets(sh) == cold
+    assert repro.condition("cold-start").sets(cs) == repro.condition("cold-start").sets(sh) == cold
     for name in ("slow-wake", "capped-pool"):
         for var in (cs, sh):
             extra = repro.condition(name).sets(var)
-            assert extra, (name, var.name)
+            assert extra[:2] == cold and len(extra) == 3, (name, var.name)
             validate(BASE, overrides=[*replace(var, set=tuple(var.set) + tuple(extra)).set])
     with pytest.raises(KeyError, match="slow-wake"):
         repro.condition("no-such")
+
+
+def test_claims_say_whether_they_are_judged_warm_or_cold():
+    from microsched.reproduce.coresync import claim_start
+
+    assert claim_start("fig3/util-urange-vs-coresync", None) == "warm"
+    assert claim_start("timeseries/issued-within-bound-at-steady-state", None) == "cold"
+    assert claim_start("method/steady-state-from-pool-ceiling", None) == "cold+warm"
+    for cid in ("fig3/util-urange-vs-coresync", "method/steady-state-from-pool-ceiling"):
+        assert claim_start(cid, "keep-cut") == "cold"
 
 
 def test_slow_wake_keeps_a_granted_core_waking_longer():
@@ -330,12 +343,14 @@ def test_coresync_that_never_parks_is_out_of_regime():
     assert c["fig3/p99-shenango-vs-coresync"].verdict == "out_of_regime"
 
 
-def _fake_run(d, condition, holds):
+def _fake_run(d, condition, holds, start=None):
     d.mkdir()
     (d / "meta.json").write_text(json.dumps({"reproduction": "coresync", "condition": condition}))
-    (d / "claims.json").write_text(json.dumps([
-        {"id": i, "paper": 1.5, "measured": 1.0 + h, "holds": h} if isinstance(h, bool) else
-        {"id": i, "paper": 1.5, "measured": 1.2, "holds": h == "reproduced", "verdict": h} for i, h in holds.items()]))
+    claims = [{"id": i, "paper": 1.5, "measured": 1.0 + h, "holds": h} if isinstance(h, bool) else
+              {"id": i, "paper": 1.5, "measured": 1.2, "holds": h == "reproduced", "verdict": h} for i, h in holds.items()]
+    for c in claims if start else ():
+        c["start"] = start
+    (d / "claims.json").write_text(json.dumps(claims))
     return d
 
 
@@ -359,3 +374,15 @@ def test_conditions_table_sorts_claims_by_where_they_hold(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(pub), str(pub)])
     assert "a second run of condition 'published'" in capsys.readouterr().err
+    assert "Start:" not in out  # claims.json from before claims recorded their start
+
+
+def test_conditions_table_names_each_runs_start(tmp_path, capsys):
+    from microsched.reproduce.coresync_conditions import main
+
+    pub = _fake_run(tmp_path / "pub", None, {"a": True, "b": False}, start="warm")
+    cut = _fake_run(tmp_path / "cut", "keep-cut", {"a": False, "b": True}, start="cold")
+    assert main([str(pub), str(cut)]) == 0
+    out = capsys.readouterr().out
+    assert "| claim | paper | published (warm) | keep-cut (cold) | reproduced under |" in out
+    assert "cold = at max_cores with a 4 s warm-up" in out

@@ -172,6 +172,11 @@ pub struct ParkGate {
 }
 
 impl ParkGate {
+    /// Attempts that kept the core polling, whatever the reason.
+    pub fn vetoes(&self) -> u64 {
+        self.vetoed_drained + self.waited_for_parker + self.waited_for_revocation + self.cuts
+    }
+
     /// Each count of `self` and `o` combined by `f`.
     fn zip(&self, o: &ParkGate, f: impl Fn(u64, u64) -> u64) -> ParkGate {
         ParkGate {

@@ -51,6 +51,20 @@ pub struct TimeSeries {
     /// Requests waiting for credits at clients at `t_ms`.
     #[serde(deserialize_with = "nan_as_null")]
     pub client_queued: Vec<f64>,
+    /// Park attempts in the interval: an idle core asking the allocator whether it may park
+    /// (NaN for allocators that never park, and in the real runtime).
+    #[serde(deserialize_with = "nan_as_null")]
+    pub park_attempts: Vec<f64>,
+    /// Park attempts in the interval that kept the core polling (CoreSync's gate: overload veto,
+    /// another parker, revocation pending, or a cut; NaN for allocators without a park gate).
+    #[serde(deserialize_with = "nan_as_null")]
+    pub park_vetoes: Vec<f64>,
+    /// Cores parked in the interval.
+    #[serde(deserialize_with = "nan_as_null")]
+    pub parks: Vec<f64>,
+    /// Parked cores woken in the interval.
+    #[serde(deserialize_with = "nan_as_null")]
+    pub wakeups: Vec<f64>,
 }
 
 impl TimeSeries {
@@ -73,6 +87,10 @@ impl TimeSeries {
             ("credits_issued", &self.credits_issued),
             ("drained_sessions", &self.drained_sessions),
             ("client_queued", &self.client_queued),
+            ("park_attempts", &self.park_attempts),
+            ("park_vetoes", &self.park_vetoes),
+            ("parks", &self.parks),
+            ("wakeups", &self.wakeups),
         ]
     }
 }
@@ -99,9 +117,10 @@ mod tests {
     fn columns_are_named_in_order_and_round_trip_json_with_nan() {
         let ts = TimeSeries { t_ms: vec![1.0], credit_pool: vec![f64::NAN], ..TimeSeries::default() };
         let names: Vec<&str> = ts.columns().iter().map(|(n, _)| *n).collect();
-        assert_eq!(names.len(), 17);
+        assert_eq!(names.len(), 21);
         assert_eq!(names[0], "t_ms");
         assert_eq!(names[16], "client_queued");
+        assert_eq!(names[17..], ["park_attempts", "park_vetoes", "parks", "wakeups"]);
         let by_value: Vec<&str> = ts.clone().into_columns().iter().map(|(n, _)| *n).collect();
         assert_eq!(names, by_value);
         let back: TimeSeries = serde_json::from_str(&serde_json::to_string(&ts).unwrap()).unwrap();

@@ -242,6 +242,12 @@ pub fn merged_series(lg: &LoadgenResult, rep: &ServerReport) -> Vec<(&'static st
     ts.credit_pool = pick(&s.cols.credit_pool);
     ts.credits_issued = pick(&s.cols.credits_issued);
     ts.drained_sessions = pick(&s.cols.drained_sessions);
+    // The runtime does not count park attempts per sample: the columns are there, unknown.
+    let unknown = vec![f64::NAN; c.unix_ns.len()];
+    ts.park_attempts = unknown.clone();
+    ts.park_vetoes = unknown.clone();
+    ts.parks = unknown.clone();
+    ts.wakeups = unknown;
     let mut out = ts.into_columns();
     out.push(("be_ops_per_s", pick(&s.be_ops_per_s)));
     out

@@ -62,6 +62,8 @@ pub struct Node {
     /// the allocator's park gate) at the start of the measured window.
     pub parking: Parking,
     pub window_start_parking: Parking,
+    /// The parking counts at the last time-series sample.
+    pub last_sample_parking: Parking,
 }
 
 impl Node {
@@ -126,6 +128,7 @@ impl Node {
             irq_cfg: sc.server.irq.clone(),
             parking: Parking::default(),
             window_start_parking: Parking::default(),
+            last_sample_parking: Parking::default(),
         }
     }
 
@@ -219,6 +222,11 @@ impl Node {
     /// The parking counts at this moment, the allocator's gate included.
     pub fn parking_now(&self) -> Parking {
         Parking { gate: self.allocator.park_gate(), ..self.parking }
+    }
+
+    /// Whether the allocator ever parks a core.
+    pub fn parks_cores(&self) -> bool {
+        self.allocator.park_rule().mode != ParkMode::Never
     }
 
     /// Parking over the measured window; `None` for an allocator that never parks.

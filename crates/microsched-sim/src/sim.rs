@@ -10,7 +10,7 @@ use microsched_core::rng::{stream, Stream};
 use microsched_core::overload::seda::{Admit, Seda};
 use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
-use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Requests, Sched, SimStats, Summary};
+use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Parking, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
@@ -949,7 +949,14 @@ impl Sim {
         s.t_ms.push(now as f64 / 1e6);
         let (mut allocated, mut busy, mut parked, mut queue_len, mut oldest) = (0.0, 0.0, 0.0, 0.0, 0.0f64);
         let (mut pool, mut issued, mut drained) = (f64::NAN, f64::NAN, f64::NAN);
+        let mut park = Parking::default();
+        let (mut parking, mut gated) = (false, false);
         for (i, n) in self.nodes.iter_mut().enumerate() {
+            let p = n.parking_now();
+            park = park.plus(&p.since(&n.last_sample_parking));
+            n.last_sample_parking = p;
+            parking |= n.parks_cores();
+            gated |= p.gate.is_some();
             let times = n.server.core_times(now);
             let d = |k: usize| (times[k] - n.last_sample_times[k]) as f64 / dt;
             // A waking core is already the LC application's (taken from the BE co-tenant), though
@@ -992,6 +999,11 @@ impl Sim {
         s.drained_sessions.push(drained);
         let queued: u64 = self.apps.iter().flat_map(|a| a.clients.iter()).map(|c| c.queued).sum();
         s.client_queued.push(queued as f64);
+        let count = |on: bool, v: u64| if on { v as f64 } else { f64::NAN };
+        s.park_attempts.push(count(parking, park.attempts));
+        s.park_vetoes.push(count(gated, park.gate.map_or(0, |g| g.vetoes())));
+        s.parks.push(count(parking, park.parks));
+        s.wakeups.push(count(parking, park.wakeups));
         if measuring && self.nodes[0].credit.is_some() {
             self.client_queued_sum += queued as f64;
         }

@@ -307,4 +307,32 @@ fn asqm_seeds_a_requests_delay_with_the_signal_only_while_every_core_runs() {
     assert!(parked.cores.allocated_mean < 3.5, "Shenango keeps {} of 4 cores", parked.cores.allocated_mean);
     let (signal, measured) = (drops("shenango", "signal"), drops("shenango", "measured"));
     assert!(signal < measured, "cores parked: artifact seed {signal} drops, measured seed {measured}");
+
+/// The time series counts CoreSync's park attempts, vetoes, parks and wake-ups per sample: over
+/// a run without warm-up they add up to the summary's counts, and every attempt either kept the
+/// core polling (a veto of the gate) or parked it. Allocators that never park have no counts.
+#[test]
+fn park_counts_per_sample_add_up_to_the_summary() {
+    let cs = [
+        "policy.allocator={kind=\"coresync\", interval_us=5, delay_threshold_us=5, poll_us=2, r=50}",
+        "policy.overload.initial_pool=16",
+        "load.fraction=0.5",
+        "warmup_ms=0",
+    ];
+    let r = run(OVERLOAD, &cs, 4);
+    let p = r.summary.parking.expect("CoreSync parks");
+    let g = p.gate.expect("CoreSync's gate");
+    let ts = &r.timeseries;
+    let sum = |c: &Vec<f64>| c.iter().sum::<f64>() as u64;
+    assert_eq!(ts.park_attempts.len(), ts.t_ms.len());
+    assert_eq!(sum(&ts.park_attempts), p.attempts);
+    assert_eq!(sum(&ts.parks), p.parks);
+    assert_eq!(sum(&ts.wakeups), p.wakeups);
+    assert_eq!(sum(&ts.park_vetoes), g.vetoes());
+    assert!(p.parks > 0 && g.vetoes() > 0, "{p:?}");
+    assert_eq!(sum(&ts.park_vetoes) + sum(&ts.parks), sum(&ts.park_attempts));
+
+    let st = run(OVERLOAD, &["load.fraction=0.5"], 4);
+    let ts = &st.timeseries;
+    assert!(ts.park_attempts.iter().chain(&ts.park_vetoes).chain(&ts.parks).chain(&ts.wakeups).all(|v| v.is_nan()));
 }

@@ -4,9 +4,12 @@ Each cell is the claim's verdict (✓ reproduced, ~ direction only, ✗ not repr
 paper's regime, · model check) and its measured value.
 
     microsched reproduce coresync [--quick]
-    microsched reproduce coresync [--quick] --condition slow-wake     # and keep-cut, capped-pool
-    python -m microsched.reproduce.coresync_conditions results/coresync results/coresync-slow-wake \\
-        results/coresync-keep-cut results/coresync-capped-pool > conditions.md
+    microsched reproduce coresync [--quick] --condition slow-wake     # and cold-start, keep-cut, capped-pool
+    python -m microsched.reproduce.coresync_conditions results/coresync results/coresync-cold-start \\
+        results/coresync-slow-wake results/coresync-keep-cut results/coresync-capped-pool > conditions.md
+
+Every condition runs from the artifact's cold start (Breakwater's pool at max_cores, 4 s warm-up);
+the published run from the pool ceiling. Each column says which (``start`` of its claims).
 
 Each directory's condition is read from its ``meta.json`` (none: the published semantics).
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 PUBLISHED = "published"
@@ -46,6 +50,17 @@ def load(dirs: list[Path]) -> dict[str, dict[str, dict]]:
     return out
 
 
+START_LEGEND = ("Start: warm = Breakwater's pool starts at its ceiling; cold = at max_cores with a 4 s warm-up, as the "
+                "artifact started every load point (the claims of a run judged otherwise say so in their `start`).")
+
+
+def _start(claims: dict[str, dict]) -> str:
+    """The start most of a run's claims are judged from, as a column suffix (none in claims.json
+    from before claims recorded it)."""
+    starts = [c["start"] for c in claims.values() if c.get("start")]
+    return f" ({Counter(starts).most_common(1)[0][0]})" if starts else ""
+
+
 def table(by_cond: dict[str, dict[str, dict]]) -> str:
     conds = sorted(by_cond, key=lambda c: (c != PUBLISHED, c))
     ids = list(dict.fromkeys(i for c in conds for i in by_cond[c]))
@@ -57,7 +72,7 @@ def table(by_cond: dict[str, dict[str, dict]]) -> str:
         m = x.get("measured")
         return f"{SYMBOL.get(verdict(x), '?')} {m if m is not None else ''}".strip()
 
-    lines = ["| claim | paper | " + " | ".join(conds) + " | reproduced under |",
+    lines = ["| claim | paper | " + " | ".join(f"{c}{_start(by_cond[c])}" for c in conds) + " | reproduced under |",
              "|---|---|" + "---|" * (len(conds) + 1)]
     groups: dict[str, list[str]] = {"published": [], "none": []}
     for i in ids:
@@ -77,7 +92,9 @@ def table(by_cond: dict[str, dict[str, dict]]) -> str:
                      + " | ".join(cell(c, i) for c in conds) + f" | {where} |")
     counts = ", ".join(f"{k}: {len(v)}" for k, v in groups.items())
     legend = ", ".join(f"{sym} {name.replace('_', ' ')}" for name, sym in SYMBOL.items())
-    return "\n".join(lines) + f"\n\n{legend}. Claims by where they are reproduced — {counts} (of {len(ids)}).\n"
+    starts = "" if all(not _start(by_cond[c]) for c in conds) else f" {START_LEGEND}"
+    return ("\n".join(lines) + f"\n\n{legend}.{starts} Claims by where they are reproduced — {counts} "
+            f"(of {len(ids)}).\n")
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,10 @@ credits C_issued, CoreSync's bound R·K + N (K = LC cores allocated, N = session
 allocated, sampled every millisecond. CoreSync's gate lets a core park only while
 C_issued − N ≤ R·K, i.e. while the issued curve stays below the bound curve: the figure shows
 when (and whether) that happens as the pool grows to its ceiling. The runs take the variant's
-own overrides and the condition's (``--condition``), so the figure shows what the claims saw.
+own overrides and the condition's (``--condition``), so the figure shows what the claims saw;
+under a condition the series runs through the artifact's 4 s warm-up and 300 ms after it.
+The park columns (attempts, those the gate kept polling, parks, wake-ups per sample) show when
+CoreSync last parked.
 
 Writes ``fig_coresync_timeseries.png`` and ``timeseries_coresync.parquet``.
 """
@@ -23,8 +26,11 @@ from .framework import Context
 VARIANT = "exp10/coresync"
 LOADS = (0.2, 0.5)
 DURATION_MS = 800  # the pool fills (64 − 16/N)/α RTTs ≈ 640 ms from its floor
+CONDITION_TAIL_MS = 300  # after a condition's cold warm-up: the published measured window
 SAMPLE_US = 1000
 R, N = 50.0, 100.0
+# CoreSync's park attempts per sample, those its gate kept polling, its parks and wake-ups.
+PARK_COLUMNS = ("park_attempts", "park_vetoes", "parks", "wakeups")
 
 
 def run(ctx: Context) -> pd.DataFrame | None:
@@ -39,14 +45,20 @@ def run(ctx: Context) -> pd.DataFrame | None:
     sem = []
     if ctx.semantics:
         sem = tomllib.loads((Path(ctx.spec.path).parent / f"semantics-{ctx.semantics}.toml").read_text())["overrides"]
+    # Under a condition (run from the artifact's cold start, 4 s warm-up) the series covers that
+    # warm-up and the measured window: a pool held down by cuts may escape to its ceiling late.
+    duration = DURATION_MS
+    if ctx.condition:
+        from .coresync import COLD_WARMUP_MS
+        duration = COLD_WARMUP_MS + CONDITION_TAIL_MS
     frames = []
     for load in LOADS:
-        ovr = [*sem, *var.set] + ["warmup_ms=0", f"duration_ms={DURATION_MS}", "policy.overload.initial_pool=16",
+        ovr = [*sem, *var.set] + ["warmup_ms=0", f"duration_ms={duration}", "policy.overload.initial_pool=16",
                                f"metrics.sample_interval_us={SAMPLE_US}", f"load.fraction={load}"]
         # the condition's overrides are already in var.set (run_reproduction appended them)
         res = api.run(str(ctx.spec.base), seed=1, overrides=ovr)
         ts = res.timeseries[["t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued",
-                             "drained_sessions"]].copy()
+                             "drained_sessions", *PARK_COLUMNS]].copy()
         ts.insert(0, "load", load)
         ts["bound_rk_n"] = R * ts["cores_allocated"] + N
         frames.append(ts)
@@ -59,6 +71,17 @@ def steady(ts: pd.DataFrame, load: float, last_ms: float = 100.0) -> dict[str, f
     x = x[x["t_ms"] > x["t_ms"].max() - last_ms]
     return {k: float(x[k].mean()) for k in ("credit_pool", "credits_issued", "bound_rk_n", "cores_allocated",
                                              "cores_busy")}
+
+
+def park_counts(ts: pd.DataFrame, load: float, last_ms: float = 100.0) -> dict[str, float | None]:
+    """CoreSync's park counts summed over the last ``last_ms`` of the run at ``load``, and when
+    it last parked (None: never)."""
+    x = ts[ts["load"] == load]
+    tail = x[x["t_ms"] > x["t_ms"].max() - last_ms]
+    out: dict[str, float | None] = {k: float(tail[k].sum()) if k in x.columns else None for k in PARK_COLUMNS}
+    parked = x[x["parks"] > 0] if "parks" in x.columns else x.iloc[:0]
+    out["last_park_ms"] = float(parked["t_ms"].max()) if len(parked) else None
+    return out
 
 
 def first_blocked_ms(ts: pd.DataFrame, load: float) -> float | None:
@@ -114,4 +137,4 @@ def write(ctx: Context) -> pd.DataFrame | None:
     return ts
 
 
-__all__ = ["write", "steady", "first_blocked_ms"]
+__all__ = ["write", "steady", "park_counts", "first_blocked_ms"]
