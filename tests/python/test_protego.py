@@ -165,6 +165,8 @@ def test_reproduce_protego_quick(quick):
         c = by[fig10]
         assert c["verdict"] != "out_of_regime", c
         assert c["regime"][0]["value"] >= protego.CPU_SATURATED and c["regime"][0]["holds"], c["regime"]
+    for fig13 in ("fig13-usr-below-breakwater", "fig13-usr-below-seda"):
+        assert all(r["holds"] for r in by[fig13]["regime"]), by[fig13]["regime"]  # overloaded, CPU-bound
     # Phase I's loss is the sessions left without a credit: the bound the cause quotes holds.
     ev = by["fig9-protego-phase1-served"]["cause"]["evidence"]
     assert ev["predicted_krps"] == pytest.approx(ev["admitted_krps"], rel=0.03), ev
