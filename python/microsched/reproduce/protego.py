@@ -441,8 +441,9 @@ def _fig5_phases(data: dict) -> Measured:
     return Measured(m, ci, n, evidence=ev, regime=regime, extra={"slopes": slopes})
 
 
-def _sessions(name: str) -> float:
-    raw = tomllib.loads((experiments_dir() / "protego" / SCENARIO[name]).read_text(encoding="utf-8"))
+def _sessions(scenario: str) -> float:
+    """``clients.sessions`` of a scenario file of experiments/protego."""
+    raw = tomllib.loads((experiments_dir() / "protego" / scenario).read_text(encoding="utf-8"))
     return float(raw.get("clients", {}).get("sessions", 100))
 
 
@@ -480,7 +481,7 @@ def _phase1_loss(data: dict) -> Measured:
     s = _seeds(data, "main")
     x = pd.concat([s.values("protego", at, GOODPUT), s.values("protego", at, "offered_rps")], axis=1, join="inner")
     m, ci, n = mean_ci95([1.0 - safe_ratio(g, d) for g, d in x.itertuples(index=False)])
-    sessions = _sessions("main")
+    sessions = _sessions(SCENARIO["main"])
     ev = {"at_krps": _krps(at), "load_share": at / cap, "sessions": sessions, "top_krps": _krps(top),
           "capacity_krps": _krps(cap)}
     ev.update(_admission(s, "protego", at, sessions))
@@ -621,7 +622,11 @@ def _fig13(other: str):
               "none_drop_rate": s.mean("none", None, "drop_rate"), "none_p99_us": s.mean("none", None, P99),
               "none_cores_busy": s.mean("none", None, "cores.busy_mean"),
               "protego_client_drop_rate": s.mean("protego", None, CDR), "other_drop_rate": s.mean(other, None, "drop_rate"),
-              "protego_cores_busy": s.mean("protego", None, "cores.busy_mean")}
+              "protego_cores_busy": s.mean("protego", None, "cores.busy_mean"),
+              "other_cores_busy": s.mean(other, None, "cores.busy_mean"),
+              "protego_pool": s.mean("protego", None, "credits.pool_mean"),
+              "protego_drained": s.mean("protego", None, "credits.drained_mean"),
+              "sessions": _sessions("memcached-usr.toml")}
         return Measured(m, ci, _n(s, "protego", None, GOODPUT), evidence=ev, regime=regime)
 
     return measure
@@ -989,7 +994,10 @@ CLAIMS: list[ClaimSpec] = [
             "the p99 exceeds the target and the cores are >= 95 % busy (the demand overloads the server)",
         measure=_fig13("breakwater"),
         cause="Protego's goodput is {protego_goodput_mrps} M req/s and Breakwater's {other_goodput_mrps} M req/s at "
-              "{demand_mrps} M req/s"),
+              "{demand_mrps} M req/s: Protego's pool holds {protego_pool} credits for {sessions} sessions, "
+              "{protego_drained} of them hold none and their requests time out at the client ({protego_client_drop_rate} "
+              "of the demand), leaving its cores {protego_cores_busy} busy against Breakwater's {other_cores_busy}; the "
+              "model charges no CPU for the credit management the paper blames for the rest"),
     ClaimSpec(
         id="fig13-usr-below-seda", paper=0.63, kind=RATIO, unit="× SEDA's goodput", paper_ref="Fig. 13, §5.5",
         quote="With clients' demand of 3.6 million RPS, Protego achieves 37% less goodput than SEDA",
@@ -997,7 +1005,8 @@ CLAIMS: list[ClaimSpec] = [
         how="goodput(Protego)/goodput(SEDA) at 3.6 M req/s, paired by seed; regime as above",
         measure=_fig13("seda"),
         cause="Protego's goodput is {protego_goodput_mrps} M req/s and SEDA's {other_goodput_mrps} M req/s at "
-              "{demand_mrps} M req/s (SEDA's clients hold back {other_drop_rate} of the demand)"),
+              "{demand_mrps} M req/s: SEDA's clients hold back {other_drop_rate} of the demand and what they send "
+              "misses the target (SEDA's cores {other_cores_busy} busy, Protego's {protego_cores_busy})"),
 ]
 
 
