@@ -58,10 +58,15 @@ TARGET_US = {"main": 200.0, "fig3": 1000.0, "fig5": 200.0, "fig6": 40000.0, "fig
 SCENARIO = {"main": "synthetic-p50.toml", "fig5": "synthetic.toml", "fig6": "lucene.toml",
             "fig10": "synthetic-p50-1us.toml"}
 COLORS = {"none": "tab:gray", "asqm": "tab:olive", "breakwater": "tab:red", "seda": "tab:orange",
-          "try_lock": "tab:purple", "protego_ac": "tab:cyan", "protego": "tab:blue", "protego_replicas": "tab:green"}
+          "try_lock": "tab:purple", "protego_ac": "tab:cyan", "protego": "tab:blue", "protego_replicas": "tab:green",
+          "protego_artifact": "tab:brown"}
 # Regime thresholds: "the CPU is saturated" (Fig. 10, 13) and "not congested" (Fig. 6, 9).
 CPU_SATURATED = 0.95
 CPU_NOT_CONGESTED = 0.9
+# Phase I: demands up to this share of the lock-bound capacity leave every path spare capacity.
+PHASE1 = 0.8
+# Algorithm 1's increment a (credits) and multiplicative decrement d (§3.2), Protego's defaults.
+ALGO1_INCREASE, ALGO1_DECREASE = 1.0, 0.02
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,6 +441,64 @@ def _fig5_phases(data: dict) -> Measured:
     return Measured(m, ci, n, evidence=ev, regime=regime, extra={"slopes": slopes})
 
 
+def _sessions(scenario: str) -> float:
+    """``clients.sessions`` of a scenario file of experiments/protego."""
+    raw = tomllib.loads((experiments_dir() / "protego" / scenario).read_text(encoding="utf-8"))
+    return float(raw.get("clients", {}).get("sessions", 100))
+
+
+def _admission(s: Seeds, variant: str, at: float, sessions: float) -> dict[str, float]:
+    """What bounds the admitted load: a session's one credit idles at the client between its
+    requests, and a request of a session holding none waits longer than the client's timeout for
+    one (the credit's round trip), so about (sessions − drained sessions) × the demand per session
+    is admitted."""
+    demand = s.mean(variant, at, "offered_rps")
+    dur = max(s.mean(variant, at, "duration_s"), 1e-12)
+    drained = s.mean(variant, at, "credits.drained_mean")
+    admitted = s.mean(variant, at, "throughput_rps") + s.mean(variant, at, "server_drops") / dur
+    return {"pool": s.mean(variant, at, "credits.pool_mean"), "drained": drained,
+            "per_session_rps": demand / sessions,
+            "predicted_krps": _krps((sessions - drained) * demand / sessions), "admitted_krps": _krps(admitted),
+            "timeout_share": s.mean(variant, at, "credits.client_timeouts") / dur / demand if demand > 0 else math.nan,
+            "goodput_krps": _krps(s.mean(variant, at, GOODPUT)), "sdr": s.mean(variant, at, SDR)}
+
+
+def _phase1_loss(data: dict) -> Measured:
+    """1 − goodput/demand of Protego at the highest demand at most PHASE1 of the lock-bound
+    capacity (the paper's Phase I: every path has spare capacity), per seed; the evidence says
+    how many sessions held no credit there and at the highest demand."""
+    df = data["main"]
+    miss = _has(df, "protego")
+    if miss:
+        return Measured(None, missing=miss)
+    cap = data["capacity"]["main"]["capacity"]
+    loads = _loads(df)
+    low = [x for x in loads if x <= PHASE1 * cap]
+    regime = [Condition("demands run at most 0.8 of the lock-bound capacity", float(len(low)), ">=", 1.0)]
+    if not low:
+        return Measured(None, missing="no demand of phase I was run", regime=regime)
+    at, top = max(low), max(loads)
+    s = _seeds(data, "main")
+    x = pd.concat([s.values("protego", at, GOODPUT), s.values("protego", at, "offered_rps")], axis=1, join="inner")
+    m, ci, n = mean_ci95([1.0 - safe_ratio(g, d) for g, d in x.itertuples(index=False)])
+    sessions = _sessions(SCENARIO["main"])
+    ev = {"at_krps": _krps(at), "load_share": at / cap, "sessions": sessions, "top_krps": _krps(top),
+          "capacity_krps": _krps(cap)}
+    ev.update(_admission(s, "protego", at, sessions))
+    # Algorithm 1's steps with the paper's a and d (§3.2), which the sweep does not change.
+    ev.update(increase=ALGO1_INCREASE, decrease_credits=ALGO1_DECREASE * ev["pool"])
+    ev.update({f"{k}_top": v for k, v in _admission(s, "protego", top, sessions).items()})
+    if "protego_artifact" in set(df["variant"]):
+        ev["artifact_loss"] = 1.0 - safe_ratio(s.mean("protego_artifact", at, GOODPUT), s.mean("protego_artifact", at, "offered_rps"))
+        ev["artifact_pool"] = s.mean("protego_artifact", at, "credits.pool_mean")
+        ev["artifact_goodput_top_krps"] = _krps(s.mean("protego_artifact", top, GOODPUT))
+    else:
+        ev.update(artifact_loss=None, artifact_pool=None, artifact_goodput_top_krps=None)
+    return Measured(m, ci, n, evidence=ev, regime=regime,
+                    extra={"at_load_rps": at, "by_load_goodput_rps": _by_load({x: s.mean("protego", x, GOODPUT) for x in loads}),
+                           "by_load_drained_sessions": _by_load({x: s.mean("protego", x, "credits.drained_mean") for x in loads})})
+
+
 # ---------------------------------------------------------------------------------------------
 # measures: Fig. 7, 8 (Memcached-like VAR), 10, 12, 13
 
@@ -559,7 +622,11 @@ def _fig13(other: str):
               "none_drop_rate": s.mean("none", None, "drop_rate"), "none_p99_us": s.mean("none", None, P99),
               "none_cores_busy": s.mean("none", None, "cores.busy_mean"),
               "protego_client_drop_rate": s.mean("protego", None, CDR), "other_drop_rate": s.mean(other, None, "drop_rate"),
-              "protego_cores_busy": s.mean("protego", None, "cores.busy_mean")}
+              "protego_cores_busy": s.mean("protego", None, "cores.busy_mean"),
+              "other_cores_busy": s.mean(other, None, "cores.busy_mean"),
+              "protego_pool": s.mean("protego", None, "credits.pool_mean"),
+              "protego_drained": s.mean("protego", None, "credits.drained_mean"),
+              "sessions": _sessions("memcached-usr.toml")}
         return Measured(m, ci, _n(s, "protego", None, GOODPUT), evidence=ev, regime=regime)
 
     return measure
@@ -599,6 +666,30 @@ CLAIMS: list[ClaimSpec] = [
         cause="Protego's p99 at {at_krps} kRPS is {measured} µs ± {ci95}: admitted requests wait {lock_wait_us} µs on "
               "average at the locks (ASQM budget {budget_us} µs), the server drops {server_drop_rate} of what it "
               "receives and the clients give up {client_drop_rate} of the demand waiting for credits"),
+    ClaimSpec(
+        id="fig9-protego-phase1-served", paper=0.01, kind=BOUND, side="upper", unit="of the demand not served in time",
+        paper_ref="§3.1 (Phase I), Fig. 9",
+        quote="Phase I (uncongested) is the phase where none of the locks or CPUs is congested. Throughput grows "
+              "linearly with load increases because the system has capacity to handle all incoming demand",
+        claim="Below the lock-bound capacity (phase I) Protego serves the demand: under 1 % of it is lost (the paper "
+              "states no number; 1 % is the bound it gives for Fig. 10's drops)",
+        how="1 − goodput/demand of Protego at the highest demand at most 0.8 of the 200 kRPS lock-bound capacity, per "
+            "seed; regime: such a demand was run",
+        measure=_phase1_loss,
+        cause="at {at_krps} kRPS ({load_share} of the lock-bound capacity) Protego loses {measured} of the demand: its "
+              "pool holds {pool} credits for {sessions} sessions, {drained} of them hold none, and a session's one "
+              "credit idles at the client between its requests ({per_session_rps} req/s each), so the requests of "
+              "credit-less sessions time out at the client waiting a credit's round trip ({timeout_share} of the "
+              "demand; the server drops {sdr} of what it receives); (sessions − drained) × demand per session = "
+              "{predicted_krps} kRPS against {admitted_krps} kRPS admitted. The same bound makes the plateau: at "
+              "{top_krps} kRPS the pool holds {pool_top} credits, {drained_top} sessions hold none, {timeout_share_top} "
+              "of the demand times out, {predicted_krps_top} kRPS predicted against {admitted_krps_top} admitted, "
+              "goodput {goodput_krps_top} kRPS against the locks' {capacity_krps} kRPS. The paper's pool rule lets the "
+              "pool fall below the session count: one decrease ({decrease_credits} credits) undoes as many increases "
+              "of {increase} credit, and a credit more admits a single session's {per_session_rps_top} req/s, lost in the "
+              "iteration's count noise. The artifact's pool rule (variant protego_artifact: grow while every credit is out, steps of "
+              "one) holds {artifact_pool} credits and loses {artifact_loss} at {at_krps} kRPS, goodput "
+              "{artifact_goodput_top_krps} kRPS at {top_krps} kRPS"),
     ClaimSpec(
         id="fig9-protego-drop-rate", paper=0.40, kind=BOUND, side="upper", unit="of the requests the server receives",
         paper_ref="Fig. 9, §5.4", quote="maintaining latency within the target delay by dropping up to 40% of incoming requests",
@@ -903,7 +994,10 @@ CLAIMS: list[ClaimSpec] = [
             "the p99 exceeds the target and the cores are >= 95 % busy (the demand overloads the server)",
         measure=_fig13("breakwater"),
         cause="Protego's goodput is {protego_goodput_mrps} M req/s and Breakwater's {other_goodput_mrps} M req/s at "
-              "{demand_mrps} M req/s"),
+              "{demand_mrps} M req/s: Protego's pool holds {protego_pool} credits for {sessions} sessions, "
+              "{protego_drained} of them hold none and their requests time out at the client ({protego_client_drop_rate} "
+              "of the demand), leaving its cores {protego_cores_busy} busy against Breakwater's {other_cores_busy}; the "
+              "model charges no CPU for the credit management the paper blames for the rest"),
     ClaimSpec(
         id="fig13-usr-below-seda", paper=0.63, kind=RATIO, unit="× SEDA's goodput", paper_ref="Fig. 13, §5.5",
         quote="With clients' demand of 3.6 million RPS, Protego achieves 37% less goodput than SEDA",
@@ -911,7 +1005,8 @@ CLAIMS: list[ClaimSpec] = [
         how="goodput(Protego)/goodput(SEDA) at 3.6 M req/s, paired by seed; regime as above",
         measure=_fig13("seda"),
         cause="Protego's goodput is {protego_goodput_mrps} M req/s and SEDA's {other_goodput_mrps} M req/s at "
-              "{demand_mrps} M req/s (SEDA's clients hold back {other_drop_rate} of the demand)"),
+              "{demand_mrps} M req/s: SEDA's clients hold back {other_drop_rate} of the demand and what they send "
+              "misses the target (SEDA's cores {other_cores_busy} busy, Protego's {protego_cores_busy})"),
 ]
 
 
