@@ -125,6 +125,16 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "receiving a datagram costs what the socket costs; leave the simulator's cost model at its default (0)",
     },
     Unsupported {
+        // `this-machine` describes this runtime's own stack to the simulator: the runtime pays
+        // it for real, so it is honoured as is; any other cost would have to be faked.
+        check: |s| {
+            let st = &s.server.stack;
+            let own = microsched_core::stack::Stack { profile: microsched_core::stack::Profile::ThisMachine, ..Default::default() };
+            set("server.stack", st, !st.is_free() && *st != own)
+        },
+        supported: "the runtime's stack costs what the socket costs; leave it unset or profile = \"this-machine\" (its own measured cost) without explicit fields",
+    },
+    Unsupported {
         check: |s| set("server.search_pass_ns", s.server.search_pass_ns, s.server.search_pass_ns != DEFAULT_SEARCH_PASS_NS),
         supported: "a work-search pass takes what it really takes; leave the simulator's cost model at its default (250)",
     },
@@ -272,6 +282,7 @@ count = 4
             "server.queue=\"per_core\"",
             "server.queue=\"central\"",
             "server.delay_signal=\"sampled\"",
+            "server.stack.profile=\"this-machine\"",
             "network.rtt_us=50",
             "server.steal_cost_ns=100",
             "server.preemption.quantum_us=5",
@@ -315,6 +326,8 @@ count = 4
             ("server.steal_cost_ns=300", "server.steal_cost_ns"),
             ("server.allocation_delay_us=20", "server.allocation_delay_us"),
             ("server.packet_cost_ns=50", "server.packet_cost_ns"),
+            ("server.stack.profile=\"caladan-protego\"", "server.stack"),
+            ("server.stack.profile=\"this-machine\"\nserver.stack.rx_ns=10", "server.stack"),
             ("server.search_pass_ns=100", "server.search_pass_ns"),
             ("server.search.kind=\"probe\"", "server.search"),
             ("server.preemption.receive_ns=100", "server.preemption.receive_ns"),
