@@ -31,14 +31,6 @@ use microsched_runtime::{loadgen, merge, LoadgenOpts, ServeOpts, Server};
 
 const WINDOW: usize = 32;
 
-/// Closed loop: keeps WINDOW requests outstanding for `dur`; returns answers per second.
-fn closed_loop(server: SocketAddr, token: u64, dur: Duration) -> f64 {
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    closed_loop_on(&sock, server, token, dur)
-}
-
 /// This thread's CPU time: what a system call costs, without the time it waits.
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -64,6 +56,7 @@ impl CpuMeter {
     }
 }
 
+/// Closed loop: keeps WINDOW requests outstanding for `dur`; returns answers per second.
 fn closed_loop_on(sock: &UdpSocket, server: SocketAddr, token: u64, dur: Duration) -> f64 {
     closed_loop_metered(sock, server, token, dur, &CpuMeter::default())
 }

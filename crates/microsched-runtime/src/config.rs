@@ -101,7 +101,9 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   `crate::preempt`),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
 ///   `clients.{sessions, queue_capacity, timeout_us, first_request_only}`, `load.*`, `workload.types` with their
-///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
+///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
+///   `server.stack.profile = "this-machine"` (the simulator's name for this runtime's own, measured
+///   stack: paid for real);
 /// * honoured only at its default (one server and one application: `server.replicas`,
 ///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`,
 ///   `server.per_application_cores`, `server.irq`; the cost
