@@ -130,9 +130,9 @@ const UNSUPPORTED: &[Unsupported] = &[
         // `this-machine` describes this runtime's own stack to the simulator: the runtime pays
         // it for real, so it is honoured as is; any other cost would have to be faked.
         check: |s| {
-            let st = &s.server.stack;
+            let st = s.server.stack.clone().unwrap_or_default();
             let own = microsched_core::stack::Stack { profile: microsched_core::stack::Profile::ThisMachine, ..Default::default() };
-            set("server.stack", st, !st.is_free() && *st != own)
+            set("server.stack", &st, !st.is_free() && st != own)
         },
         supported: "the runtime's stack costs what the socket costs; leave it unset or profile = \"this-machine\" (its own measured cost) without explicit fields",
     },
