@@ -134,7 +134,7 @@ const UNSUPPORTED: &[Unsupported] = &[
             let own = microsched_core::stack::Stack { profile: microsched_core::stack::Profile::ThisMachine, ..Default::default() };
             set("server.stack", &st, !st.is_free() && st != own)
         },
-        supported: "the runtime's stack costs what the socket costs; leave it unset or profile = \"this-machine\" (its own measured cost) without explicit fields",
+        supported: "the runtime's stack costs what the socket costs; leave it at its default (unset) or profile = \"this-machine\" (its own measured cost) without explicit fields",
     },
     Unsupported {
         check: |s| set("server.search_pass_ns", s.server.search_pass_ns, s.server.search_pass_ns != DEFAULT_SEARCH_PASS_NS),
