@@ -20,6 +20,7 @@ pub mod program;
 pub mod rng;
 pub mod scenario;
 pub mod sched;
+pub mod stack;
 pub mod summary;
 pub mod time;
 pub mod topology;

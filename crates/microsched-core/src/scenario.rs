@@ -110,9 +110,14 @@ pub struct Server {
     /// takes `allocation_delay_us`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_latency: Option<crate::wake::WakeLatency>,
-    /// CPU time to receive and dispatch one request packet, charged before its service time.
+    /// CPU time to receive and dispatch one request packet, charged before its service time
+    /// (an RX cost, added to `stack`'s).
     #[serde(default)]
     pub packet_cost_ns: f64,
+    /// The network stack's cost per request: RX, RPC layer, TX, as a named profile with its
+    /// source and/or explicit fields (see [`crate::stack`]); absent: free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<crate::stack::Stack>,
     /// Time of one fruitless work-search pass (own queue, steal attempts) of an idle core; park
     /// rules that count passes (Shenango: 4) wait at least this many times it.
     #[serde(default = "default_search_pass_ns")]

@@ -6,16 +6,22 @@
 //!    client (one thread keeping 32 requests outstanding). Reported: both rates and their ratio,
 //!    and the runtime's rate when every request runs as a coroutine (a program of one compute
 //!    step), and as one that yields halfway.
+//!    **The stack's own cost** from the same runs: the CPU time (the thread's own clock) of
+//!    one loopback `recvfrom` (RX) and `sendto` (TX) in the echo server, the client's CPU per
+//!    request, and the runtime's per-request work beyond the two calls (RPC: its 1-worker
+//!    time per request, 1 / rate, minus RX and TX). These are what `server.stack.profile =
+//!    "this-machine"` stands for (`microsched_core::stack`).
 //! 2. **Simulator vs real.** experiments/real/overload-2x*.toml (2 workers) at half the
 //!    measured capacity without overload control, and at 2× with Breakwater: p99 latency and
-//!    throughput from `microsched-sim` and from the real runtime, same scenario, same seed.
+//!    throughput from `microsched-sim` and from the real runtime, same scenario, same seed;
+//!    and from the simulator charging the stack costs measured in section 1 of this run.
 //!
 //! Everything runs on loopback on this machine; the client, the server and the simulator share
 //! its CPUs.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,15 +31,40 @@ use microsched_runtime::{loadgen, merge, LoadgenOpts, ServeOpts, Server};
 
 const WINDOW: usize = 32;
 
-/// Closed loop: keeps WINDOW requests outstanding for `dur`; returns answers per second.
-fn closed_loop(server: SocketAddr, token: u64, dur: Duration) -> f64 {
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    closed_loop_on(&sock, server, token, dur)
+/// This thread's CPU time: what a system call costs, without the time it waits.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a pointer to a live timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time of a thread's successful calls: (total ns, calls).
+#[derive(Default)]
+struct CpuMeter {
+    ns: AtomicU64,
+    n: AtomicU64,
+}
+
+impl CpuMeter {
+    fn add(&self, since: u64) {
+        self.ns.fetch_add(thread_cpu_ns() - since, Ordering::Relaxed);
+        self.n.fetch_add(1, Ordering::Relaxed);
+    }
+    fn mean(&self) -> f64 {
+        self.ns.load(Ordering::Relaxed) as f64 / self.n.load(Ordering::Relaxed).max(1) as f64
+    }
+}
+
+/// Closed loop: keeps WINDOW requests outstanding for `dur`; returns answers per second.
 fn closed_loop_on(sock: &UdpSocket, server: SocketAddr, token: u64, dur: Duration) -> f64 {
+    closed_loop_metered(sock, server, token, dur, &CpuMeter::default())
+}
+
+/// The closed loop, adding the client's CPU per answered request (its sends and receives) to
+/// `client`.
+fn closed_loop_metered(sock: &UdpSocket, server: SocketAddr, token: u64, dur: Duration, client: &CpuMeter) -> f64 {
+    let cpu0 = thread_cpu_ns();
     let mut buf = [0u8; 256];
     let (mut inflight, mut done, mut id) = (0usize, 0u64, 0u64);
     let start = Instant::now();
@@ -58,10 +89,13 @@ fn closed_loop_on(sock: &UdpSocket, server: SocketAddr, token: u64, dur: Duratio
             Err(_) => inflight = 0, // lost datagrams: refill the window
         }
     }
+    // The client's CPU includes the loop's own bookkeeping, which a load generator pays too.
+    client.ns.fetch_add(thread_cpu_ns() - cpu0, Ordering::Relaxed);
+    client.n.fetch_add(done, Ordering::Relaxed);
     done as f64 / start.elapsed().as_secs_f64()
 }
 
-fn echo_server(stop: Arc<AtomicBool>) -> (SocketAddr, std::thread::JoinHandle<()>) {
+fn echo_server(stop: Arc<AtomicBool>, rx: Arc<CpuMeter>, tx: Arc<CpuMeter>) -> (SocketAddr, std::thread::JoinHandle<()>) {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     sock.set_read_timeout(Some(Duration::from_millis(50)))
         .unwrap();
@@ -69,8 +103,13 @@ fn echo_server(stop: Arc<AtomicBool>) -> (SocketAddr, std::thread::JoinHandle<()
     let h = std::thread::spawn(move || {
         let mut buf = [0u8; 2048];
         while !stop.load(Ordering::Relaxed) {
+            let t = thread_cpu_ns();
             if let Ok((n, from)) = sock.recv_from(&mut buf) {
-                let _ = sock.send_to(&buf[..n], from);
+                rx.add(t);
+                let t = thread_cpu_ns();
+                if sock.send_to(&buf[..n], from).is_ok() {
+                    tx.add(t);
+                }
             }
         }
     });
@@ -148,10 +187,13 @@ fn main() {
         ],
     );
     let (mut best_echo, mut best_rt, mut best_coro, mut best_yield) = (0f64, 0f64, 0f64, 0f64);
+    let (rx, tx, client) = (Arc::new(CpuMeter::default()), Arc::new(CpuMeter::default()), CpuMeter::default());
     for _ in 0..rounds {
         let stop = Arc::new(AtomicBool::new(false));
-        let (addr, h) = echo_server(stop.clone());
-        best_echo = best_echo.max(closed_loop(addr, 0, dur));
+        let (addr, h) = echo_server(stop.clone(), rx.clone(), tx.clone());
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        best_echo = best_echo.max(closed_loop_metered(&sock, addr, 0, dur, &client));
         stop.store(true, Ordering::Relaxed);
         h.join().unwrap();
         best_rt = best_rt.max(runtime_round(&one, dur));
@@ -169,6 +211,25 @@ fn main() {
     println!("| runtime, every request a coroutine (one compute step) | {best_coro:.0} |");
     println!("| runtime, every request a coroutine that yields once | {best_yield:.0} |\n");
 
+    // The stack's own cost: RX and TX as the echo server's calls cost on its thread's clock, RPC
+    // as the runtime's 1-worker time per request beyond them (the worker is the bottleneck of
+    // that loop: its rate is below the echo's), the client's CPU per request.
+    let (rx_ns, tx_ns, client_ns) = (rx.mean(), tx.mean(), client.mean());
+    let rpc_ns = (1e9 / best_rt - rx_ns - tx_ns).max(0.0);
+    println!("## The stack's own cost on this machine (loopback UDP; `server.stack.profile = \"this-machine\"`)\n");
+    println!("| cost | ns per request | how |\n|---|---:|---|");
+    println!("| RX (`recvfrom`) | {rx_ns:.0} | echo thread's CPU clock, {} calls |", rx.n.load(Ordering::Relaxed));
+    println!("| TX (`sendto`, with loopback delivery) | {tx_ns:.0} | echo thread's CPU clock |");
+    println!("| RPC (runtime beyond RX + TX) | {rpc_ns:.0} | 1 / {best_rt:.0} req/s − RX − TX |");
+    println!("| client (send + receive, on the same CPUs) | {client_ns:.0} | client thread's CPU clock / answers |\n");
+    let stack = [
+        "server.stack.profile=\"this-machine\"".to_string(),
+        format!("server.stack.rx_ns={rx_ns:.0}"),
+        format!("server.stack.tx_ns={tx_ns:.0}"),
+        format!("server.stack.rpc_ns={rpc_ns:.0}"),
+        format!("server.stack.client_ns={client_ns:.0}"),
+    ];
+
     // 2. Simulator vs real, same scenario and seed.
     let dur_ms = if quick { "1000" } else { "3000" };
     let cases: [(&str, &str, Vec<String>); 2] = [
@@ -184,8 +245,8 @@ fn main() {
         ),
     ];
     println!("## Simulator vs real runtime, 2 workers, exponential 100 µs, {dur_ms} ms measured\n");
-    println!("| case | sim p99 µs | real p99 µs | sim throughput | real throughput | sim goodput | real goodput |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| case | sim p99 µs | sim+stack p99 µs | real p99 µs | sim throughput | sim+stack throughput | real throughput | sim goodput | sim+stack goodput | real goodput |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (label, path, extra) in cases {
         let mut o: Vec<&str> = vec![];
         let d = format!("duration_ms={dur_ms}");
@@ -195,6 +256,9 @@ fn main() {
         let sim = microsched_sim::run(&loaded, None)
             .expect("simulates")
             .summary;
+        let mut os = o.clone();
+        os.extend(stack.iter().map(|s| s.as_str()));
+        let with_stack = microsched_sim::run(&load(path, &os), None).expect("simulates").summary;
         let server = serve(&loaded);
         let lo = LoadgenOpts {
             addr: server.addr(),
@@ -206,12 +270,15 @@ fn main() {
         let real = merge::merge(&lg, &rep);
         let f = |k: &str| real[k].as_f64().unwrap_or(f64::NAN);
         println!(
-            "| {label} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            "| {label} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
             sim.latency_us.p99,
+            with_stack.latency_us.p99,
             real["latency_us"]["p99"].as_f64().unwrap_or(f64::NAN),
             sim.throughput_rps,
+            with_stack.throughput_rps,
             f("throughput_rps"),
             sim.goodput_rps,
+            with_stack.goodput_rps,
             f("goodput_rps")
         );
     }

@@ -101,7 +101,9 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   `crate::preempt`),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
 ///   `clients.{sessions, queue_capacity, timeout_us, first_request_only}`, `load.*`, `workload.types` with their
-///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`;
+///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
+///   `server.stack.profile = "this-machine"` (the simulator's name for this runtime's own, measured
+///   stack: paid for real);
 /// * honoured only at its default (one server and one application: `server.replicas`,
 ///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`,
 ///   `server.per_application_cores`, `server.irq`; the cost
@@ -123,6 +125,16 @@ const UNSUPPORTED: &[Unsupported] = &[
     Unsupported {
         check: |s| set("server.packet_cost_ns", s.server.packet_cost_ns, s.server.packet_cost_ns != 0.0),
         supported: "receiving a datagram costs what the socket costs; leave the simulator's cost model at its default (0)",
+    },
+    Unsupported {
+        // `this-machine` describes this runtime's own stack to the simulator: the runtime pays
+        // it for real, so it is honoured as is; any other cost would have to be faked.
+        check: |s| {
+            let st = s.server.stack.clone().unwrap_or_default();
+            let own = microsched_core::stack::Stack { profile: microsched_core::stack::Profile::ThisMachine, ..Default::default() };
+            set("server.stack", &st, !st.is_free() && st != own)
+        },
+        supported: "the runtime's stack costs what the socket costs; leave it at its default (unset) or profile = \"this-machine\" (its own measured cost) without explicit fields",
     },
     Unsupported {
         check: |s| set("server.search_pass_ns", s.server.search_pass_ns, s.server.search_pass_ns != DEFAULT_SEARCH_PASS_NS),
@@ -272,6 +284,7 @@ count = 4
             "server.queue=\"per_core\"",
             "server.queue=\"central\"",
             "server.delay_signal=\"sampled\"",
+            "server.stack.profile=\"this-machine\"",
             "network.rtt_us=50",
             "server.steal_cost_ns=100",
             "server.preemption.quantum_us=5",
@@ -315,6 +328,8 @@ count = 4
             ("server.steal_cost_ns=300", "server.steal_cost_ns"),
             ("server.allocation_delay_us=20", "server.allocation_delay_us"),
             ("server.packet_cost_ns=50", "server.packet_cost_ns"),
+            ("server.stack.profile=\"caladan-protego\"", "server.stack"),
+            ("server.stack.profile=\"this-machine\"\nserver.stack.rx_ns=10", "server.stack"),
             ("server.search_pass_ns=100", "server.search_pass_ns"),
             ("server.search.kind=\"probe\"", "server.search"),
             ("server.preemption.receive_ns=100", "server.preemption.receive_ns"),

@@ -27,6 +27,9 @@ impl Scenario {
             w.build(base_dir, "server.wake_latency")?;
         }
         non_negative("server.packet_cost_ns", s.packet_cost_ns)?;
+        if let Some(st) = &s.stack {
+            st.validate("server.stack")?;
+        }
         positive("server.search_pass_ns", s.search_pass_ns)?;
         non_negative("network.rtt_us", self.network.rtt_us)?;
         non_negative("network.jitter_us", self.network.jitter_us)?;

@@ -410,6 +410,16 @@ impl Server {
     /// is scheduled), blocks, yields, or the program ends.
     fn run(&mut self, core: u16, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) -> Ran {
         let req = self.q.cores[core as usize].current;
+        if slab[req].has_program && !slab[req].has(Req::RECEIVED) && self.cfg.packet_cost > 0 {
+            // The stack's work runs before the program's first step, outside any lock the
+            // program takes (charged with its first compute, it would serialise on the lock).
+            slab[req].set(Req::RECEIVED, true);
+            self.schedule_slice(core, now, self.cfg.packet_cost, evq);
+            let c = &mut self.q.cores[core as usize];
+            c.slice_start = now + self.cfg.packet_cost;
+            c.slice_len = 0;
+            return Ran::Pending;
+        }
         loop {
             let r = &mut slab[req];
             let op = if r.has_program {
