@@ -39,6 +39,8 @@ pub struct Dispatcher {
     node: u16,
     /// Per [`Work`] kind.
     cost: [Nanos; 4],
+    /// Per [`Work`] kind: whether the policy routes it through the dispatcher.
+    routed: [bool; 4],
     queue: VecDeque<(u32, Work)>,
     /// Arrivals among `queue`.
     queued_arrivals: usize,
@@ -77,6 +79,10 @@ impl Dispatcher {
         Self {
             node,
             cost: [costs.arrival, costs.completion, costs.requeue, costs.signal],
+            routed: {
+                let r = costs.routes.unwrap_or(microsched_core::sched::dispatcher::Routes::ALL);
+                [true, r.completions, r.preempted, r.signals]
+            },
             queue: VecDeque::new(),
             queued_arrivals: 0,
             current: None,
@@ -114,6 +120,9 @@ impl Dispatcher {
     /// Bookkeeping of kind `work` reaches the dispatcher (counted, and queued behind what it is
     /// doing unless it costs nothing).
     pub fn note(&mut self, work: Work, now: Nanos, evq: &mut EventQueue) {
+        if !self.routed[work as usize] {
+            return;
+        }
         if self.cost[work as usize] == 0 {
             self.handled[work as usize] += 1;
             return;

