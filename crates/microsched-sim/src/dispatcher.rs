@@ -41,9 +41,11 @@ pub struct Dispatcher {
     cost: [Nanos; 4],
     /// Per [`Work`] kind: whether the policy routes it through the dispatcher.
     routed: [bool; 4],
-    queue: VecDeque<(u32, Work)>,
-    /// Arrivals among `queue`.
-    queued_arrivals: usize,
+    /// Arrivals waiting to be steered.
+    queue: VecDeque<u32>,
+    /// Bookkeeping waiting: served before arrivals, as the artifacts' loop polls every worker's
+    /// state before it takes the networker's next batch (`dispatcher.c`).
+    chores: VecDeque<Work>,
     /// The item being handled.
     current: Option<(u32, Work)>,
     since: Nanos,
@@ -84,7 +86,7 @@ impl Dispatcher {
                 [true, r.completions, r.preempted, r.signals]
             },
             queue: VecDeque::new(),
-            queued_arrivals: 0,
+            chores: VecDeque::new(),
             current: None,
             since: 0,
             busy_ns: 0,
@@ -109,8 +111,7 @@ impl Dispatcher {
     /// the dispatcher ends now).
     pub fn arrive(&mut self, req: u32, now: Nanos, evq: &mut EventQueue) -> bool {
         if !self.idle() {
-            self.queue.push_back((req, Work::Arrival));
-            self.queued_arrivals += 1;
+            self.queue.push_back(req);
             return false;
         }
         self.begin((req, Work::Arrival), now, evq);
@@ -128,7 +129,7 @@ impl Dispatcher {
             return;
         }
         if !self.idle() {
-            self.queue.push_back((NO_REQ, work));
+            self.chores.push_back(work);
             return;
         }
         self.begin((NO_REQ, work), now, evq);
@@ -146,12 +147,13 @@ impl Dispatcher {
     /// Starts on the next queued item, if any: returns it if it is an arrival (its queueing
     /// at the dispatcher ends now).
     fn begin_next(&mut self, now: Nanos, evq: &mut EventQueue) -> Option<u32> {
-        let next = self.queue.pop_front()?;
-        if next.1 == Work::Arrival {
-            self.queued_arrivals -= 1;
+        if let Some(w) = self.chores.pop_front() {
+            self.begin((NO_REQ, w), now, evq);
+            return None;
         }
-        self.begin(next, now, evq);
-        (next.1 == Work::Arrival).then_some(next.0)
+        let next = self.queue.pop_front()?;
+        self.begin((next, Work::Arrival), now, evq);
+        Some(next)
     }
 
     /// The current item is handled: returns the request it dispatched (None for bookkeeping),
@@ -162,7 +164,7 @@ impl Dispatcher {
         self.handled[work as usize] += 1;
         self.handled_ns[work as usize] += self.cost[work as usize];
         self.since = now;
-        let more = !self.queue.is_empty();
+        let more = !self.queue.is_empty() || !self.chores.is_empty();
         let next = self.begin_next(now, evq);
         ((work == Work::Arrival).then_some(req), more, next)
     }
@@ -218,21 +220,18 @@ impl Dispatcher {
     /// queueing at the dispatcher ends now).
     /// Returns whether it started on a queued item, and that item's request if an arrival.
     pub fn resume(&mut self, now: Nanos, evq: &mut EventQueue) -> (bool, Option<u32>) {
-        let more = !self.queue.is_empty();
+        let more = !self.queue.is_empty() || !self.chores.is_empty();
         (more, self.begin_next(now, evq))
     }
 
     /// The oldest request waiting for the dispatcher (not the one being dispatched).
     pub fn oldest(&self) -> Option<u32> {
-        if self.queued_arrivals == 0 {
-            return None;
-        }
-        self.queue.iter().find(|i| i.1 == Work::Arrival).map(|i| i.0)
+        self.queue.front().copied()
     }
 
     /// Requests waiting for the dispatcher.
     pub fn queued(&self) -> usize {
-        self.queued_arrivals
+        self.queue.len()
     }
 
     /// Its counters at `now`: busy time, and per kind items handled and time on them.
