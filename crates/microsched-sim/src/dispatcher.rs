@@ -43,9 +43,10 @@ pub struct Dispatcher {
     routed: [bool; 4],
     /// Arrivals waiting to be steered.
     queue: VecDeque<u32>,
-    /// Bookkeeping waiting: served before arrivals, as the artifacts' loop polls every worker's
-    /// state before it takes the networker's next batch (`dispatcher.c`).
-    chores: VecDeque<Work>,
+    /// Bookkeeping waiting, as its total time: served before arrivals, as the artifacts' loop
+    /// polls every worker's state before it takes the networker's next batch (`dispatcher.c`).
+    /// Items carry no request, so back-to-back ones run as one stretch (one event).
+    chores: Nanos,
     /// The item being handled.
     current: Option<(u32, Work)>,
     since: Nanos,
@@ -86,7 +87,7 @@ impl Dispatcher {
                 [true, r.completions, r.preempted, r.signals]
             },
             queue: VecDeque::new(),
-            chores: VecDeque::new(),
+            chores: 0,
             current: None,
             since: 0,
             busy_ns: 0,
@@ -114,45 +115,49 @@ impl Dispatcher {
             self.queue.push_back(req);
             return false;
         }
-        self.begin((req, Work::Arrival), now, evq);
+        self.begin((req, Work::Arrival), self.cost[0], now, evq);
         true
     }
 
-    /// Bookkeeping of kind `work` reaches the dispatcher (counted, and queued behind what it is
-    /// doing unless it costs nothing).
+    /// Bookkeeping of kind `work` reaches the dispatcher: counted now, done after what it is
+    /// doing (before any waiting arrival).
     pub fn note(&mut self, work: Work, now: Nanos, evq: &mut EventQueue) {
-        if !self.routed[work as usize] {
+        let k = work as usize;
+        if !self.routed[k] {
             return;
         }
-        if self.cost[work as usize] == 0 {
-            self.handled[work as usize] += 1;
+        let cost = self.cost[k];
+        self.handled[k] += 1;
+        self.handled_ns[k] += cost;
+        if cost == 0 {
             return;
         }
         if !self.idle() {
-            self.chores.push_back(work);
+            self.chores += cost;
             return;
         }
-        self.begin((NO_REQ, work), now, evq);
+        self.begin((NO_REQ, work), cost, now, evq);
     }
 
-    fn begin(&mut self, item: (u32, Work), now: Nanos, evq: &mut EventQueue) {
+    fn begin(&mut self, item: (u32, Work), len: Nanos, now: Nanos, evq: &mut EventQueue) {
         if self.idle() {
             self.search_ns += now - self.since;
             self.since = now;
         }
         self.current = Some(item);
-        evq.push(now + self.cost[item.1 as usize], Event::DispatchDone { node: self.node });
+        evq.push(now + len, Event::DispatchDone { node: self.node });
     }
 
     /// Starts on the next queued item, if any: returns it if it is an arrival (its queueing
     /// at the dispatcher ends now).
     fn begin_next(&mut self, now: Nanos, evq: &mut EventQueue) -> Option<u32> {
-        if let Some(w) = self.chores.pop_front() {
-            self.begin((NO_REQ, w), now, evq);
+        if self.chores > 0 {
+            let len = std::mem::take(&mut self.chores);
+            self.begin((NO_REQ, Work::Completion), len, now, evq);
             return None;
         }
         let next = self.queue.pop_front()?;
-        self.begin((next, Work::Arrival), now, evq);
+        self.begin((next, Work::Arrival), self.cost[0], now, evq);
         Some(next)
     }
 
@@ -161,10 +166,12 @@ impl Dispatcher {
     pub fn done(&mut self, now: Nanos, evq: &mut EventQueue) -> (Option<u32>, bool, Option<u32>) {
         let (req, work) = self.current.take().expect("a dispatch was under way");
         self.busy_ns += now - self.since;
-        self.handled[work as usize] += 1;
-        self.handled_ns[work as usize] += self.cost[work as usize];
+        if work == Work::Arrival {
+            self.handled[0] += 1;
+            self.handled_ns[0] += self.cost[0];
+        }
         self.since = now;
-        let more = !self.queue.is_empty() || !self.chores.is_empty();
+        let more = !self.queue.is_empty() || self.chores > 0;
         let next = self.begin_next(now, evq);
         ((work == Work::Arrival).then_some(req), more, next)
     }
@@ -220,7 +227,7 @@ impl Dispatcher {
     /// queueing at the dispatcher ends now).
     /// Returns whether it started on a queued item, and that item's request if an arrival.
     pub fn resume(&mut self, now: Nanos, evq: &mut EventQueue) -> (bool, Option<u32>) {
-        let more = !self.queue.is_empty() || !self.chores.is_empty();
+        let more = !self.queue.is_empty() || self.chores > 0;
         (more, self.begin_next(now, evq))
     }
 
