@@ -134,6 +134,39 @@ pub struct Sched {
     pub dispatcher_requests: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dispatcher_work_ns: u64,
+    /// The dispatcher core's load; absent without a dispatcher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatcher: Option<DispatcherLoad>,
+}
+
+/// What a dispatcher core did over the measured window: its busy share and its work per kind
+/// (count, and time on it). A kind the policy does not route through the dispatcher stays 0.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct DispatcherLoad {
+    /// Share of the window it was busy (steering, bookkeeping, requests of its own).
+    pub utilization: f64,
+    /// Busy at least 99 % of the window: the dispatcher, not the workers, sets the throughput,
+    /// and requests queue in front of it (`queued_end`).
+    pub saturated: bool,
+    /// Requests waiting for it at the end of the window.
+    pub queued_end: u64,
+    /// Arrivals steered.
+    pub arrivals: u64,
+    pub arrival_ns: u64,
+    /// Completions reported to it.
+    pub completions: u64,
+    pub completion_ns: u64,
+    /// Preempted requests it took back and requeued.
+    pub requeues: u64,
+    pub requeue_ns: u64,
+    /// Preemption signals it sent.
+    pub signals: u64,
+    pub signal_ns: u64,
+}
+
+impl DispatcherLoad {
+    /// Busy share at or above which a dispatcher counts as saturated.
+    pub const SATURATED: f64 = 0.99;
 }
 
 /// Core parking over the measured window (dynamic allocators only): park attempts (a core idle

@@ -6,10 +6,11 @@ use microsched_core::alloc::{self, CoreAllocator, ParkMode};
 use microsched_core::overload::{self, CreditController, SessionId};
 use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::sched;
-use microsched_core::summary::{CoreTime, Cores, Credits, Harvest, Irq, NodeSummary, Parking, Sched, Spread};
+use microsched_core::summary::{CoreTime, Cores, Credits, DispatcherLoad, Harvest, Irq, NodeSummary, Parking, Sched, Spread};
 use microsched_core::time::{us, NS_PER_US};
 use microsched_core::Nanos;
 
+use crate::dispatcher::{DispatchSnap, Work};
 use crate::server::{CoreMode, SchedCounters, Server, ServerCfg};
 
 /// Period of the congestion-signal measurement when the core allocator has no interval of its
@@ -50,6 +51,8 @@ pub struct Node {
     /// Core-time and scheduling-counter snapshots at the start of the measured window.
     pub window_start_times: [Nanos; 5],
     pub window_start_sched: SchedCounters,
+    /// The dispatcher core's counters at the start of the measured window.
+    pub window_start_dispatch: DispatchSnap,
     /// Per worker core: busy time (overhead included) at the start of the measured window.
     pub window_start_core_busy: Vec<Nanos>,
     pub last_sample_times: [Nanos; 5],
@@ -76,7 +79,7 @@ impl Node {
             index,
             ServerCfg {
                 max_cores: workers as usize,
-                dispatcher: sc.server.dispatcher.as_ref().map(|d| d.cost()),
+                dispatcher: sched::dispatcher_costs(sc),
                 steal_cost: sc.server.steal_cost_ns.round() as Nanos,
                 packet_cost: sc.server.stack.clone().unwrap_or_default().costs().served(sc.server.packet_cost_ns).round() as Nanos,
                 alloc_delay: us(sc.server.allocation_delay_us),
@@ -122,6 +125,7 @@ impl Node {
             credit,
             window_start_times: [0; 5],
             window_start_sched: SchedCounters::default(),
+            window_start_dispatch: DispatchSnap::default(),
             window_start_core_busy: Vec::new(),
             last_sample_times: [0; 5],
             wake: None,
@@ -160,6 +164,28 @@ impl Node {
     }
 
     /// This node's section of the summary over the window that ends at `end`.
+    /// The dispatcher core over the measured window ending at `end`.
+    fn dispatcher_load(&self, end: Nanos, window_ns: Nanos) -> Option<DispatcherLoad> {
+        let (s1, queued_end) = self.server.dispatcher_snapshot(end)?;
+        let s0 = self.window_start_dispatch;
+        let n = |k: usize| s1.handled[k] - s0.handled[k];
+        let t = |k: usize| s1.handled_ns[k] - s0.handled_ns[k];
+        let utilization = (s1.busy_ns - s0.busy_ns) as f64 / window_ns.max(1) as f64;
+        Some(DispatcherLoad {
+            utilization,
+            saturated: utilization >= DispatcherLoad::SATURATED,
+            queued_end,
+            arrivals: n(Work::Arrival as usize),
+            arrival_ns: t(Work::Arrival as usize),
+            completions: n(Work::Completion as usize),
+            completion_ns: t(Work::Completion as usize),
+            requeues: n(Work::Requeue as usize),
+            requeue_ns: t(Work::Requeue as usize),
+            signals: n(Work::Signal as usize),
+            signal_ns: t(Work::Signal as usize),
+        })
+    }
+
     pub fn summary(&self, index: u16, max_cores: u32, end: Nanos, window_ns: Nanos) -> NodeSummary {
         let times = self.server.core_times(end);
         let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
@@ -195,6 +221,7 @@ impl Node {
                 dispatcher_requests: sc1.dispatcher_requests - sc0.dispatcher_requests,
                 dispatcher_work_ns: sc1.dispatcher_work_ns - sc0.dispatcher_work_ns,
                 worker_utilization: self.worker_utilization(end, window_ns),
+                dispatcher: self.dispatcher_load(end, window_ns),
             },
             credits: self.credit.as_ref().map(|c| {
                 let n = c.samples.max(1) as f64;

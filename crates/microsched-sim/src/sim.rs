@@ -10,12 +10,13 @@ use microsched_core::rng::{stream, Stream};
 use microsched_core::overload::seda::{Admit, Seda};
 use microsched_core::scenario::{Loaded, OverloadCfg, Scenario};
 use microsched_core::sched::asqm::LockStats;
-use microsched_core::summary::{CoreTime, Cores, Harvest, Irq, LockDrops, Parking, Requests, Sched, SimStats, Summary};
+use microsched_core::summary::{CoreTime, Cores, DispatcherLoad, Harvest, Irq, LockDrops, Parking, Requests, Sched, SimStats, Summary};
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 use rand::Rng;
 
 use crate::app::{App, PREFETCH_MIN_SESSIONS};
+use crate::dispatcher::Work;
 use crate::events::{Event, EventQueue, ARRIVAL_LANE, NETWORK_LANE};
 use crate::node::Node;
 use crate::requests::{Req, Slab, Stamps};
@@ -312,6 +313,9 @@ impl Sim {
                 for n in &mut self.nodes {
                     n.window_start_times = n.server.core_times(now);
                     n.window_start_sched = n.server.counters;
+                    if let Some((snap, _)) = n.server.dispatcher_snapshot(now) {
+                        n.window_start_dispatch = snap;
+                    }
                     n.window_start_parking = n.parking_now();
                     n.window_start_core_busy = n.core_busy(now);
                     if let Some(l) = &mut n.server.locks {
@@ -384,6 +388,9 @@ impl Sim {
     #[inline(always)]
     fn after_slice(&mut self, node: u16, core: u16, end: SliceEnd) {
         let now = self.now;
+        if let SliceEnd::Finished(_) = end {
+            self.nodes[node as usize].server.dispatcher_note(Work::Completion, now, &mut self.evq);
+        }
         match end {
             SliceEnd::Stale | SliceEnd::Running => return,
             SliceEnd::Finished(req) if self.slab[req].has(Req::GHOST) => {
@@ -1048,6 +1055,23 @@ impl Sim {
             a.avoided_preemptions += b.avoided_preemptions;
             a.dispatcher_requests += b.dispatcher_requests;
             a.dispatcher_work_ns += b.dispatcher_work_ns;
+            a.dispatcher = match (a.dispatcher, b.dispatcher) {
+                (Some(x), Some(y)) => Some(DispatcherLoad {
+                    // The busiest dispatcher is the one that limits.
+                    utilization: x.utilization.max(y.utilization),
+                    saturated: x.saturated || y.saturated,
+                    queued_end: x.queued_end + y.queued_end,
+                    arrivals: x.arrivals + y.arrivals,
+                    arrival_ns: x.arrival_ns + y.arrival_ns,
+                    completions: x.completions + y.completions,
+                    completion_ns: x.completion_ns + y.completion_ns,
+                    requeues: x.requeues + y.requeues,
+                    requeue_ns: x.requeue_ns + y.requeue_ns,
+                    signals: x.signals + y.signals,
+                    signal_ns: x.signal_ns + y.signal_ns,
+                }),
+                (x, y) => x.or(y),
+            };
             let (ua, ub) = (&mut a.worker_utilization, &b.worker_utilization);
             ua.mean = (ua.mean * k as f64 + ub.mean) / (k + 1) as f64;
             ua.min = ua.min.min(ub.min);

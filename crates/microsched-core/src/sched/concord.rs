@@ -22,9 +22,13 @@
 //!   `dispatch_requests()` that queue only holds work when every mailbox is full), keeps it
 //!   until it finishes, and never hands it to a worker.
 //!
-//! Simplified (the driver's side): while the dispatcher runs a request only arrivals wait for
-//! it; mailbox refills and preemptions (the worker's own timer) go on, and preempted requests
-//! and completions cost the dispatcher nothing, as for Shinjuku. The dispatcher's own run pays
+//! The dispatcher handles every completion and every preempted request and sends every
+//! preemption (the `concord_preempt_now` write) (`DISPATCHER_ROUTES`), each at its
+//! `server.dispatcher` cost.
+//!
+//! Simplified (the driver's side): while the dispatcher runs a request only arrivals and that
+//! bookkeeping wait for it; mailbox refills and preemptions go on, and the worker does not wait
+//! for the dispatcher to see its completion or preempted request. The dispatcher's own run pays
 //! the packet cost and the instrumentation's inflation, but no preemption cost.
 //!
 //! Options: `jbsq` (mailbox slots; 1 with `dispatcher_work = false` is c-FCFS behind the same
@@ -38,6 +42,11 @@ use super::{Next, Place, QueuePolicy, Requeue, ServerView, Slack};
 use crate::scenario::{positive, Scenario};
 use crate::time::us;
 use crate::{Nanos, ScenarioError};
+
+/// Concord's dispatcher (`rishabh246/concord-shinjuku` `dp/core/dispatcher.c`) handles the
+/// workers' FINISHED and PREEMPTED reports (a preempted context is re-enqueued at the tail by
+/// the dispatcher) and is the one that writes `concord_preempt_now` when a quantum has passed.
+pub const DISPATCHER_ROUTES: super::dispatcher::Routes = super::dispatcher::Routes::ALL;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -22,6 +22,12 @@ use super::{Next, Place, QueuePolicy, Requeue, ServerView};
 use crate::scenario::{positive, Scenario};
 use crate::ScenarioError;
 
+/// Perséphone's dispatcher (`maxdml/psp` `dispatch_su.cc`) handles every completion a worker
+/// signals (it sets the worker's `free_peers` bit and adds the request to its type's profiling
+/// window); workers are never preempted, so nothing else returns to it.
+pub const DISPATCHER_ROUTES: super::dispatcher::Routes =
+    super::dispatcher::Routes { completions: true, preempted: false, signals: false };
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -203,6 +203,25 @@ pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueueP
     }
 }
 
+/// Which worker events go through the dispatcher core, by policy (each policy file gives its
+/// own with its source); a queue policy with a dispatcher has a central dispatcher that runs the
+/// whole loop, as Shinjuku's and Concord's do.
+pub fn dispatcher_routes(sc: &Scenario) -> dispatcher::Routes {
+    match &sc.policy.sched {
+        SchedCfg::Shinjuku(_) => shinjuku::DISPATCHER_ROUTES,
+        SchedCfg::Concord(_) => concord::DISPATCHER_ROUTES,
+        SchedCfg::TinyQuanta(_) => tiny_quanta::DISPATCHER_ROUTES,
+        SchedCfg::Darc(_) => darc::DISPATCHER_ROUTES,
+        SchedCfg::Queue | SchedCfg::Synergy(_) => dispatcher::Routes::ALL,
+    }
+}
+
+/// The dispatcher core's costs per kind of work, if the scenario has one.
+pub fn dispatcher_costs(sc: &Scenario) -> Option<dispatcher::DispatcherCosts> {
+    let d = sc.server.dispatcher.as_ref()?;
+    Some(d.costs(dispatcher_routes(sc), sc.server.preemption.build().send))
+}
+
 /// Checks the scheduling mechanism's settings.
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     sc.server.preemption.validate("server.preemption")?;

@@ -9,8 +9,14 @@
 //! The types' SLOs are not given by the Synergy paper or its scripts: `slo_us` lists one per
 //! type; empty (the default), every type gets the same SLO, so the pick is the oldest head.
 //!
-//! Simplified: the dispatcher does not handle preempted requests or completions (only arrivals
-//! cost it time).
+//! The dispatcher does the whole loop of `dispatcher.c` (`DISPATCHER_ROUTES`): it handles every
+//! completion (FINISHED: free the context, recycle the mbuf), takes back and requeues every
+//! preempted request (PREEMPTED), and sends the preemption (a Dune posted IPI; `USE_CI`: the
+//! `concord_preempt_now` write), each at its `server.dispatcher` cost.
+//!
+//! Simplified: a completion or a preempted request costs the dispatcher its time, but the
+//! worker does not wait for the dispatcher to see it (the preempted request is requeued at
+//! once, the freed worker takes its next request at once).
 
 use std::collections::VecDeque;
 
@@ -20,6 +26,11 @@ use serde::{Deserialize, Serialize};
 use super::{Next, Place, QueuePolicy, Requeue, ServerView};
 use crate::scenario::{positive, Scenario};
 use crate::{Nanos, ScenarioError};
+
+/// Completions, preempted requests and preemption signals all go through Shinjuku's dispatcher
+/// (`dp/core/dispatcher.c`: the FINISHED and PREEMPTED branches of its per-worker loop, and the
+/// posted IPI it sends when a worker's quantum has passed).
+pub const DISPATCHER_ROUTES: super::dispatcher::Routes = super::dispatcher::Routes::ALL;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

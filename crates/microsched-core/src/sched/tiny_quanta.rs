@@ -34,6 +34,12 @@ use super::{Next, Place, QueuePolicy, Requeue, ServerView};
 use crate::scenario::Scenario;
 use crate::{Nanos, ScenarioError};
 
+/// Tiny Quanta's dispatcher (`tq_server.cpp`, `NEW_DISPATCHER`) only steers arrivals: a
+/// preempted request stays on its worker (the worker's round robin), the worker yields on its
+/// own compiler-interrupt timer (no signal from the dispatcher), and completions reach the
+/// dispatcher as per-worker counters it reads after each burst, not as work per completion.
+pub const DISPATCHER_ROUTES: super::dispatcher::Routes = super::dispatcher::Routes::ARRIVALS_ONLY;
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -5,7 +5,7 @@ use microsched_core::sched::Slack;
 use microsched_core::Nanos;
 
 use super::Server;
-use crate::dispatcher::WorkEvent;
+use crate::dispatcher::{DispatchSnap, Work, WorkEvent};
 use crate::events::EventQueue;
 use crate::requests::{Req, Slab};
 
@@ -13,11 +13,17 @@ impl Server {
     /// The dispatcher core hands the request it dispatched to the queueing policy.
     pub fn dispatch_done(&mut self, now: Nanos, slab: &mut Slab, evq: &mut EventQueue) {
         let d = self.dispatcher.as_mut().expect("dispatch events need a dispatcher");
-        let (req, next) = d.done(now, evq);
+        let (req, more, next) = d.done(now, evq);
         if let Some(n) = next {
             let r = &mut slab[n];
             r.queued_ns += now - r.enqueued_at;
         }
+        let Some(req) = req else {
+            if !more {
+                self.dispatcher_try_work(now, slab, evq);
+            }
+            return;
+        };
         let r = &mut slab[req];
         r.enqueued_at = now;
         if self.per_request {
@@ -25,8 +31,21 @@ impl Server {
         }
         let place = self.policy.steer_typed(r.flow, r.rtype, &self.q);
         self.make_runnable(req, place, now, slab, evq);
-        if next.is_none() {
+        if !more {
             self.dispatcher_try_work(now, slab, evq);
+        }
+    }
+
+    /// The dispatcher's counters at `now`, and the requests waiting for it; None without one.
+    pub fn dispatcher_snapshot(&self, now: Nanos) -> Option<(DispatchSnap, u64)> {
+        self.dispatcher.as_ref().map(|d| (d.snapshot(now), d.queued() as u64))
+    }
+
+    /// Bookkeeping that goes through the dispatcher core (the policy's routes decide which).
+    #[inline]
+    pub fn dispatcher_note(&mut self, work: Work, now: Nanos, evq: &mut EventQueue) {
+        if let Some(d) = &mut self.dispatcher {
+            d.note(work, now, evq);
         }
     }
 
@@ -91,12 +110,13 @@ impl Server {
                     r.pc = 1;
                 }
                 // Back to dispatching: arrivals that waited first.
-                match d.resume(now, evq) {
-                    Some(n) => {
-                        let r = &mut slab[n];
-                        r.queued_ns += now - r.enqueued_at;
-                    }
-                    None => self.dispatcher_try_work(now, slab, evq),
+                let (more, next) = d.resume(now, evq);
+                if let Some(n) = next {
+                    let r = &mut slab[n];
+                    r.queued_ns += now - r.enqueued_at;
+                }
+                if !more {
+                    self.dispatcher_try_work(now, slab, evq);
                 }
                 done
             }

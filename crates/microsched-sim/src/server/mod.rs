@@ -42,8 +42,8 @@ const NONE: u32 = u32::MAX;
 pub struct ServerCfg {
     /// Cores that run requests (a dispatcher's core is not one of them).
     pub max_cores: usize,
-    /// Per-request cost of a dispatcher core, if the server has one.
-    pub dispatcher: Option<Nanos>,
+    /// A dispatcher core's costs per kind of work, if the server has one.
+    pub dispatcher: Option<microsched_core::sched::dispatcher::DispatcherCosts>,
     pub steal_cost: Nanos,
     pub packet_cost: Nanos,
     pub alloc_delay: Nanos,
@@ -192,7 +192,7 @@ impl Server {
             policy,
             programs: Vec::new(),
             mutexes: MutexTable::new(spin_locks.len() as u32),
-            dispatcher: dispatcher.map(|cost| Dispatcher::new(node, cost)),
+            dispatcher: dispatcher.map(|costs| Dispatcher::new(node, costs)),
             spin_locks,
             counters: SchedCounters::default(),
             aborted_parks: Vec::new(),

@@ -6,6 +6,7 @@ use microsched_core::Nanos;
 
 use super::cores::{AfterOverhead, CoreMode};
 use super::{Server, SliceEnd, NONE};
+use crate::dispatcher::Work;
 use crate::events::{Event, EventQueue};
 use crate::requests::{Req, Slab};
 
@@ -35,6 +36,12 @@ impl Server {
         let p = self.cfg.preemption;
         self.counters.preemptions += 1;
         self.counters.preempt_send_ns += p.send;
+        if self.dispatcher.is_some() {
+            // The dispatcher sends the interrupt now and takes the request back once the
+            // worker has let go of it; both are its work, queued behind what it is doing.
+            self.dispatcher_note(Work::Signal, now, evq);
+            self.dispatcher_note(Work::Requeue, now, evq);
+        }
         let c = &mut self.q.cores[core as usize];
         let req = c.current;
         slab[req].set(Req::PREEMPTED, true);

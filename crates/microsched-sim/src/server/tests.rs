@@ -147,7 +147,7 @@ fn drive(workers: usize, load: f64, long: f64, sched: &str, mut check: impl FnMu
     let sc = Scenario::load(&toml, Format::Toml, std::path::Path::new("."), &[]).expect("valid").scenario;
     let cfg = ServerCfg {
         max_cores: workers,
-        dispatcher: Some(100),
+        dispatcher: microsched_core::sched::dispatcher_costs(&sc),
         steal_cost: 0,
         packet_cost: 0,
         alloc_delay: 0,
