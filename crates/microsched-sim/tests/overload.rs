@@ -307,6 +307,7 @@ fn asqm_seeds_a_requests_delay_with_the_signal_only_while_every_core_runs() {
     assert!(parked.cores.allocated_mean < 3.5, "Shenango keeps {} of 4 cores", parked.cores.allocated_mean);
     let (signal, measured) = (drops("shenango", "signal"), drops("shenango", "measured"));
     assert!(signal < measured, "cores parked: artifact seed {signal} drops, measured seed {measured}");
+}
 
 /// The time series counts CoreSync's park attempts, vetoes, parks and wake-ups per sample: over
 /// a run without warm-up they add up to the summary's counts, and every attempt either kept the
