@@ -40,7 +40,8 @@ def test_synergy_sustains_more_load_than_shinjuku_on_extreme(systems):
     kw = dict(slo=50, seeds=[1], tol=0.02, lo=0.3)
     syn = max_load(EXTREME, overrides=[*SHORT, *systems["extreme/synergy"]], **kw)
     shj = max_load(EXTREME, overrides=[*SHORT, *systems["extreme/shinjuku"]], **kw)
-    assert syn["load"] > shj["load"] + 0.05, (syn["load"], shj["load"])
+    # Shinjuku's dispatcher, paying for its IPIs, may meet the SLO at no load of the range.
+    assert syn["load"] > (shj["load"] if shj["load"] is not None else kw["lo"]) + 0.05, (syn["load"], shj["load"])
     assert syn["rps"] == pytest.approx(syn["load"] * syn["capacity_rps"])
 
 
@@ -74,7 +75,9 @@ def test_maxload_cli(tmp_path):
 
 def test_shinjuku_picks_the_head_with_the_largest_wait_over_slo(systems):
     # Equal SLOs: the oldest head (c-FCFS order); SLOs proportional to service: shorts first.
-    high = [*systems["high/shinjuku"], "workload.types.0.name=short"]
+    # The dispatcher's own work is set free: this checks the queue order, not its costs.
+    free = ["server.dispatcher.completion_ns=0", "server.dispatcher.requeue_ns=0", "server.dispatcher.signal_ns=0"]
+    high = [*systems["high/shinjuku"], "workload.types.0.name=short", *free]
     base = microsched.run(EXTREME, seed=1, overrides=[*SHORT, *high, "load.fraction=0.9"]).summary
     slo = microsched.run(EXTREME, seed=1, overrides=[*SHORT, *high, "load.fraction=0.9",
                                                     "policy.sched.slo_us=[50, 5000]"]).summary

@@ -15,7 +15,7 @@ BASE, FIX = "baseline", "fix"
 PARAMS = {"max_cores": 32, "service_us": 1.0, "capacity_rps": 32e6, "rtt_us": 30.0, "target_us": 10.0,
           "drop_us": 20.0, "alloc_delay_us": 5.0, "duration_ms": 100.0, "warmup_ms": 0.0, "drop_gate": 0.05,
           "search": "auto", "client_timeout_us": 10.0, "pool_ceiling": 64000, "credits_per_core": 31.0,
-          "semantics": "default"}
+          "semantics": "default", "sessions": 1000}
 PHASES = {1: (0.0, 25.0, 0.2), 2: (25.0, 50.0, 1.2), 3: (50.0, 75.0, 0.5), 4: (75.0, 100.0, 1.2)}
 SHIFTS = {1: (25.0, 0.2, 1.2), 2: (75.0, 0.5, 1.2)}
 
@@ -34,6 +34,7 @@ def phase_row(load: float, thr: float, cores: float, pool: float, tail_pool: flo
               tail_cores: float | None = None) -> dict[str, Any]:
     return {"throughput": thr, "offered": load, "cores_allocated": cores, "cores_busy": 0.8 * cores,
             "pool_mean": pool, "pool_max": 1.5 * pool, "issued_mean": 0.9 * pool, "drop_fraction": 0.05,
+            "drained_mean": max(0.0, 1000 - pool),
             "tail_throughput": thr, "tail_offered": load, "tail_cores": cores if tail_cores is None else tail_cores,
             "tail_pool": pool if tail_pool is None else tail_pool}
 
