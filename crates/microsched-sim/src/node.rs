@@ -59,6 +59,9 @@ pub struct Node {
     /// `server.wake_latency`: each grant's wake-up drawn from its own stream; `None`: the
     /// constant allocation delay.
     pub wake: Option<(microsched_core::wake::WakeSampler, microsched_core::rng::Stream)>,
+    /// A harvesting controller's `mechanism.lent_wake`: the wait of each grant that goes to work
+    /// queued on a lent core, drawn from its own stream.
+    pub lent_wake: Option<(microsched_core::wake::WakeSampler, microsched_core::rng::Stream)>,
     /// `server.irq`, for the summary.
     irq_cfg: Option<microsched_core::sched::irq::Config>,
     /// Park attempts, parks and wake-ups of parked cores, from the start; and their values (with
@@ -129,6 +132,7 @@ impl Node {
             window_start_core_busy: Vec::new(),
             last_sample_times: [0; 5],
             wake: None,
+            lent_wake: None,
             irq_cfg: sc.server.irq.clone(),
             parking: Parking::default(),
             window_start_parking: Parking::default(),

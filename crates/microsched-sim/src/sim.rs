@@ -128,6 +128,12 @@ impl Sim {
                 n.wake = Some((sampler.clone(), stream(seed, &format!("wake{}", if i == 0 { String::new() } else { i.to_string() }))));
             }
         }
+        for (i, n) in nodes.iter_mut().enumerate() {
+            if let Some(w) = n.allocator.lent_wake() {
+                let sampler = w.build(base, "policy.allocator.mechanism.lent_wake")?;
+                n.lent_wake = Some((sampler, stream(seed, &format!("lent_wake{i}"))));
+            }
+        }
         let failure_reply = sc.server.lock_control.as_ref().map(|lc| {
             let rule = lc.build();
             let families: Vec<(&str, u32)> = apps.iter().flat_map(|a| a.programs.families().map(|(n, _, c)| (n, c))).collect();
@@ -922,6 +928,12 @@ impl Sim {
         match action {
             AllocAction::Nothing => {}
             AllocAction::Grant => match n.allocator.grant_delay() {
+                Some(_) if n.allocator.grant_on_demand() && n.lent_wake.is_some() => {
+                    let (w, rng) = n.lent_wake.as_mut().expect("checked");
+                    let d = w.sample(rng);
+                    let refill = n.allocator.refill_after_grant();
+                    n.server.grant_after(now, d, refill, &mut self.evq);
+                }
                 Some(d) => {
                     let refill = n.allocator.refill_after_grant();
                     n.server.grant_after(now, d, refill, &mut self.evq);

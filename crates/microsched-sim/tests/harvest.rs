@@ -4,7 +4,10 @@
 mod common;
 
 use common::{harvest_primary, run};
+use std::path::Path;
+
 use microsched_core::summary::Summary;
+use microsched_sim::{Format, Scenario};
 
 /// The harvest Primary with sharper bursts than the base (10 % ON at 6.9× the mean) so that
 /// every effect is large in a short run.
@@ -62,12 +65,16 @@ fn slow_actuation_harvests_less_or_costs_more() {
     // cpuset: a lend only happens after a 4 ms surplus.
     let cpuset = sim(50_000.0, &static_buffer(2, "kind = \"cpuset\""));
     assert!(cpuset.be_cores_mean < 0.5 * fast.be_cores_mean, "cpuset {} vs 2PA {}", cpuset.be_cores_mean, fast.be_cores_mean);
-    // Millisecond evictions: the Primary waits for them when a burst outruns the buffer (under
-    // 1 % of requests here, so the p99 moves less than the eviction time; 1.35× measured).
-    let slow_evict = sim(50_000.0, &static_buffer(2, "kind = \"two_phase_affinity\", evict_us = 1000"));
+    // A millisecond hand-over (an eviction on demand, as earlier versions read the agent, or a
+    // scheduler that lets the Secondary run on): the Primary waits for it when a burst outruns
+    // the buffer (under 1 % of requests here, so the p99 moves less than the wait).
+    let slow_evict = sim(
+        50_000.0,
+        &static_buffer(2, "kind = \"two_phase_affinity\", evict_us = 1000, lent_wake = { dist = \"constant\", value_us = 1000 }"),
+    );
     assert!(slow_evict.latency_us.p99 > 1.1 * fast.latency_us.p99, "{} vs {}", slow_evict.latency_us.p99, fast.latency_us.p99);
     let wait = |s: &Summary| s.harvest.as_ref().unwrap().eviction_wait_ms;
-    // Request-time spent waiting on evictions: 2.9× measured (held cores free up meanwhile).
+    // Request-time spent waiting on evictions (held cores free up meanwhile).
     assert!(wait(&slow_evict) > 2.0 * wait(&fast), "{} vs {}", wait(&slow_evict), wait(&fast));
     assert!(slow_evict.latency_us.p999 > fast.latency_us.p999, "{} vs {}", slow_evict.latency_us.p999, fast.latency_us.p999);
     assert_eq!(fast.harvest.as_ref().unwrap().evict_us, 30.0);
@@ -75,12 +82,14 @@ fn slow_actuation_harvests_less_or_costs_more() {
 
 #[test]
 fn core_time_is_conserved_between_primary_buffer_secondary_and_actuation() {
+    // A constant wait on a lent core, equal to the eviction, so that every hand-over's time is known.
+    let even = "mechanism = { lent_wake = { dist = \"constant\", value_us = 30 } }";
     for alloc in [
-        static_buffer(2, "kind = \"two_phase_affinity\""),
-        "kind = \"harvest_acbf\"\nwindow_ms = 20\nobserve_windows = 5".to_string(),
-        "kind = \"harvest_acbf\"\nvariant = \"artifact\"\nwindow_ms = 20".to_string(),
+        static_buffer(2, "kind = \"two_phase_affinity\", lent_wake = { dist = \"constant\", value_us = 30 }"),
+        format!("kind = \"harvest_acbf\"\nwindow_ms = 20\nobserve_windows = 5\n{even}"),
+        format!("kind = \"harvest_acbf\"\nvariant = \"artifact\"\nwindow_ms = 20\n{even}"),
         "kind = \"harvest_cfs\"\nperiod_ms = 10".to_string(),
-        "kind = \"harvest_smart\"".to_string(),
+        format!("kind = \"harvest_smart\"\nmechanism = {{ kind = \"cpuset\", lent_wake = {{ dist = \"constant\", value_us = 30 }} }}"),
     ] {
         let s = sim(50_000.0, &alloc);
         let t = &s.core_time;
@@ -125,4 +134,24 @@ fn the_first_request_on_a_core_taken_back_pays_the_cache_refill() {
     let extra_busy = cold.core_time.busy_ns as f64 - none.core_time.busy_ns as f64;
     assert!(extra_busy > 0.0 && extra_busy <= evictions as f64 * 50_000.0, "{extra_busy} ns over {evictions} evictions");
     assert!(cold.latency_us.p99 > none.latency_us.p99, "p99 {} vs {}", cold.latency_us.p99, none.latency_us.p99);
+}
+
+#[test]
+fn work_that_finds_no_held_core_idle_waits_for_the_lent_core_it_woke_on() {
+    // Buffer 0 lends every idle core: nearly every request wakes on a lent core and waits the
+    // scheduler's hand-over there (`lent_wake`), drawn per wake-up, not the 30 µs eviction.
+    let with = |lent: &str| sim(50_000.0, &static_buffer(0, &format!("kind = \"two_phase_affinity\", refill_us = 0, lent_wake = {lent}")));
+    let (short, long) = (with("{ dist = \"constant\", value_us = 10 }"), with("{ dist = \"constant\", value_us = 110 }"));
+    let d = long.latency_us.p50 - short.latency_us.p50;
+    assert!((60.0..=110.0).contains(&d), "p50 moved by {d} µs for 100 µs more per hand-over");
+    let (hs, hl) = (short.harvest.as_ref().unwrap(), long.harvest.as_ref().unwrap());
+    assert!(hs.demand_evictions > 1000 && hl.demand_evictions > 1000, "{} / {}", hs.demand_evictions, hl.demand_evictions);
+    // The default is the measured distribution: a tail, on the same requests (common random numbers).
+    let measured = sim(50_000.0, &static_buffer(0, "kind = \"two_phase_affinity\", refill_us = 0"));
+    let mean_like = with("{ dist = \"constant\", value_us = 20.5 }");
+    assert!(measured.latency_us.p999 > mean_like.latency_us.p999, "{} vs {}", measured.latency_us.p999, mean_like.latency_us.p999);
+    // And a bad one is refused by name.
+    let bad = static_buffer(0, "kind = \"two_phase_affinity\", lent_wake = { dist = \"lognormal\", mean_us = 20, p99_us = 10 }");
+    let err = Scenario::load(&primary(50_000.0, &bad), Format::Toml, Path::new("."), &[]).err().expect("refused").to_string();
+    assert!(err.contains("policy.allocator.mechanism.lent_wake.p99_us"), "{err}");
 }

@@ -195,6 +195,12 @@ impl CoreAllocator for AcbfAllocator {
     fn refill_after_grant(&self) -> Nanos {
         self.h.refill
     }
+    fn lent_wake(&self) -> Option<&crate::wake::WakeLatency> {
+        Some(&self.h.lent_wake)
+    }
+    fn grant_on_demand(&self) -> bool {
+        self.h.last_grant_demand
+    }
     /// The ACBF of the last window (its EWMA in the artifact variant), a fraction in [0, 1].
     fn signal(&self) -> Option<f64> {
         self.acbf

@@ -130,6 +130,8 @@ impl Config {
             lend_us: Some(0.0),
             evict_us: Some(self.wakeup_preempt_us),
             refill_us: self.refill_us,
+            // Its own wait (`wakeup_preempt_us`) is every grant's: the allocator draws none.
+            ..Mechanism::default()
         };
         Box::new(CfsAllocator {
             poll: us(self.poll_us),

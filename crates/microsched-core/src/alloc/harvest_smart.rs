@@ -57,6 +57,12 @@ impl CoreAllocator for SmartAllocator {
     fn refill_after_grant(&self) -> Nanos {
         self.h.refill
     }
+    fn lent_wake(&self) -> Option<&crate::wake::WakeLatency> {
+        Some(&self.h.lent_wake)
+    }
+    fn grant_on_demand(&self) -> bool {
+        self.h.last_grant_demand
+    }
     /// Cores predicted for the Primary in this window.
     fn signal(&self) -> Option<f64> {
         Some(self.predicted as f64)

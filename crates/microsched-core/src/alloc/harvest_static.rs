@@ -33,6 +33,12 @@ impl CoreAllocator for StaticBufferAllocator {
     fn refill_after_grant(&self) -> Nanos {
         self.h.refill
     }
+    fn lent_wake(&self) -> Option<&crate::wake::WakeLatency> {
+        Some(&self.h.lent_wake)
+    }
+    fn grant_on_demand(&self) -> bool {
+        self.h.last_grant_demand
+    }
     /// The buffer, in cores.
     fn signal(&self) -> Option<f64> {
         Some(self.buffer as f64)

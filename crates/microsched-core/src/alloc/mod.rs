@@ -269,6 +269,18 @@ pub trait CoreAllocator: Send {
         None
     }
 
+    /// How long work waiting with no held core idle waits for the lent core its thread woke on
+    /// (a harvesting controller's `mechanism.lent_wake`), drawn by the driver for each grant
+    /// [`CoreAllocator::grant_on_demand`] marks; `None`: every grant takes `grant_delay`.
+    fn lent_wake(&self) -> Option<&crate::wake::WakeLatency> {
+        None
+    }
+
+    /// Whether the core granted at this tick goes to work waiting on a lent core.
+    fn grant_on_demand(&self) -> bool {
+        false
+    }
+
     /// Extra run time the first request on a core granted at this tick pays (a harvesting
     /// controller's cache refill after the Secondary ran there).
     fn refill_after_grant(&self) -> Nanos {
