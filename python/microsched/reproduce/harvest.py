@@ -155,11 +155,27 @@ def _p99_bound(df: pd.DataFrame, pairs: Mapping[str, Point], controls: Mapping[s
                 "judged": ", ".join(judged) or "none",
                 "not_judged": ", ".join(k for k in r if k not in judged) or "none",
                 "wait_ms": detail["wait_ms"], "buffer": detail["buffer"]}
-    cond = Condition("the worst p99 over standalone of a zero buffer (every idle core lent) at the claim's points, "
-                     "the model's harvesting interference", c[ctl_at][0], ">", WITHIN)
+    cond = Condition(_control_name(s, controls, ctl_at), c[ctl_at][0], ">", WITHIN)
     return Measured(r[at][0], r[at][1], n=_n(s), evidence=evidence, regime=[cond, *regime],
                     extra={"at": at, "by_point": _by_point(r), "control_by_point": _by_point(c),
                            "judged_points": judged})
+
+
+def _control_name(s: Seeds, controls: Mapping[str, Point], at: str) -> str:
+    """The control's precondition, with what it adds at its worst point: the zero buffer's p99
+    and standalone's in µs (means over seeds), and where the point is at a Primary's Table 1 load
+    (mid), what the same addition would be next to Table 1's standalone p99."""
+    v, b, metric, _ = controls[at]
+    zero, alone = s.mean(v, None, metric), s.mean(b, None, metric)
+    text = (f"the worst p99 over standalone of a zero buffer (every idle core lent) at the claim's points, the "
+            f"model's harvesting interference (at {at}: {zero:.4g} µs against {alone:.4g} µs alone, "
+            f"+{zero - alone:.3g} µs")
+    app, _, level = at.partition("/")
+    if level == "mid" and app in TABLE1_P99 and math.isfinite(zero - alone):
+        t1 = TABLE1_P99[app]
+        text += (f"; next to Table 1's standalone p99 of {t1:g} µs the same +{zero - alone:.3g} µs would be "
+                 f"× {(t1 + zero - alone) / t1:.3g}")
+    return text + ")"
 
 
 _P99_CAUSE = ("at {at} the p99 is {measured} × standalone, above the bound {paper}: requests there waited "
