@@ -215,6 +215,23 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the load generator talks to one server (replica choice \"hash\", the default)",
     },
     Unsupported {
+        // The simulator's stand-ins for what harvesting costs (hand-over on a lent core,
+        // eviction, cache refill): the runtime's workers pay them for real.
+        check: |s| {
+            use microsched_core::alloc::{harvest::Mechanism, harvest_acbf, harvest_smart, harvest_static};
+            use microsched_core::scenario::AllocatorCfg as A;
+            let (m, default): (&Mechanism, Mechanism) = match &s.policy.allocator {
+                A::HarvestStatic(c) => (&c.mechanism, harvest_static::Config::default().mechanism),
+                A::HarvestAcbf(c) => (&c.mechanism, harvest_acbf::Config::default().mechanism),
+                A::HarvestSmart(c) => (&c.mechanism, harvest_smart::Config::default().mechanism),
+                _ => return None,
+            };
+            let m = Mechanism { kind: default.kind, ..m.clone() };
+            set("policy.allocator.mechanism", &m, m != default)
+        },
+        supported: "a parked worker wakes, and its caches refill, as the machine makes them; leave the mechanism's latencies (lend_us, evict_us, refill_us, lent_wake) at their defaults",
+    },
+    Unsupported {
         check: |s| set("server.per_application_cores", s.server.per_application_cores, s.server.per_application_cores),
         supported: "the runtime serves one application on one core set",
     },
@@ -303,6 +320,12 @@ count = 4
         for (o, field, hint) in [
             ("server.delay_signal=\"exact\"", "server.delay_signal", "sampled"),
             ("server.preemption.mechanism=\"uintr\"", "server.preemption.mechanism", "compiler interrupts"),
+            ("server.preemption.mechanism=\"dune_posted\"", "server.preemption.mechanism", "compiler interrupts"),
+            (
+                "policy.allocator={kind=\"harvest_static\",buffer=0,mechanism={lent_wake={dist=\"constant\",value_us=30}}}",
+                "policy.allocator.mechanism",
+                "lent_wake",
+            ),
             ("server.preemption.service_inflation=0.1", "server.preemption.service_inflation", "yield points"),
             // Without the locks: the simulator refuses Tiny Quanta with blocking mutexes itself.
             ("workload.locks=[]\npolicy.sched={kind=\"tiny_quanta\"}", "policy.sched.kind", "synergy"),
