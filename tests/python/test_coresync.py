@@ -386,3 +386,26 @@ def test_conditions_table_names_each_runs_start(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| claim | paper | published (warm) | keep-cut (cold) | reproduced under |" in out
     assert "cold = at max_cores with a 4 s warm-up" in out
+
+
+def test_conditions_summary_counts_verdicts_and_reads_coresyncs_parks_from_each_run(tmp_path, capsys):
+    import pandas as pd
+
+    from microsched.reproduce.coresync_conditions import main
+
+    pub = _fake_run(tmp_path / "pub", None, {"a": True, "b": False, "c": "out_of_regime"}, start="warm")
+    cut = _fake_run(tmp_path / "cut", "keep-cut", {"a": True, "b": True, "c": "direction"}, start="cold")
+    for d, cores, parks in ((pub, 16.0, 0), (cut, 8.76, 18475)):
+        pd.DataFrame([{"variant": "exp10/coresync", "load.fraction": f, "seed": s, "cores.allocated_mean": cores + s * 0.01,
+                       "cores.busy_mean": 8.0, "parking.attempts": 1000 + s, "parking.parks": parks,
+                       "parking.gate.waited_for_parker": 10, "parking.gate.waited_for_revocation": 5,
+                       "parking.gate.cuts": 2} for f in (0.2, 0.5) for s in (0, 1)]).to_parquet(d / "results.parquet")
+    assert main(["--summary", str(cut), str(pub)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    # The published run first, then the conditions; counts and the means over seeds read from each run.
+    assert lines[2] == "| published (warm) | 1 / 0 / 1 / 1 | 16.01 | 8.00 | 1,000 | 0 | 10 | 5 | 2 |", out
+    assert lines[3] == "| keep-cut (cold) | 2 / 1 / 0 / 0 | 8.77 | 8.00 | 1,000 | 18,475 | 10 | 5 | 2 |", out
+    with pytest.raises(SystemExit) as e:
+        main(["--summary", "--load", "0.7", str(pub)])
+    assert e.value.code == 2 and "no exp10/coresync run at load 0.7" in capsys.readouterr().err

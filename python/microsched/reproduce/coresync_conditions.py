@@ -12,6 +12,9 @@ Every condition runs from the artifact's cold start (Breakwater's pool at max_co
 the published run from the pool ceiling. Each column says which (``start`` of its claims).
 
 Each directory's condition is read from its ``meta.json`` (none: the published semantics).
+``--summary`` prints one row per condition instead: its start, its verdict counts, and CoreSync's
+cores, busy cores and parking counts at one load (exponential 10 µs, R = 50; load 0.5 unless
+``--load``), means over seeds from the run's ``results.parquet``.
 """
 
 from __future__ import annotations
@@ -97,15 +100,54 @@ def table(by_cond: dict[str, dict[str, dict]]) -> str:
             f"(of {len(ids)}).\n")
 
 
+SUMMARY_VARIANT = "exp10/coresync"
+SUMMARY_COLUMNS = (("cores.allocated_mean", "cores", "{:.2f}"), ("cores.busy_mean", "busy", "{:.2f}"),
+                   ("parking.attempts", "park attempts", "{:,.0f}"), ("parking.parks", "parks", "{:,.0f}"),
+                   ("parking.gate.waited_for_parker", "waited for a parker", "{:,.0f}"),
+                   ("parking.gate.waited_for_revocation", "waited for revocation", "{:,.0f}"),
+                   ("parking.gate.cuts", "cuts", "{:,.0f}"))
+
+
+def summary(dirs: list[Path], load_fraction: float = 0.5) -> str:
+    """One row per condition: start, verdict counts, and CoreSync's cores and park counts at
+    ``load_fraction`` (means over seeds of the measured window)."""
+    import pandas as pd
+
+    by_cond = load(dirs)
+    rows = []
+    for d in dirs:
+        meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+        cond = meta.get("condition") or PUBLISHED
+        n = Counter(verdict(c) for c in by_cond[cond].values())
+        df = pd.read_parquet(d / "results.parquet")
+        at = df[(df["variant"] == SUMMARY_VARIANT) & ((df["load.fraction"] - load_fraction).abs() < 1e-9)]
+        if at.empty:
+            raise ValueError(f"{d}: no {SUMMARY_VARIANT} run at load {load_fraction:g}: give a load of its grid")
+        cells = [fmt.format(at[col].mean()) if col in at and at[col].notna().any() else "–"
+                 for col, _, fmt in SUMMARY_COLUMNS]
+        rows.append((cond != PUBLISHED, cond, f"| {cond}{_start(by_cond[cond])} | "
+                     + " / ".join(str(n[v]) for v in ("reproduced", "direction", "not_reproduced", "out_of_regime"))
+                     + " | " + " | ".join(cells) + " |"))
+    head = ("| condition (start) | reproduced / direction / not / out of regime | "
+            + " | ".join(name for _, name, _ in SUMMARY_COLUMNS) + " |")
+    lines = [head, "|---|---|" + "---:|" * len(SUMMARY_COLUMNS)] + [r for *_, r in sorted(rows)]
+    return "\n".join(lines) + (f"\n\nCoreSync ({SUMMARY_VARIANT}) at load {load_fraction:g} of capacity, 16 cores: means over "
+                               f"seeds of the measured window. {START_LEGEND}\n")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m microsched.reproduce.coresync_conditions",
                                  description=__doc__.split("\n\n")[0],
                                  epilog="Each directory's condition is read from its meta.json (none: the published "
                                         "semantics).")
     ap.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="output directory of a `reproduce coresync` run")
+    ap.add_argument("--summary", action="store_true",
+                    help="one row per condition: verdict counts and CoreSync's cores and parks at --load")
+    ap.add_argument("--load", type=float, default=0.5, metavar="F",
+                    help="the load (fraction of capacity) of the --summary columns (default 0.5)")
     args = ap.parse_args(argv)
     try:
-        print(table(load(args.dirs)), end="")
+        print(summary(args.dirs, args.load) if args.summary else table(load(args.dirs)), end="")
     except ValueError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     return 0
