@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pandas is imported when a result is built: `microsched vali
 
 from ._files import read_text
 from ._native_loader import native
-from .scenario import Scenario, _format_of, check_names, is_numpy
+from .scenario import Scenario, _format_of, _parse, check_names, is_numpy, refuse_sweep_spec
 
 ScenarioLike = str | os.PathLike | Mapping[str, Any] | Scenario
 
@@ -198,6 +198,12 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
         if p.is_dir():
             raise IsADirectoryError(f"scenario path is a directory, not a file: {p}")
         text = read_text(p, "scenario")  # regular files only, at most 16 MiB
+        if "base" in text:
+            try:
+                tree = _parse(text, _format_of(p))
+            except ValueError:
+                tree = None  # the simulator's own parser reports syntax errors
+            refuse_sweep_spec(tree, p)
         return text, _format_of(p), str(p.parent)
     raise TypeError(f"scenario must be a path, a dict or a Scenario, not {type(scenario).__name__}")
 

@@ -113,6 +113,15 @@ def check_names(resolved: Mapping[str, Any]) -> Any:
     return resolved
 
 
+def refuse_sweep_spec(tree: Any, path: Path) -> None:
+    """A sweep spec names its scenario in ``base``, which no scenario has: say what the file is
+    instead of the scenario schema's "unknown field"."""
+    if isinstance(tree, Mapping) and isinstance(tree.get("base"), str):
+        raise ValueError(f"{path}: a sweep spec (its `base` is the scenario {tree['base']!r}), not a scenario: "
+                         f"run it with `microsched sweep {path}` (or its reproduction), or simulate "
+                         f"{path.parent / tree['base']} itself")
+
+
 class Scenario:
     """A scenario: the tree of a scenario file plus the directory relative paths refer to.
 
@@ -140,7 +149,9 @@ class Scenario:
 
         p = Path(path)
         text = read_text(p, "scenario")  # regular files only, at most 16 MiB
-        return cls(_parse(text, _format_of(p)), base_dir=p.parent, source=str(p))
+        tree = _parse(text, _format_of(p))
+        refuse_sweep_spec(tree, p)
+        return cls(tree, base_dir=p.parent, source=str(p))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], base_dir: PathLike = ".") -> "Scenario":

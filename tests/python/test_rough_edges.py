@@ -503,3 +503,19 @@ def test_the_claims_table_in_a_pipe_is_log_width_not_stretched():
     lines = buf.getvalue().splitlines()
     assert max(map(len, lines)) <= PIPE_TABLE_WIDTH
     assert any("a cause" in line for line in lines[3:]) and len(lines) > 6  # wrapped inside its cell
+
+
+def test_a_sweep_spec_given_as_a_scenario_is_named_as_such(tmp_path):
+    # `run`/`validate` of a sweep spec used to fail on the scenario schema's "unknown field `base`".
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "x"\nbase = "base.toml"\nseeds = 2\n[grid]\n"load.fraction" = [0.5]\n')
+    for cmd in ("run", "validate"):
+        p = subprocess.run([sys.executable, "-m", "microsched", cmd, str(spec)], capture_output=True, text=True)
+        assert p.returncode == 2, p.stderr
+        assert "a sweep spec" in p.stderr and "microsched sweep" in p.stderr and "base.toml" in p.stderr, p.stderr
+    import microsched
+
+    with pytest.raises(ValueError, match="a sweep spec"):
+        microsched.Scenario.load(spec)
+    with pytest.raises(ValueError, match="a sweep spec"):
+        microsched.run(spec)
