@@ -42,7 +42,7 @@ def test_a_claim_depends_on_a_cost_when_its_verdict_moves(monkeypatch, tmp_path)
     assert (tmp_path / sens.SENSITIVITY_JSON).is_file()
 
 
-@pytest.mark.parametrize("name", ["harvest"])
+@pytest.mark.parametrize("name", ["harvest", "synergy"])
 def test_every_declared_cost_sets_valid_fields_on_every_point(name):
     from dataclasses import replace
 
