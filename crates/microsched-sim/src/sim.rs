@@ -928,13 +928,12 @@ impl Sim {
         match action {
             AllocAction::Nothing => {}
             AllocAction::Grant => match n.allocator.grant_delay() {
-                Some(_) if n.allocator.grant_on_demand() && n.lent_wake.is_some() => {
-                    let (w, rng) = n.lent_wake.as_mut().expect("checked");
-                    let d = w.sample(rng);
-                    let refill = n.allocator.refill_after_grant();
-                    n.server.grant_after(now, d, refill, &mut self.evq);
-                }
-                Some(d) => {
+                Some(evict) => {
+                    // Work waiting on a lent core waits for the scheduler there, not the eviction.
+                    let d = match &mut n.lent_wake {
+                        Some((w, rng)) if n.allocator.grant_on_demand() => w.sample(rng),
+                        _ => evict,
+                    };
                     let refill = n.allocator.refill_after_grant();
                     n.server.grant_after(now, d, refill, &mut self.evq);
                 }

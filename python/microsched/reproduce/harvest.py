@@ -962,9 +962,10 @@ def _mechanism_cost(field: str) -> Callable[[Any, float], tuple[str, ...]]:
 
 def _lent_wake(variant: Any, mean_us: float) -> tuple[str, ...]:
     """The wait on a lent core at ``mean_us``, its measured tail scaled with it."""
+    if _allocator_kind(variant) not in ("harvest_acbf", "harvest_static", "harvest_smart"):
+        return ()
     p99 = mean_us * LENT_WAKE_P99_US / LENT_WAKE_MEAN_US
-    return _mechanism_cost("lent_wake")(variant, 0.0) and (
-        f'policy.allocator.mechanism.lent_wake={{dist="lognormal", mean_us={mean_us:g}, p99_us={p99:g}}}',)
+    return (f'policy.allocator.mechanism.lent_wake={{dist="lognormal", mean_us={mean_us:g}, p99_us={p99:g}}}',)
 
 
 # The runtime's wake_on_busy_core on this machine kind (crates/microsched-core/src/alloc/harvest.rs)
