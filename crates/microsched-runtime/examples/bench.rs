@@ -14,7 +14,9 @@
 //! 2. **Simulator vs real.** experiments/real/overload-2x*.toml (2 workers) at half the
 //!    measured capacity without overload control, and at 2× with Breakwater: p99 latency and
 //!    throughput from `microsched-sim` and from the real runtime, same scenario, same seed;
-//!    and from the simulator charging the stack costs measured in section 1 of this run.
+//!    from the simulator charging the stack costs measured in section 1 of this run; and from
+//!    the simulator charging, besides, the CPU the real run's load generator and controller
+//!    threads took from the workers' two CPUs (`microsched_runtime::harness`).
 //!
 //! Everything runs on loopback on this machine; the client, the server and the simulator share
 //! its CPUs.
@@ -27,17 +29,11 @@ use std::time::{Duration, Instant};
 
 use microsched_core::scenario::{Format, Loaded, Scenario};
 use microsched_runtime::wire::{decode, encode, Msg};
+use microsched_runtime::clock::thread_cpu_ns;
+use microsched_runtime::harness::Harness;
 use microsched_runtime::{loadgen, merge, LoadgenOpts, ServeOpts, Server};
 
 const WINDOW: usize = 32;
-
-/// This thread's CPU time: what a system call costs, without the time it waits.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid clock id and a pointer to a live timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// CPU time of a thread's successful calls: (total ns, calls).
 #[derive(Default)]
@@ -245,8 +241,12 @@ fn main() {
         ),
     ];
     println!("## Simulator vs real runtime, 2 workers, exponential 100 µs, {dur_ms} ms measured\n");
-    println!("| case | sim p99 µs | sim+stack p99 µs | real p99 µs | sim throughput | sim+stack throughput | real throughput | sim goodput | sim+stack goodput | real goodput |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("\"sim+stack\" charges the stack costs measured above; \"sim+harness\" charges them without the");
+    println!("closed-loop client figure and adds, as preemptive interference spread over the two cores");
+    println!("(`server.irq`), the CPU the load generator's and the controller's threads took in the real");
+    println!("run (their own thread clocks), in bursts of their measured CPU per wake-up.\n");
+    println!("| case | sim p99 µs | sim+stack p99 µs | sim+harness p99 µs | real p99 µs | sim thr. | sim+stack thr. | sim+harness thr. | real thr. | harness CPUs | µs per wake-up |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (label, path, extra) in cases {
         let mut o: Vec<&str> = vec![];
         let d = format!("duration_ms={dur_ms}");
@@ -267,19 +267,25 @@ fn main() {
         };
         let lg = loadgen::run(&loaded, &lo, &|| false).expect("load generator");
         let rep = server.wait(|| false);
+        let h = Harness::of(&lg.client, &rep.controller);
+        let replay = h.sim_overrides();
+        let mut oh = os.clone();
+        oh.extend(replay.iter().map(|s| s.as_str()));
+        let with_harness = microsched_sim::run(&load(path, &oh), None).expect("simulates").summary;
         let real = merge::merge(&lg, &rep);
         let f = |k: &str| real[k].as_f64().unwrap_or(f64::NAN);
         println!(
-            "| {label} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            "| {label} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.1} |",
             sim.latency_us.p99,
             with_stack.latency_us.p99,
+            with_harness.latency_us.p99,
             real["latency_us"]["p99"].as_f64().unwrap_or(f64::NAN),
             sim.throughput_rps,
             with_stack.throughput_rps,
+            with_harness.throughput_rps,
             f("throughput_rps"),
-            sim.goodput_rps,
-            with_stack.goodput_rps,
-            f("goodput_rps")
+            h.cpus,
+            h.burst_us,
         );
     }
 }

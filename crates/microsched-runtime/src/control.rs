@@ -80,6 +80,7 @@ pub(crate) fn run(
     sh.rpc.lock().on_cores_changed(0, reported_active);
     let (mut ticks, mut alloc_ticks, mut grants) = (0u64, 0u64, 0u64);
     let first = sh.clock.now();
+    let cpu_start = crate::clock::thread_cpu_ns();
     let mut last_sample_t = first;
     let mut last_times = [0u64; 4];
     let mut last_be = 0u64;
@@ -271,6 +272,7 @@ pub(crate) fn run(
             },
             alloc_ticks,
             realtime,
+            cpu_ms: crate::clock::thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6,
         },
         grants,
     }

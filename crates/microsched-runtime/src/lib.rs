@@ -33,6 +33,7 @@ pub mod config;
 pub(crate) mod control;
 pub mod coro;
 pub mod handler;
+pub mod harness;
 pub mod kv;
 pub mod loadgen;
 pub mod merge;

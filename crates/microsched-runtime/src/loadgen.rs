@@ -37,7 +37,7 @@ use hdrhistogram::Histogram;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{realtime_priority, tight_timer_slack, Clock};
+use crate::clock::{realtime_priority, thread_cpu_ns, tight_timer_slack, Clock};
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
 use crate::wire::{decode, encode, Msg, Status};
 use microsched_core::overload::client::{ClientDrop, Clients, Out};
@@ -107,6 +107,16 @@ pub struct ClientCounters {
     /// Whether the load generator's thread got `SCHED_FIFO` (`runtime.realtime`).
     #[serde(default)]
     pub realtime: bool,
+    /// The load generator thread's own CPU time over the whole run (user + system, warm-up and
+    /// drain included), ms: on one machine, CPU the server's workers do not get.
+    #[serde(default)]
+    pub cpu_ms: f64,
+    /// Times its loop ran (each a wake-up from its wait for a datagram or the next deadline).
+    #[serde(default)]
+    pub wakeups: u64,
+    /// Wall time of its loop (the span `cpu_ms` covers), ms.
+    #[serde(default)]
+    pub loop_ms: f64,
 }
 
 /// Percentiles of the load generator's schedule lag (µs).
@@ -581,7 +591,9 @@ pub fn run(
     let mut last_check = 0;
     let fd = g.sock.as_raw_fd();
     let mut stopped_early = false;
+    let cpu_start = thread_cpu_ns();
     loop {
+        g.c.wakeups += 1;
         let now = clock.now();
         // 1. Everything the server sent.
         while let Ok((len, from)) = g.sock.recv_from(&mut buf) {
@@ -758,6 +770,8 @@ pub fn run(
         g.send(&Msg::Disconnect { token: t });
     }
     g.c.schedule_lag_us = LagStats::of(&g.schedule_lag);
+    g.c.cpu_ms = thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6;
+    g.c.loop_ms = wall.elapsed().as_secs_f64() * 1e3;
     g.c.send_lag_us_mean = if g.c.sent > 0 {
         g.lag_sum / g.c.sent as f64
     } else {

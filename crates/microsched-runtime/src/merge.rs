@@ -174,6 +174,12 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             "cores": rep.cores,
             "controller": rep.controller,
         },
+        // The load generator's and the controller's CPU on the workers' machine, and the
+        // simulator overrides that replay it (docs/runtime.md, "The simulator against the runtime").
+        "harness": {
+            "measured": crate::harness::Harness::of(&lg.client, &rep.controller),
+            "sim_overrides": crate::harness::Harness::of(&lg.client, &rep.controller).sim_overrides(),
+        },
         "be": {
             "threads": rep.be.threads,
             "sched_idle": rep.be.sched_idle,

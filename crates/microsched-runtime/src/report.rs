@@ -343,6 +343,10 @@ pub struct ControllerReport {
     /// Whether the controller thread got `SCHED_FIFO` (`runtime.realtime`).
     #[serde(default)]
     pub realtime: bool,
+    /// The controller thread's own CPU time (user + system), ms: on one machine, CPU the
+    /// workers do not get.
+    #[serde(default)]
+    pub cpu_ms: f64,
 }
 
 /// What `microsched serve` prints at the end (JSON).

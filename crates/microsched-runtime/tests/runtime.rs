@@ -164,6 +164,16 @@ fn below_capacity_every_request_completes() {
         lag.max > 0.0 && lag.p50 <= lag.p99 && lag.p99 <= lag.p999 && lag.p999 <= lag.max,
         "{lag:?}"
     );
+    // The harness's own CPU is measured: every loop and tick costs some, and no thread can take
+    // more CPU than its run lasted; the simulator's replay of it is a valid `server.irq`.
+    assert!(c.wakeups > 0 && c.cpu_ms > 0.0 && c.cpu_ms <= c.loop_ms * 1.05, "{c:?}");
+    assert!(rep.controller.cpu_ms > 0.0, "{:?}", rep.controller);
+    let h = microsched_runtime::harness::Harness::of(c, &rep.controller);
+    assert!(h.cpus > 0.0 && h.cpus <= 2.1 && h.burst_us > 0.0, "{h:?}");
+    let replay = h.sim_overrides();
+    assert!(replay.iter().any(|o| o.starts_with("server.irq.rate_per_s=")), "{replay:?}");
+    let replay: Vec<&str> = replay.iter().map(|s| s.as_str()).collect();
+    assert!(scenario(&replay).scenario.server.irq.is_some());
     // Without overload control nothing can be dropped: every request completes.
     let (lg, rep) = run(&scenario(&[]));
     check_accounting(&lg, &rep);
