@@ -1055,15 +1055,17 @@ def _dune_send(variant: Any, ns: float) -> tuple[str, ...]:
     return (f"server.dispatcher.signal_ns={ns:g}",) if any("dune_posted" in x for x in variant.set) else ()
 
 
-# The dispatcher costs are [inference] (no source measures them) and Dune's send cost is quoted
-# from memory of Shinjuku's paper: the verdicts that hang on them are worth knowing.
+# The dispatcher costs are [inference] (no source measures them) and Dune's send cost is Shinjuku's
+# paper as secondary transcriptions give it (the paper itself was not read), converted at Synergy's
+# clock: the verdicts that hang on them are worth knowing.
 COSTS = (
     Cost("server.dispatcher.scale", 1.0,
          "a factor on every dispatcher cost: [inference] of the order of these dispatchers' reported limits "
          "(Shinjuku, DARC 200 ns, Concord 150, Tiny Quanta 100 per arrival; completions and requeues the same)",
          _dispatcher_scale),
     Cost("server.dispatcher.signal_ns", 115.0,
-         "Shinjuku's dune_posted send: NSDI'19 Table 1, 298 sender cycles at 2.6 GHz (quoted from memory of the paper)",
+         "Shinjuku's dune_posted send: NSDI'19 Table 1, 298 sender cycles (as two secondary transcriptions of the "
+         "table give it; the paper itself not read), taken at Synergy's 2.6 GHz",
          _dune_send),
 )
 

@@ -61,11 +61,16 @@ pub enum Mechanism {
     Ci,
     /// Dune's posted interrupts (APICv), what Shinjuku sends from its dispatcher in its own
     /// dataplane and on Synergy's testbed (Linux 4.4.185 "to ensure compatibility with Dune",
-    /// Synergy §V). Shinjuku (NSDI'19, Table 1) gives the sender 298 cycles and the receiver
-    /// 1,212 cycles [memory of the paper: it is not in `shared/papers`], here at Synergy's
-    /// 2.6 GHz: 115 and 466 ns. Resuming a preempted request is Shinjuku's own context switch,
-    /// taken as Synergy's green-thread return (Table I, 100 ns); no tail is given, so p99.9 = p50,
-    /// and the propagation is folded into the receive.
+    /// Synergy §V). Shinjuku (NSDI'19, Table 1, posted IPIs without VM exits) gives the sender
+    /// 298 cycles and the receiver 1,212 cycles (Linux signals: 2,084 / 2,523; Dune IPIs with
+    /// exits: 2,081 / 2,662). The paper's text is not in `shared/papers` and was not read: the
+    /// figures are as two secondary transcriptions of its Table 1 give them, agreeing, and as
+    /// github.com/stanford-mast/shinjuku/issues/5 quotes the 1,212 ("In the paper and slides it
+    /// is mentioned that 1212 clocks are needed on the receiving core"). They are cycles of
+    /// Shinjuku's own machine (its clock is not settled here); taken as cycles at Synergy's
+    /// 2.6 GHz testbed they are 115 and 466 ns. Resuming a preempted request is Shinjuku's own
+    /// context switch, taken as Synergy's green-thread return (Table I, 100 ns); no tail is
+    /// given, so p99.9 = p50, and the propagation is folded into the receive.
     DunePosted,
 }
 
