@@ -42,23 +42,53 @@ def test_a_claim_depends_on_a_cost_when_its_verdict_moves(monkeypatch, tmp_path)
     assert (tmp_path / sens.SENSITIVITY_JSON).is_file()
 
 
-@pytest.mark.parametrize("name", ["harvest", "synergy"])
-def test_every_declared_cost_sets_valid_fields_on_every_point(name):
+def _specs(name: str, sets=None) -> list:
+    """The quick profile's sweeps of reproduction ``name`` with ``sets(variant)`` appended to each
+    variant: its spec and, for protego, the figures' sweeps it runs beside it (their variants
+    reach the setter as FIG/NAME)."""
     from dataclasses import replace
 
+    spec = SweepSpec.load(spec_path(get(name)), quick=True)
+    if sets is not None:
+        spec.variants = [replace(v, set=tuple(v.set) + tuple(sets(v))) for v in spec.variants]
+    specs = [spec]
+    if name == "protego":
+        from microsched.reproduce import protego
+        from microsched.reproduce.framework import Condition
+
+        extra = Condition(description="", sets=sets) if sets is not None else None
+        specs += [protego.sub_spec(s, quick=True, extra=extra) for s in protego.SUBSWEEPS]
+    return specs
+
+
+@pytest.mark.parametrize("name", ["harvest", "synergy", "protego", "coresync"])
+def test_every_declared_cost_sets_valid_fields_on_every_point(name):
     from microsched.sweep.engine import validate_points
 
     repro = get(name)
-    spec = SweepSpec.load(spec_path(repro), quick=True)
-    touched = 0
+    plain = _specs(name)
     for cost in repro.costs:
+        touched = 0
         for f in sens.FACTORS:
-            extra = [cost.sets(v, cost.default * f) for v in spec.variants]
-            touched += sum(1 for e in extra if e)
-            s2 = SweepSpec.load(spec_path(repro), quick=True)
-            s2.variants = [replace(v, set=tuple(v.set) + e) for v, e in zip(s2.variants, extra)]
-            validate_points(s2, s2.points())
-    assert touched > 0
+            for s0, s2 in zip(plain, _specs(name, lambda v, cost=cost, f=f: cost.sets(v, cost.default * f))):
+                touched += sum(1 for a, b in zip(s0.variants, s2.variants) if a.set != b.set)
+                validate_points(s2, s2.points())
+        assert touched > 0, f"{cost.key} applies to no variant"
+
+
+def test_protego_stack_cost_reaches_the_cpu_bound_figures_only():
+    from microsched.reproduce import protego
+
+    cost = next(c for c in get("protego").costs if c.key == "stack_ns")
+    by_sweep = {s.path.stem if s.path.name != "sweep.toml" else "main": s
+                for s in _specs("protego", lambda v: cost.sets(v, cost.default * 2))}
+    fig10 = {x for v in by_sweep["fig10"].variants for x in v.set if x.startswith("workload.types.")}
+    assert fig10 == {f"workload.types.{i}.paths.0.steps.0.time.value_us=5.28" for i in (0, 1)}
+    assert all("server.packet_cost_ns=5280" in v.set for v in by_sweep["fig13"].variants)
+    untouched = [n for n in ("main", *protego.SUBSWEEPS) if n not in ("fig10", "fig13")]
+    for n in untouched:
+        assert not any("packet_cost_ns" in x or x.startswith("workload.types.") for v in by_sweep[n].variants
+                       for x in v.set), n
 
 
 def test_a_reproduction_without_costs_is_refused_by_name():

@@ -362,6 +362,11 @@ CLAIMS: list[ClaimSpec] = [
 # the reproduction
 
 
+# No model costs for --sensitivity: the study is itself a simulation, so its allocation delay
+# (5 µs), its simulator's work search (100 ns a probe) and its service times are the paper's own
+# parameters, not costs measured on or fitted to a testbed: halving one would change the
+# experiment, not test a cost the verdicts rest on. No network stack cost is charged (the study
+# has none).
 @register("collapse", paper="Core allocation vs overload control (simulation study)", figure="Fig. 2",
           description="Throughput collapse at load 1.0 with a credit pool of 40 and RTT 25–30 µs "
                       "(Breakwater + Caladan-style allocation, 32 cores); its absence at short RTTs and with "

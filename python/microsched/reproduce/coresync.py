@@ -46,6 +46,7 @@ from .claims import (BOUND, CHECK, DIFFERENCE, DIRECTION, GAIN, NOT_REPRODUCED, 
                      Claim, ClaimSpec, Condition, Measured, Tolerance, judge_all, rounded)
 from .framework import Condition as RunCondition
 from .framework import Context, register
+from .sensitivity import Cost
 from .stats import Seeds, safe_ratio
 from ..sweep.runner import mean_ci95
 
@@ -1292,6 +1293,49 @@ def judge_claims(data: Any, specs: Sequence[ClaimSpec] = CLAIMS) -> list[Claim]:
 
 
 # ---------------------------------------------------------------------------------------------
+# model costs (`reproduce coresync --sensitivity`)
+#
+# The costs of the cores' own work that no CoreSync parameter sets: the wake-up of a granted core
+# and the work search's probe and steal. The allocators' interval, threshold, poll period and R
+# are the paper's settings, not costs. The network stack's cost (the caladan-coresync profile,
+# 3.0 µs fitted on §IV-A's 4 M req/s at 1 µs) is not charged by this grid: its loads are fractions
+# of the simulated capacity without it (sweep.toml), so there is no default of it to scale here.
+
+
+def _wake(variant: Any, us: float) -> tuple[str, ...]:
+    """Every grant's wake-up at ``us`` (a variant with its own wake-up distribution keeps it)."""
+    if any(x.startswith("server.wake_latency") for x in variant.set):
+        return ()
+    return (f"server.allocation_delay_us={us:g}",)
+
+
+def _probe(variant: Any, ns: float) -> tuple[str, ...]:
+    """The work search's probe at ``ns``: the probe search that `auto` is on this grid (per-core
+    queues with stealing), made explicit (identical runs at the default)."""
+    if any(x.startswith(("server.search", "server.queue", "server.steal=")) for x in variant.set):
+        return ()
+    return (f'server.search={{kind="probe", probe_ns={ns:g}}}',)
+
+
+COSTS = (
+    Cost("server.allocation_delay_us", 5.0,
+         "a granted core's wake-up: the simulator's default and base.toml's 5 µs, the allocation delay the "
+         "simulation study states for its simulator; the reproduction has no measurement of it on CoreSync's "
+         "testbed ([inference])",
+         _wake),
+    Cost("server.search.probe_ns", 100.0,
+         "one probe of another core's queue: WORK_STEAL_CHECK_TIME of the simulation study's simulator "
+         "(estuhr1206/scheduling-policies-sim, after McClure et al.'s), the default search's; not measured on "
+         "CoreSync's testbed",
+         _probe),
+    Cost("server.steal_cost_ns", 100.0,
+         "a successful steal before the stolen work runs: the simulator's default; no source gives it for "
+         "CoreSync's testbed ([inference])",
+         lambda v, ns: () if any(x.startswith("server.steal") for x in v.set) else (f"server.steal_cost_ns={ns:g}",)),
+)
+
+
+# ---------------------------------------------------------------------------------------------
 # registration
 
 
@@ -1299,7 +1343,8 @@ def judge_claims(data: Any, specs: Sequence[ClaimSpec] = CLAIMS) -> list[Claim]:
           figure="§II-B, §IV: Fig. 1, 3, 4, 5, 6, 7, 8, Table I, Table II",
           description="CoreSync vs Shenango, Caladan, Utilization Range, Delay Range, all with Breakwater; "
                       "16 cores, 100 sessions; exp./bimodal 10 µs and 1 µs, Memcached-like; R and session sweeps",
-          spec="coresync/sweep.toml", group_by=("variant",), conditions=CONDITIONS, claims=CLAIMS)
+          spec="coresync/sweep.toml", group_by=("variant",), conditions=CONDITIONS, claims=CLAIMS,
+          costs=COSTS)
 def analyze(ctx: Context) -> list[Claim]:
     from . import coresync_report as report
     from . import coresync_timeseries as series

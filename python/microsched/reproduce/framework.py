@@ -53,6 +53,9 @@ class Context:
     figures: list[Path] = field(default_factory=list)
     condition: str | None = None  # the named condition the variants ran under, if any
     semantics: str | None = None  # --semantics NAME: experiments/NAME/semantics-NAME.toml applied
+    # A sensitivity run's cost setting (already in the spec's variants); a reproduction that runs
+    # sweeps of its own beside the spec applies it to their variants too.
+    extra: Condition | None = None
 
     def save_figure(self, fig: Any, filename: str) -> Path:
         import matplotlib.pyplot as plt
@@ -302,7 +305,8 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
-    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition, semantics=semantics)
+    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition, semantics=semantics,
+                  extra=extra)
     claims = repro.analyze(ctx)
     write_claims(claims, out_dir / CLAIMS_FILE)
     wall = time.perf_counter() - t0

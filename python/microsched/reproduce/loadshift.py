@@ -707,6 +707,11 @@ CLAIMS: list[ClaimSpec] = [
 # the reproduction
 
 
+# No model costs for --sensitivity: the study is itself a simulation, so its allocation delay
+# (5 µs), its simulator's work search (100 ns a probe) and its service times are the paper's own
+# parameters, not costs measured on or fitted to a testbed: halving one would change the
+# experiment, not test a cost the verdicts rest on. No network stack cost is charged (the study
+# has none).
 @register("load-shift", paper="Core allocation vs overload control (simulation study)", figure="Fig. 1",
           description="Breakwater + Caladan-style allocation, 32 cores, bimodal 1 µs, RTT 30 µs, load "
                       "0.2→1.2→0.5→1.2 every 25 ms: baseline vs the study's core fix",

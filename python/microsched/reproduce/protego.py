@@ -38,9 +38,11 @@ import pandas as pd
 
 from .claims import (BOUND, CHECK, FRACTION, GAIN, ORDER, RATIO, VALUE, Claim, ClaimSpec, Condition, Measured,
                      judge_all)
+from .framework import Condition as RunCondition
 from .framework import Context, experiments_dir, register
 from .loadshift import setup_plt
 from .runner import aggregate, default_jobs, mean_ci95
+from .sensitivity import Cost
 from .spec import SweepSpec
 from .stats import Seeds, safe_ratio
 
@@ -1053,13 +1055,95 @@ def _jobs(ctx: Context) -> int:
         return default_jobs()
 
 
+def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunCondition | None = None) -> SweepSpec:
+    """Sub-sweep ``name`` (experiments/protego/NAME.toml) with ``extra`` (a sensitivity run's cost
+    setting) appended to its variants' overrides. ``extra.sets`` sees each variant as
+    ``NAME/VARIANT`` (``fig10/protego``), so that a cost can tell the figures' sweeps apart (their
+    variants share the main sweep's names)."""
+    from dataclasses import replace
+
+    spec = SweepSpec.load(experiments_dir() / "protego" / f"{name}.toml", quick=quick, seeds=seeds)
+    if extra is not None:
+        spec.variants = [replace(v, set=tuple(v.set) + tuple(extra.sets(replace(v, name=f"{name}/{v.name}"))))
+                         for v in spec.variants]
+    return spec
+
+
 def run_sub(ctx: Context, name: str) -> pd.DataFrame:
     """Runs sub-sweep ``name`` (experiments/protego/NAME.toml) with the main sweep's profile and
-    seed count."""
-    spec = SweepSpec.load(experiments_dir() / "protego" / f"{name}.toml", quick=ctx.quick, seeds=len(ctx.spec.seeds))
-    df = run_rows(spec.points(), jobs=_jobs(ctx))
+    seed count, and under the run's cost setting if it has one (``--sensitivity``)."""
+    spec = sub_spec(name, quick=ctx.quick, seeds=len(ctx.spec.seeds), extra=ctx.extra)
+    points = spec.points()
+    if ctx.extra is not None:
+        from ..sweep.engine import validate_points
+
+        validate_points(spec, points)
+    df = run_rows(points, jobs=_jobs(ctx))
     df.to_parquet(ctx.out / f"{name}.parquet", index=False)
     return df
+
+
+# ---------------------------------------------------------------------------------------------
+# model costs (`reproduce protego --sensitivity`)
+#
+# Costs that come from a fit or from the model's own estimate, not from the paper's settings. The
+# network stack's cost per request is charged only where the claims are about a CPU-bound regime
+# (Fig. 10, Fig. 13); the lock-bound sweeps (the main one, Fig. 3, 5, 6, 7, 12: their locks, not
+# their cores, are the bottleneck) run without it, so it has no default there to scale.
+# ASQM's drop_cost_ns is left at 0 by every sweep: a zero has nothing to scale.
+
+# Fig. 10's fit (experiments/protego/synthetic-p50-1us.toml): 4 cores / 1.1 M req/s - 1 µs.
+STACK_NS = 2640.0
+STACK_SCENARIO = "synthetic-p50-1us.toml"
+
+
+def _stack_steps() -> list[str]:
+    """The keys of Fig. 10's stack steps: the constant compute steps of STACK_NS before the mutex
+    (``workload.types.I.paths.J.steps.K.time.value_us``), read from its scenario file."""
+    raw = tomllib.loads((experiments_dir() / "protego" / STACK_SCENARIO).read_text(encoding="utf-8"))
+    keys = []
+    for i, t in enumerate(raw["workload"]["types"]):
+        for j, path in enumerate(t.get("paths", [])):
+            for k, step in enumerate(path["steps"]):
+                hold = step.get("time") or {}
+                if (step["op"] == "compute" and hold.get("dist") == "constant"
+                        and math.isclose(hold["value_us"] * 1e3, STACK_NS)):
+                    keys.append(f"workload.types.{i}.paths.{j}.steps.{k}.time.value_us")
+    if not keys:
+        raise ValueError(f"{STACK_SCENARIO}: no compute step of {STACK_NS / 1e3:g} µs (the stack cost) to scale")
+    return keys
+
+
+def _stack(variant: Any, ns: float) -> tuple[str, ...]:
+    """The stack's cost per request at ``ns``: Fig. 10's compute step before the mutex, Fig. 13's
+    ``server.packet_cost_ns`` (its programs start outside the locks); nothing elsewhere."""
+    sweep = variant.name.split("/", 1)[0] if "/" in variant.name else "main"
+    if sweep == "fig10":
+        return tuple(f"{k}={ns / 1e3:g}" for k in _stack_steps())
+    if sweep == "fig13":
+        return (f"server.packet_cost_ns={ns:g}",)
+    return ()
+
+
+def _cleanup(variant: Any, ns: float) -> tuple[str, ...]:
+    """The cleanup's hold of ``cleanup_lock`` at ``ns``, on the variants that have one."""
+    if any(x.startswith("server.lock_control.cleanup_lock=") for x in variant.set):
+        return (f"server.lock_control.cleanup_ns={ns:g}",)
+    return ()
+
+
+COSTS = (
+    Cost("stack_ns", STACK_NS,
+         "fitted on Protego Fig. 10 (§5.4: the 4 hyper-threads saturate at 1.1 M req/s of 1 µs requests, "
+         "4 / 1.1 M - 1 µs = 2.64 µs per request; the caladan-protego stack profile's value); charged as the "
+         "compute step before the mutex in Fig. 10's application (synthetic-p50-1us.toml) and as "
+         "server.packet_cost_ns in Fig. 13's (fig13.toml)",
+         _stack),
+    Cost("server.lock_control.cleanup_ns", 500.0,
+         "the Memcached-like model's own estimate of freeing a dropped SET's chunk under the slab lock "
+         "(memcached-var.toml, Fig. 7, 8 and 13's Protego); no source measures it",
+         _cleanup),
+)
 
 
 @register("protego", paper="Protego (NSDI'23)", figure="Fig. 3, 5, 6, 7, 8, 9, 10, 11, 12, 13",
@@ -1067,7 +1151,7 @@ def run_sub(ctx: Context, name: str) -> pd.DataFrame:
                       "SEDA's conservative rate limits, try_lock's drops, Protego's performance-driven admission "
                       "control with ASQM, on the synthetic two-path application, Lucene-like and Memcached-like "
                       "servers",
-          spec="protego/sweep.toml", claims=CLAIMS)
+          spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
     data: dict[str, Any] = {"main": ctx.results, **{name: run_sub(ctx, name) for name in SUBSWEEPS},
