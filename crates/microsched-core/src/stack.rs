@@ -25,7 +25,10 @@
 //!   peer's receive path) per datagram, the runtime's per-request work beyond the two system
 //!   calls (RPC), and the load generator's own CPU per request (`client_ns`), which on one
 //!   machine is taken from the same CPUs as the workers. Re-measure on another machine and
-//!   override the fields.
+//!   override the fields. `client_ns` is a closed loop's figure, where one wake-up of the
+//!   client serves many replies; an open-loop generator wakes about once per reply and per
+//!   arrival, at tens of µs of CPU each on a small VM: `microsched real --json` measures that
+//!   (`runtime.harness`) and gives the overrides that replay it (`sim_overrides`).
 //!
 //! The papers split no total into RX, TX and RPC; the testbed profiles put their fitted total
 //! in `rpc_ns` and say so. All of it is charged on the serving core ahead of the service, TX

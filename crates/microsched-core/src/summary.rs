@@ -474,14 +474,15 @@ impl Harvest {
 /// NIC interrupt handling over the whole run (warm-up included), see `server.irq`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Irq {
-    /// `spread` or `secondary`.
+    /// `spread`, `secondary` or `idle_first`.
     pub steering: String,
     /// Handlers per second on a core the Primary holds (0 when steered to the Secondary).
     pub held_core_rate_per_s: f64,
     /// Core time handlers took out of running requests (drawn, exact): part of `busy_ns`.
     pub in_service_ns: u64,
     pub in_service_count: u64,
-    /// Expected handler time on idle held cores (rate × idle time: it delays no request).
+    /// Expected handler time on idle held cores (rate × idle time: it delays no request);
+    /// counted, not expected, under `idle_first`.
     pub held_idle_ns: f64,
     /// Expected handler time on the Secondary's cores (its lent cores, and with steering its
     /// dedicated core): core time the Secondary loses.

@@ -241,10 +241,10 @@ fn main() {
         ),
     ];
     println!("## Simulator vs real runtime, 2 workers, exponential 100 µs, {dur_ms} ms measured\n");
-    println!("\"sim+stack\" charges the stack costs measured above; \"sim+harness\" charges them without the");
-    println!("closed-loop client figure and adds, as preemptive interference spread over the two cores");
-    println!("(`server.irq`), the CPU the load generator's and the controller's threads took in the real");
-    println!("run (their own thread clocks), in bursts of their measured CPU per wake-up.\n");
+    println!("\"sim+stack\" charges the stack costs measured above; \"sim+harness\" charges them and, instead");
+    println!("of the closed-loop client figure, what the real run's load generator and controller threads");
+    println!("took from the workers' CPUs (`microsched_runtime::harness`): their CPU per wake-up, on the");
+    println!("replying core for each wake-up by a reply, as idle-first interference for each timer wake-up.\n");
     println!("| case | sim p99 µs | sim+stack p99 µs | sim+harness p99 µs | real p99 µs | sim thr. | sim+stack thr. | sim+harness thr. | real thr. | harness CPUs | µs per wake-up |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (label, path, extra) in cases {

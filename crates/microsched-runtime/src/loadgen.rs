@@ -114,6 +114,10 @@ pub struct ClientCounters {
     /// Times its loop ran (each a wake-up from its wait for a datagram or the next deadline).
     #[serde(default)]
     pub wakeups: u64,
+    /// Of those, the ones that found a datagram from the server waiting (woken by the server's
+    /// reply rather than by its own timer).
+    #[serde(default)]
+    pub wakeups_by_datagram: u64,
     /// Wall time of its loop (the span `cpu_ms` covers), ms.
     #[serde(default)]
     pub loop_ms: f64,
@@ -596,9 +600,12 @@ pub fn run(
         g.c.wakeups += 1;
         let now = clock.now();
         // 1. Everything the server sent.
+        let mut received = false;
         while let Ok((len, from)) = g.sock.recv_from(&mut buf) {
+            received = true;
             g.on_datagram(&buf[..len], from, now);
         }
+        g.c.wakeups_by_datagram += u64::from(received);
         // 2. Arrivals due.
         while let Some(t) = next_arrival.filter(|&t| t <= now && t < end_send) {
             let session = session_rng.gen_range(0..n);

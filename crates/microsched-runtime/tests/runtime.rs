@@ -170,6 +170,8 @@ fn below_capacity_every_request_completes() {
     assert!(rep.controller.cpu_ms > 0.0, "{:?}", rep.controller);
     let h = microsched_runtime::harness::Harness::of(c, &rep.controller);
     assert!(h.cpus > 0.0 && h.cpus <= 2.1 && h.burst_us > 0.0, "{h:?}");
+    assert!(c.wakeups_by_datagram > 0 && c.wakeups_by_datagram <= c.wakeups, "{c:?}");
+    assert!(h.reply_wakeups_per_request > 0.0 && h.timer_wakeups_per_s > 0.0, "{h:?}");
     let replay = h.sim_overrides();
     assert!(replay.iter().any(|o| o.starts_with("server.irq.rate_per_s=")), "{replay:?}");
     let replay: Vec<&str> = replay.iter().map(|s| s.as_str()).collect();

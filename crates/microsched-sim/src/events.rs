@@ -57,6 +57,9 @@ pub enum Event {
     CreditTimer { node: u16 },
     /// Periodic measurement of the congestion signal (static allocation, sampled signal).
     DelayPoll { node: u16 },
+    /// One of a node's interference handlers placed idle first (`server.irq.steering =
+    /// "idle_first"`) arrives.
+    Handler { node: u16 },
     Sample,
     /// The start of the measured window.
     WarmupEnd,

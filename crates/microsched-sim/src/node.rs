@@ -296,17 +296,24 @@ impl Node {
         let secondary_ns = match cfg.steering {
             IrqSteering::Spread => per_ns(held) * (times[CoreMode::Parked as usize] + times[CoreMode::Waking as usize]) as f64,
             IrqSteering::Secondary => per_ns(cfg.rate_per_s) * end as f64,
+            IrqSteering::IdleFirst => 0.0,
+        };
+        // Placed idle first, the handlers' time on idle cores is counted, not expected.
+        let held_idle_ns = match (cfg.steering, self.server.irq.as_ref()) {
+            (IrqSteering::IdleFirst, Some(i)) => i.idle_ns as f64,
+            _ => per_ns(held) * times[CoreMode::Search as usize] as f64,
         };
         Some(Irq {
             steering: match cfg.steering {
                 IrqSteering::Spread => "spread",
                 IrqSteering::Secondary => "secondary",
+                IrqSteering::IdleFirst => "idle_first",
             }
             .to_string(),
             held_core_rate_per_s: held,
             in_service_ns,
             in_service_count,
-            held_idle_ns: per_ns(held) * times[CoreMode::Search as usize] as f64,
+            held_idle_ns,
             secondary_ns,
             secondary_cores_mean: secondary_ns / end.max(1) as f64,
         })

@@ -198,9 +198,12 @@ impl Sim {
                 self.arm_sweep_park(node as u16, core);
             }
         }
-        for (i, n) in self.nodes.iter().enumerate() {
+        for (i, n) in self.nodes.iter_mut().enumerate() {
             if let Some(iv) = n.allocator.interval() {
                 self.evq.push(iv, Event::AllocTick { node: i as u16 });
+            }
+            if let Some(gap) = n.server.irq.as_mut().and_then(|irq| irq.next_gap()) {
+                self.evq.push(gap, Event::Handler { node: i as u16 });
             }
         }
         for (i, n) in self.nodes.iter_mut().enumerate() {
@@ -334,6 +337,13 @@ impl Sim {
                 }
             }
             Event::DropReply { req } => self.drop_reply(req),
+            Event::Handler { node } => {
+                let server = &mut self.nodes[node as usize].server;
+                server.handler_lands(now, &mut self.slab, &mut self.evq);
+                if let Some(gap) = server.irq.as_mut().and_then(|irq| irq.next_gap()) {
+                    self.evq.push(now + gap, Event::Handler { node });
+                }
+            }
             Event::CreditRequest { node, session, demand } => {
                 let c = self.nodes[node as usize].credit.as_mut().expect("credit events need a credit controller");
                 if let Some(credits) = c.ctl.on_credit_request(now, session, demand) {

@@ -22,8 +22,17 @@
 //! **Steering.** `spread` (irqbalance / RSS: the node's IRQs spread evenly over its cores, lent
 //! or not: each core gets rate / cores) or `secondary` (HarvestContainers: IRQs affinitized to
 //! the Secondary's dedicated core and its harvested cores, never to a core the Primary holds).
+//!
+//! **Idle first** (`idle_first`): the handlers are threads that share the server's CPUs and
+//! that the kernel wakes where a CPU is idle — a one-machine run's load generator and controller
+//! (`microsched_runtime::harness` measures their CPU and wake-ups). Each is an event at the
+//! node's rate: it lands on an idle core when there is one (a request that starts there before
+//! it ends waits for the rest of it), else it preempts the request of a busy core picked at
+//! random, whose slice lasts its length longer. Only when every core is busy does a handler
+//! cost a running request anything, which the draw-at-start model above cannot express.
 
-use rand_distr::{Distribution, Poisson};
+use rand::Rng;
+use rand_distr::{Distribution, Exp, Poisson};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +50,21 @@ pub enum IrqSteering {
     /// Affinitized to the Secondary's cores (its dedicated core and the harvested ones): the
     /// Primary's held cores handle none (HarvestContainers' IRQ shielding).
     Secondary,
+    /// Onto an idle core when one is idle, else preempting a random busy core: threads the
+    /// kernel wakes on the server's CPUs (a one-machine run's load generator and controller).
+    IdleFirst,
+}
+
+/// What a running request's work is, for a handler that lands on its core.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestWork {
+    /// CPU time it must get: a handler stretches it by the handler's length (preemptive-resume).
+    #[default]
+    Cpu,
+    /// A spin until a wall-clock end, as the real runtime's synthetic requests (`spin_for`): a
+    /// handler delays it only if the handler is still running at that end. `idle_first` only.
+    WallClock,
 }
 
 /// `server.irq`: NIC interrupt load on the node's cores.
@@ -52,14 +76,18 @@ pub struct Config {
     pub rate_per_s: f64,
     /// CPU time of one handler, µs.
     pub cost_us: f64,
-    /// `spread` (default: every core takes rate / cores) or `secondary` (IRQ steering onto the
-    /// Secondary's cores: the Primary's cores take none).
+    /// `spread` (default: every core takes rate / cores), `secondary` (IRQ steering onto the
+    /// Secondary's cores: the Primary's cores take none) or `idle_first` (an idle core when one
+    /// is idle, else a random busy one).
     pub steering: IrqSteering,
+    /// `cpu` (default) or `wall_clock` (with `idle_first` only): what a running request's work
+    /// is when a handler lands on its core.
+    pub request_work: RequestWork,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { rate_per_s: 0.0, cost_us: 2.0, steering: IrqSteering::Spread }
+        Self { rate_per_s: 0.0, cost_us: 2.0, steering: IrqSteering::Spread, request_work: RequestWork::Cpu }
     }
 }
 
@@ -73,6 +101,12 @@ impl Config {
         }
         if !(self.cost_us.is_finite() && self.cost_us > 0.0 && self.cost_us <= 1000.0) {
             return Err(ScenarioError::new(format!("{field}.cost_us"), format!("{} is not allowed: must be a number of µs > 0 and <= 1000", self.cost_us)));
+        }
+        if self.request_work == RequestWork::WallClock && self.steering != IrqSteering::IdleFirst {
+            return Err(ScenarioError::new(
+                format!("{field}.request_work"),
+                "\"wall_clock\" is allowed only with steering = \"idle_first\" (the handlers drawn inside a request assume CPU work)",
+            ));
         }
         let per_core = self.rate_per_s / cores.max(1) as f64 * self.cost_us * 1e-6;
         if per_core >= MAX_CORE_LOAD {
@@ -88,15 +122,19 @@ impl Config {
     pub fn build(&self, cores: usize, rng: Stream) -> Irq {
         let per_core = match self.steering {
             IrqSteering::Spread => self.rate_per_s / cores.max(1) as f64,
-            IrqSteering::Secondary => 0.0,
+            IrqSteering::Secondary | IrqSteering::IdleFirst => 0.0,
         };
         Irq {
             rate_per_ns: per_core * 1e-9,
             cost: (self.cost_us * 1e3).round().max(1.0) as Nanos,
             nested: Poisson::new(per_core * self.cost_us * 1e-6).ok(),
+            gap: (self.steering == IrqSteering::IdleFirst).then(|| Exp::new(self.rate_per_s * 1e-9).ok()).flatten(),
+            wall_clock: self.request_work == RequestWork::WallClock,
             rng,
             in_service_ns: 0,
             in_service_count: 0,
+            idle_ns: 0,
+            idle_count: 0,
         }
     }
 }
@@ -109,16 +147,40 @@ pub struct Irq {
     cost: Nanos,
     /// Handlers arriving during one handler.
     nested: Option<Poisson<f64>>,
+    /// `idle_first`: the time to the node's next handler (per ns).
+    gap: Option<Exp<f64>>,
+    /// `request_work = "wall_clock"`.
+    pub wall_clock: bool,
     rng: Stream,
     /// Core time taken from running requests by handlers.
     pub in_service_ns: Nanos,
     pub in_service_count: u64,
+    /// `idle_first`: handler time that landed on idle cores.
+    pub idle_ns: Nanos,
+    pub idle_count: u64,
 }
 
 impl Irq {
     /// Per-core handler rate on a held core, per second.
     pub fn rate_per_core_s(&self) -> f64 {
         self.rate_per_ns * 1e9
+    }
+
+    /// One handler's CPU time.
+    pub fn cost(&self) -> Nanos {
+        self.cost
+    }
+
+    /// `idle_first` only: the time from one of the node's handlers to the next (None: the
+    /// handlers are drawn inside requests instead).
+    pub fn next_gap(&mut self) -> Option<Nanos> {
+        let gap = self.gap?;
+        Some((gap.sample(&mut self.rng).round() as Nanos).max(1))
+    }
+
+    /// A uniform pick among `n` candidates.
+    pub fn pick(&mut self, n: usize) -> usize {
+        self.rng.gen_range(0..n)
     }
 
     /// The time handlers take out of `work` ns of a request's computing: the request's slice
@@ -155,7 +217,7 @@ mod tests {
         // Per core 100 k/s × 2 µs = 0.2 of the core: a request's completion time with
         // preemptive-resume interruptions has mean w / (1 − ρ) (each unit of work brings λ·c of
         // handler time, itself stretched by 1/(1 − ρ)).
-        let cfg = Config { rate_per_s: 800_000.0, cost_us: 2.0, steering: IrqSteering::Spread };
+        let cfg = Config { rate_per_s: 800_000.0, cost_us: 2.0, ..Config::default() };
         cfg.validate("server.irq", 8).unwrap();
         let mut irq = cfg.build(8, stream(7, "irq"));
         assert!((irq.rate_per_core_s() - 100_000.0).abs() < 1e-6);
@@ -173,8 +235,13 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let bad = Config { rate_per_s: 4e6, cost_us: 2.0, steering: IrqSteering::Spread };
+        let bad = Config { rate_per_s: 4e6, cost_us: 2.0, ..Config::default() };
         assert_eq!(bad.validate("server.irq", 8).unwrap_err().field, "server.irq.rate_per_s");
+        let bad = Config { request_work: RequestWork::WallClock, ..Config::default() };
+        let e = bad.validate("server.irq", 8).unwrap_err();
+        assert_eq!(e.field, "server.irq.request_work");
+        assert!(e.message.contains("idle_first"), "{e}");
+        assert!(Config { steering: IrqSteering::IdleFirst, ..bad }.validate("server.irq", 8).is_ok());
         let bad = Config { cost_us: 0.0, ..Config::default() };
         assert_eq!(bad.validate("server.irq", 8).unwrap_err().field, "server.irq.cost_us");
         assert!(Config::default().validate("server.irq", 8).is_ok());

@@ -67,6 +67,8 @@ pub struct Core {
     /// Extra run time of the next request started here (cache refill after the Secondary ran
     /// on the core); 0 almost always.
     pub(super) refill: Nanos,
+    /// An `idle_first` interference handler occupies the core until then (0: none).
+    pub(super) handler_until: Nanos,
     /// What the allocator saw of this core at its last tick, saved before the first change
     /// after it (valid when `at_tick.tick` is the ledger's): an unchanged core is read from its
     /// current fields instead, so a tick need not copy every core.
@@ -105,6 +107,7 @@ impl Core {
             stealing: false,
             park_attempting: false,
             refill: 0,
+            handler_until: 0,
             at_tick: AtTick { tick: 0, mode, enqueued_total: 0, busy: 0, search: 0 },
         }
     }

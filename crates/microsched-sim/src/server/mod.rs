@@ -24,6 +24,7 @@ pub use queues::Queues;
 
 mod cores;
 mod dispatch;
+mod handlers;
 mod locks;
 mod park;
 mod preemption;
@@ -336,7 +337,7 @@ impl Server {
         c.set_mode(CoreMode::Busy, now, &mut self.q.ledger);
         let mut service = self.cfg.preemption.inflate(r.service);
         if let Some(irq) = &mut self.irq {
-            service += irq.stolen(service);
+            service += irq.stolen(service) + handlers::wait(c, irq, now);
         }
         if c.refill != 0 && !r.has_program {
             self.refill_cold_core(core, req, service, slab);
@@ -438,7 +439,7 @@ impl Server {
                         r.in_op = true;
                         r.left = self.cfg.preemption.inflate(d);
                         if let Some(irq) = &mut self.irq {
-                            r.left += irq.stolen(r.left);
+                            r.left += irq.stolen(r.left) + handlers::wait(&mut self.q.cores[core as usize], irq, now);
                         }
                     }
                     if r.left == 0 {

@@ -246,3 +246,60 @@ fn tiny_quanta_never_serves_more_than_its_coroutines_on_a_worker() {
         assert_eq!(most, cap, "the cap never bound");
     }
 }
+
+fn with_handlers(work: microsched_core::sched::irq::RequestWork) -> Server {
+    use microsched_core::sched::irq::{Config, IrqSteering};
+    let mut s = one_core();
+    let cfg = Config { rate_per_s: 1000.0, cost_us: 0.5, steering: IrqSteering::IdleFirst, request_work: work };
+    s.irq = Some(Box::new(cfg.build(1, microsched_core::rng::stream(1, "irq"))));
+    s
+}
+
+/// Runs the queue's slice ends; returns (request, time) of each finished request.
+fn drain(s: &mut Server, slab: &mut Slab, evq: &mut EventQueue) -> Vec<(u32, Nanos)> {
+    let mut finished = vec![];
+    while let Some((t, ev)) = evq.pop() {
+        let Event::CoreDone { core, gen, .. } = ev else { panic!("{ev:?}") };
+        if let SliceEnd::Finished(r) = s.slice_end(core, gen, t, slab, evq) {
+            finished.push((r, t));
+            s.find_work(core, t, slab, evq);
+        }
+    }
+    finished
+}
+
+#[test]
+fn an_idle_first_handler_takes_an_idle_core_and_a_request_starting_there_waits_for_it() {
+    use microsched_core::sched::irq::RequestWork;
+    let (mut s, mut slab, mut evq) = (with_handlers(RequestWork::Cpu), Slab::default(), EventQueue::with_capacity(8));
+    s.handler_lands(0, &mut slab, &mut evq);
+    let a = slab.insert(Req { service: 1000, ..Req::default() }, 0);
+    s.arrive(a, 100, &mut slab, &mut evq);
+    // The handler holds the core until 500: A waits 400 of it, then runs its 1000.
+    assert_eq!(drain(&mut s, &mut slab, &mut evq), vec![(a, 1500)]);
+    let irq = s.irq.as_ref().unwrap();
+    assert_eq!((irq.in_service_ns, irq.idle_ns), (400, 100));
+}
+
+#[test]
+fn on_a_busy_core_a_handler_stretches_cpu_work_but_a_clock_spin_only_past_its_end() {
+    use microsched_core::sched::irq::RequestWork;
+    // (work, handler arrivals, end of the 1000 ns request started at 0)
+    for (work, at, end) in [
+        (RequestWork::Cpu, vec![200], 1500),
+        (RequestWork::Cpu, vec![200, 300], 2000),
+        (RequestWork::WallClock, vec![200], 1000),
+        (RequestWork::WallClock, vec![800], 1300),
+        // The second handler queues behind the first: it ends at 200 + 500 + 500.
+        (RequestWork::WallClock, vec![200, 300], 1200),
+    ] {
+        let (mut s, mut slab, mut evq) = (with_handlers(work), Slab::default(), EventQueue::with_capacity(8));
+        let a = slab.insert(Req { service: 1000, ..Req::default() }, 0);
+        s.arrive(a, 0, &mut slab, &mut evq);
+        for &t in &at {
+            s.handler_lands(t, &mut slab, &mut evq);
+        }
+        assert_eq!(drain(&mut s, &mut slab, &mut evq), vec![(a, end)], "{work:?} {at:?}");
+        assert_eq!(s.irq.as_ref().unwrap().in_service_ns, end - 1000, "{work:?} {at:?}");
+    }
+}
