@@ -245,7 +245,7 @@ fn main() {
     println!("of the closed-loop client figure, what the real run's load generator and controller threads");
     println!("took from the workers' CPUs (`microsched_runtime::harness`): their CPU per wake-up, on the");
     println!("replying core for each wake-up by a reply, as idle-first interference for each timer wake-up.\n");
-    println!("| case | sim p99 µs | sim+stack p99 µs | sim+harness p99 µs | real p99 µs | sim thr. | sim+stack thr. | sim+harness thr. | real thr. | harness CPUs | µs per wake-up |");
+    println!("| case | sim p99 µs | sim+stack p99 µs | sim+harness p99 µs | real p99 µs | sim thr. | sim+stack thr. | sim+harness thr. | real thr. | harness CPUs | µs per timer wake-up |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (label, path, extra) in cases {
         let mut o: Vec<&str> = vec![];
@@ -285,7 +285,7 @@ fn main() {
             with_harness.throughput_rps,
             f("throughput_rps"),
             h.cpus,
-            h.burst_us,
+            h.timer_wakeup_us,
         );
     }
 }

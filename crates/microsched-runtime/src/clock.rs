@@ -107,6 +107,16 @@ pub fn default_priority() {
     }
 }
 
+/// How many times the calling thread has blocked (its voluntary context switches): each is a
+/// sleep it was woken from.
+pub fn thread_sleeps() -> u64 {
+    // SAFETY: an all-zero rusage is valid; getrusage writes into the live struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a pointer to a live rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nvcsw as u64
+}
+
 /// The calling thread's CPU time (user + system), ns: what the thread itself cost the machine,
 /// without the time it slept or waited for a CPU.
 pub fn thread_cpu_ns() -> u64 {

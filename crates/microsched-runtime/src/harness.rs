@@ -23,39 +23,43 @@ use crate::report::ControllerReport;
 pub struct Harness {
     /// CPUs' worth of harness work (CPU-seconds per second of each thread's run, summed).
     pub cpus: f64,
-    /// CPU per wake-up of a harness thread, µs.
-    pub burst_us: f64,
-    /// The load generator's wake-ups by a reply, per request it got an answer to.
+    /// The load generator's CPU per wake-up, µs.
+    pub client_wakeup_us: f64,
+    /// The controller's CPU per tick, µs.
+    pub tick_us: f64,
+    /// The load generator's wake-ups by a datagram from the server, per answered request.
     pub reply_wakeups_per_request: f64,
-    /// Wake-ups by a timer (the load generator's own and the controller's ticks) per second.
+    /// Wake-ups by a timer (the load generator's own and the controller's ticks) per second,
+    /// and their mean CPU, µs.
     pub timer_wakeups_per_s: f64,
+    pub timer_wakeup_us: f64,
 }
 
 impl Harness {
     pub fn of(client: &ClientCounters, ctl: &ControllerReport) -> Self {
         let ctl_ms = ctl.ticks as f64 * ctl.mean_tick_us / 1e3;
-        let per_ms = |x: f64, run_ms: f64| if run_ms > 0.0 { x / run_ms } else { 0.0 };
-        let cpus = per_ms(client.cpu_ms, client.loop_ms) + per_ms(ctl.cpu_ms, ctl_ms);
-        let wakeups = client.wakeups + ctl.ticks;
-        let burst_us = if wakeups > 0 { (client.cpu_ms + ctl.cpu_ms) * 1e3 / wakeups as f64 } else { 0.0 };
+        let ratio = |x: f64, y: f64| if y > 0.0 { x / y } else { 0.0 };
+        let cpus = ratio(client.cpu_ms, client.loop_ms) + ratio(ctl.cpu_ms, ctl_ms);
+        let client_wakeup_us = 1e3 * ratio(client.cpu_ms, client.wakeups as f64);
+        let tick_us = 1e3 * ratio(ctl.cpu_ms, ctl.ticks as f64);
         let answered = client.completed + client.aqm_dropped + client.lock_dropped + client.start_dropped;
-        let reply_wakeups_per_request = if answered > 0 { client.wakeups_by_datagram as f64 / answered as f64 } else { 0.0 };
-        let timer_wakeups = client.wakeups.saturating_sub(client.wakeups_by_datagram) as f64;
-        let timer_wakeups_per_s = 1e3 * (per_ms(timer_wakeups, client.loop_ms) + per_ms(ctl.ticks as f64, ctl_ms));
-        Self { cpus, burst_us, reply_wakeups_per_request, timer_wakeups_per_s }
+        let reply_wakeups_per_request = ratio(client.wakeups_by_datagram as f64, answered as f64);
+        let client_timer = client.wakeups.saturating_sub(client.wakeups_by_datagram) as f64;
+        let client_timer_per_ms = ratio(client_timer, client.loop_ms);
+        let ticks_per_ms = ratio(ctl.ticks as f64, ctl_ms);
+        let timer_wakeups_per_s = 1e3 * (client_timer_per_ms + ticks_per_ms);
+        let timer_wakeup_us = ratio(client_timer_per_ms * client_wakeup_us + ticks_per_ms * tick_us, client_timer_per_ms + ticks_per_ms);
+        Self { cpus, client_wakeup_us, tick_us, reply_wakeups_per_request, timer_wakeups_per_s, timer_wakeup_us }
     }
 
     /// The simulator's overrides that replay it (they replace the `this-machine` profile's
     /// closed-loop `client_ns`, where one wake-up serves many replies).
     pub fn sim_overrides(&self) -> Vec<String> {
-        if self.burst_us <= 0.0 {
-            return Vec::new();
-        }
-        let mut o = vec![format!("server.stack.client_ns={:.0}", self.burst_us * 1e3 * self.reply_wakeups_per_request)];
-        if self.timer_wakeups_per_s > 0.0 {
+        let mut o = vec![format!("server.stack.client_ns={:.0}", self.client_wakeup_us * 1e3 * self.reply_wakeups_per_request)];
+        if self.timer_wakeups_per_s > 0.0 && self.timer_wakeup_us > 0.0 {
             o.extend([
                 format!("server.irq.rate_per_s={:.0}", self.timer_wakeups_per_s),
-                format!("server.irq.cost_us={:.2}", self.burst_us),
+                format!("server.irq.cost_us={:.2}", self.timer_wakeup_us),
                 "server.irq.steering=\"idle_first\"".to_string(),
                 "server.irq.request_work=\"wall_clock\"".to_string(),
             ]);

@@ -169,7 +169,7 @@ fn below_capacity_every_request_completes() {
     assert!(c.wakeups > 0 && c.cpu_ms > 0.0 && c.cpu_ms <= c.loop_ms * 1.05, "{c:?}");
     assert!(rep.controller.cpu_ms > 0.0, "{:?}", rep.controller);
     let h = microsched_runtime::harness::Harness::of(c, &rep.controller);
-    assert!(h.cpus > 0.0 && h.cpus <= 2.1 && h.burst_us > 0.0, "{h:?}");
+    assert!(h.cpus > 0.0 && h.cpus <= 2.1 && h.client_wakeup_us > 0.0 && h.tick_us > 0.0, "{h:?}");
     assert!(c.wakeups_by_datagram > 0 && c.wakeups_by_datagram <= c.wakeups, "{c:?}");
     assert!(h.reply_wakeups_per_request > 0.0 && h.timer_wakeups_per_s > 0.0, "{h:?}");
     let replay = h.sim_overrides();
