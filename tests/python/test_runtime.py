@@ -36,6 +36,14 @@ def test_real_json_has_the_summary_keys_of_run_and_accounts_for_every_request():
     assert rt["server"]["rejected_total"] == 0
     req = real["requests"]
     assert req["generated"] == req["completed"] + req["dropped"] + req["in_flight"]
+    # The harness's own CPU is measured and handed to the simulator as settings it accepts.
+    h = rt["harness"]
+    assert h["measured"]["cpus"] > 0 and h["measured"]["client_wakeup_us"] > 0, h
+    replay = [x for o in h["sim_overrides"] for x in ("--set", o)]
+    assert any(o.startswith("server.irq.steering=") for o in h["sim_overrides"]), h
+    replayed = cli("run", SCEN, "--json", *SHORT, *replay)
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["irq"]["steering"] == "idle_first"
 
 
 def test_real_without_overload_control_writes_results(tmp_path):
