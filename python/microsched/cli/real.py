@@ -135,7 +135,10 @@ def add_commands(sub: Any) -> None:
     rl.add_argument("--compare-sim", action="store_true",
                     help="also simulate the same scenario (same overrides and seed: the same arrivals, sessions "
                          "and service times) and print the two side by side; with --json the simulator's summary "
-                         "is added under the key `sim`, with --out it is written to DIR/sim_summary.json")
+                         "is added under the key `sim`, with --out it is written to DIR/sim_summary.json. A "
+                         "second simulation charges this machine's stack costs and replays the CPU the run's load "
+                         "generator and controller took from the workers (runtime.harness.sim_overrides): key "
+                         "`sim_harness`, file DIR/sim_harness_summary.json")
     rl.add_argument("--oversubscribe", action="store_true",
                     help="run even if the server's spinning workers (server.max_cores) outnumber this machine's "
                          "CPUs (they would starve the load generator, the controller and everything else)")
@@ -257,14 +260,18 @@ def cmd_real(args: argparse.Namespace) -> int:
         check_cpus(args.scenario, args.overrides, args.oversubscribe)
         res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out)
         sim = _simulate(args) if args.compare_sim else None
+        sim_harness = _simulate_harness(args, res.summary) if args.compare_sim else None
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
     except real.RealError as e:
         raise CliError(e) from None
     if sim is not None and args.out:
         (Path(args.out) / "sim_summary.json").write_text(json.dumps(sim, indent=2) + "\n", encoding="utf-8")
+        if sim_harness is not None:
+            (Path(args.out) / "sim_harness_summary.json").write_text(json.dumps(sim_harness, indent=2) + "\n",
+                                                                      encoding="utf-8")
     if args.json:
-        out = dict(res.summary, sim=sim) if sim is not None else res.summary
+        out = dict(res.summary, sim=sim, sim_harness=sim_harness) if sim is not None else res.summary
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
         print_summary(res.summary)
@@ -277,7 +284,7 @@ def cmd_real(args: argparse.Namespace) -> int:
                          f"{num(be.get('ops_per_s'), ',.0f')} sqrt/s; load generator's schedule lag p99 "
                          f"{num(lag.get('p99'))} µs")
         if sim is not None:
-            print_comparison(res.summary, sim)
+            print_comparison(res.summary, sim, sim_harness)
         if args.out:
             console().print(f"results written to [bold]{args.out}/[/bold]")
     lag_warning = _schedule_lag_warning(res.summary)
@@ -286,15 +293,25 @@ def cmd_real(args: argparse.Namespace) -> int:
     return 0
 
 
-def _simulate(args: argparse.Namespace) -> dict:
+def _simulate(args: argparse.Namespace, extra: list[str] | None = None) -> dict:
     """The simulator's summary of the scenario `real` just ran (same overrides and seed)."""
     from ..api import run
 
-    return run(args.scenario, seed=args.seed, overrides=args.overrides).summary
+    return run(args.scenario, seed=args.seed, overrides=list(args.overrides or []) + (extra or [])).summary
 
 
-def print_comparison(real_summary: dict, sim_summary: dict) -> None:
-    """Real vs simulated key metrics, side by side, with the real/sim ratio."""
+def _simulate_harness(args: argparse.Namespace, real_summary: dict) -> dict | None:
+    """The same, charging this machine's stack costs and replaying the CPU the real run's load
+    generator and controller took from the workers (None if the run reported none)."""
+    replay = (((real_summary.get("runtime") or {}).get("harness") or {}).get("sim_overrides")) or []
+    if not replay:
+        return None
+    return _simulate(args, ['server.stack.profile="this-machine"', *replay])
+
+
+def print_comparison(real_summary: dict, sim_summary: dict, harness_summary: dict | None = None) -> None:
+    """Real vs simulated key metrics, side by side, with the real/sim ratio (and the simulator
+    with this machine's stack and the run's harness replayed, when given)."""
     from rich.table import Table
 
     def get(s: dict, path: str) -> Any:
@@ -303,8 +320,15 @@ def print_comparison(real_summary: dict, sim_summary: dict) -> None:
         return s
 
     t = Table(title="real runtime vs simulator (same scenario, overrides and seed)", title_justify="left")
-    for col, just in (("metric", "left"), ("real", "right"), ("sim", "right"), ("real / sim", "right")):
+    cols = [("metric", "left"), ("real", "right"), ("sim", "right"), ("real / sim", "right")]
+    if harness_summary is not None:
+        cols += [("sim+harness", "right"), ("real / sim+harness", "right")]
+    for col, just in cols:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
+
+    def ratio(r: Any, m: Any) -> str:
+        return f"{float(r) / float(m):.2f}" if isinstance(r, (int, float)) and isinstance(m, (int, float)) and m else "-"
+
     for label, path, fmt in [
         ("throughput (req/s)", "throughput_rps", ",.0f"),
         ("goodput (req/s)", "goodput_rps", ",.0f"),
@@ -320,8 +344,11 @@ def print_comparison(real_summary: dict, sim_summary: dict) -> None:
         r, m = get(real_summary, path), get(sim_summary, path)
         if r is None and m is None:
             continue
-        ratio = f"{float(r) / float(m):.2f}" if isinstance(r, (int, float)) and isinstance(m, (int, float)) and m else "-"
-        t.add_row(label, num(r, fmt), num(m, fmt), ratio)
+        row = [label, num(r, fmt), num(m, fmt), ratio(r, m)]
+        if harness_summary is not None:
+            h = get(harness_summary, path)
+            row += [num(h, fmt), ratio(r, h)]
+        t.add_row(*row)
     console().print(t)
 
 

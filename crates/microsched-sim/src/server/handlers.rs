@@ -71,5 +71,6 @@ pub(super) fn wait(c: &mut Core, irq: &mut Irq, now: Nanos) -> Nanos {
     c.handler_until = 0;
     irq.idle_ns -= w;
     irq.in_service_ns += w;
+    irq.in_service_count += 1;
     w
 }
