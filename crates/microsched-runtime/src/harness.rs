@@ -6,10 +6,10 @@
 //! * woken by a reply: the kernel wakes it where the worker that sent the reply runs, so that
 //!   worker pays the wake-up before it takes its next request — a cost per reply on the serving
 //!   core (the simulator's `server.stack.client_ns`);
-//! * woken by its own timer (arrivals, client timeouts) or the controller's tick: a thread
-//!   placed on an idle CPU if there is one, else preempting a worker, whose synthetic request
-//!   spins on the clock (`server.irq` with `steering = "idle_first"`, `request_work =
-//!   "wall_clock"`).
+//! * woken by its own timer (arrivals, client timeouts) or the controller's tick: it preempts a
+//!   worker (they spin when idle), one without a request if there is one, and a worker's
+//!   synthetic request spins on the clock (`server.irq` with `steering = "idle_first"`,
+//!   `request_work = "wall_clock"`).
 //!
 //! The simulator replays both, so that a scenario run in both can be compared with the
 //! harness's cost on both sides; the server's own costs come from the bench's microbenchmarks.

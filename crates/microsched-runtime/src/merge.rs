@@ -158,6 +158,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
     }
     let mut v = serde_json::to_value(&s).expect("summary serialises");
     let server_requests = rep.counter("requests");
+    let harness = crate::harness::Harness::of(&lg.client, &rep.controller);
     v["runtime"] = json!({
         "addr": lg.addr,
         "client": lg.client,
@@ -177,8 +178,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         // The load generator's and the controller's CPU on the workers' machine, and the
         // simulator overrides that replay it (docs/runtime.md, "The simulator against the runtime").
         "harness": {
-            "measured": crate::harness::Harness::of(&lg.client, &rep.controller),
-            "sim_overrides": crate::harness::Harness::of(&lg.client, &rep.controller).sim_overrides(),
+            "measured": harness,
+            "sim_overrides": harness.sim_overrides(),
         },
         "be": {
             "threads": rep.be.threads,

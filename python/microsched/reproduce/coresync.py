@@ -1317,6 +1317,11 @@ def _probe(variant: Any, ns: float) -> tuple[str, ...]:
     return (f'server.search={{kind="probe", probe_ns={ns:g}}}',)
 
 
+def _steal(variant: Any, ns: float) -> tuple[str, ...]:
+    """A successful steal at ``ns`` (a variant that sets its own stealing keeps it)."""
+    return () if any(x.startswith("server.steal") for x in variant.set) else (f"server.steal_cost_ns={ns:g}",)
+
+
 COSTS = (
     Cost("server.allocation_delay_us", 5.0,
          "a granted core's wake-up: the simulator's default and base.toml's 5 µs, the allocation delay the "
@@ -1331,7 +1336,7 @@ COSTS = (
     Cost("server.steal_cost_ns", 100.0,
          "a successful steal before the stolen work runs: the simulator's default; no source gives it for "
          "CoreSync's testbed ([inference])",
-         lambda v, ns: () if any(x.startswith("server.steal") for x in v.set) else (f"server.steal_cost_ns={ns:g}",)),
+         _steal),
 )
 
 

@@ -27,6 +27,7 @@ one line per system), ``protego_fig12.png`` (goodput and drop rate against t_e),
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import tomllib
@@ -1097,7 +1098,8 @@ STACK_NS = 2640.0
 STACK_SCENARIO = "synthetic-p50-1us.toml"
 
 
-def _stack_steps() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def _stack_steps() -> tuple[str, ...]:
     """The keys of Fig. 10's stack steps: the constant compute steps of STACK_NS before the mutex
     (``workload.types.I.paths.J.steps.K.time.value_us``), read from its scenario file."""
     raw = tomllib.loads((experiments_dir() / "protego" / STACK_SCENARIO).read_text(encoding="utf-8"))
@@ -1111,7 +1113,7 @@ def _stack_steps() -> list[str]:
                     keys.append(f"workload.types.{i}.paths.{j}.steps.{k}.time.value_us")
     if not keys:
         raise ValueError(f"{STACK_SCENARIO}: no compute step of {STACK_NS / 1e3:g} µs (the stack cost) to scale")
-    return keys
+    return tuple(keys)
 
 
 def _stack(variant: Any, ns: float) -> tuple[str, ...]:
