@@ -267,7 +267,7 @@ fn main() {
         };
         let lg = loadgen::run(&loaded, &lo, &|| false).expect("load generator");
         let rep = server.wait(|| false);
-        let h = Harness::of(&lg.client, &rep.controller);
+        let h = Harness::of(&lg.client, &rep);
         let replay = h.sim_overrides();
         let mut oh = os.clone();
         oh.extend(replay.iter().map(|s| s.as_str()));

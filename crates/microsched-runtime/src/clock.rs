@@ -97,6 +97,29 @@ impl Drop for RealtimeGuard {
     }
 }
 
+/// The CPUs the calling thread may run on, in order (empty if the kernel will not say).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity writes into it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 (the calling thread), the set's true size and a pointer to it.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Vec::new();
+    }
+    // SAFETY: CPU_ISSET reads a live set within its CPU_SETSIZE bound.
+    (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+}
+
+/// Restricts the calling thread to `cpu`; false if the kernel refused.
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    // SAFETY: as in `allowed_cpus`; CPU_SET writes within the set's bound (callers pass a CPU
+    // that `allowed_cpus` returned, below CPU_SETSIZE).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 /// Puts the calling thread under the default scheduler, whatever it inherited: workers must
 /// never spin under a real-time policy (they would starve the threads that feed them).
 pub fn default_priority() {
@@ -124,4 +147,19 @@ pub fn thread_cpu_ns() -> u64 {
     // SAFETY: a valid clock id and a pointer to a live timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_thread_may_run_only_on_its_cpu() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty(), "the kernel reports the CPUs this process may use");
+        let last = *cpus.last().unwrap();
+        let seen = std::thread::spawn(move || (pin_to_cpu(last), allowed_cpus())).join().unwrap();
+        assert_eq!(seen, (true, vec![last]));
+        assert_eq!(allowed_cpus(), cpus, "pinning a thread leaves the others as they were");
+    }
 }

@@ -78,7 +78,7 @@ pub(crate) fn run(
     );
     let mut reported_active = sh.active_cores() as u32;
     sh.rpc.lock().on_cores_changed(0, reported_active);
-    let (mut ticks, mut alloc_ticks, mut grants) = (0u64, 0u64, 0u64);
+    let (mut ticks, mut alloc_ticks, mut grants, mut credit_updates) = (0u64, 0u64, 0u64, 0u64);
     let first = sh.clock.now();
     let cpu_start = crate::clock::thread_cpu_ns();
     let mut last_sample_t = first;
@@ -173,6 +173,7 @@ pub(crate) fn run(
             }
             if now >= next_credit {
                 rpc.on_timer(now, max_delay);
+                credit_updates += 1;
                 next_credit = advance(next_credit, credit_iv.unwrap_or(u64::MAX), now);
             }
             rpc.wakeups(&mut msgs);
@@ -273,6 +274,12 @@ pub(crate) fn run(
             alloc_ticks,
             realtime,
             cpu_ms: crate::clock::thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6,
+            credit_updates,
+            mean_credit_period_us: if credit_updates > 0 {
+                elapsed as f64 / credit_updates as f64 / 1e3
+            } else {
+                0.0
+            },
         },
         grants,
     }

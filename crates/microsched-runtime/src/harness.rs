@@ -11,13 +11,17 @@
 //!   synthetic request spins on the clock (`server.irq` with `steering = "idle_first"`,
 //!   `request_work = "wall_clock"`).
 //!
-//! The simulator replays both, so that a scenario run in both can be compared with the
+//! * the controller's period: it updates a periodic credit pool (Breakwater) once per tick, and
+//!   a tick lasts longer than asked (the kernel's wake-up latency), so the pool moves at the
+//!   tick's real rate (`policy.overload.rtt_us`, Breakwater's control period).
+//!
+//! The simulator replays all three, so that a scenario run in both can be compared with the
 //! harness's cost on both sides; the server's own costs come from the bench's microbenchmarks.
 
 use serde::Serialize;
 
 use crate::loadgen::ClientCounters;
-use crate::report::ControllerReport;
+use crate::report::ServerReport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Harness {
@@ -33,10 +37,14 @@ pub struct Harness {
     /// and their mean CPU, µs.
     pub timer_wakeups_per_s: f64,
     pub timer_wakeup_us: f64,
+    /// Breakwater's real control period (the mean interval between its pool updates), µs; 0
+    /// with another controller.
+    pub credit_period_us: f64,
 }
 
 impl Harness {
-    pub fn of(client: &ClientCounters, ctl: &ControllerReport) -> Self {
+    pub fn of(client: &ClientCounters, server: &ServerReport) -> Self {
+        let ctl = &server.controller;
         let ctl_ms = ctl.ticks as f64 * ctl.mean_tick_us / 1e3;
         let ratio = |x: f64, y: f64| if y > 0.0 { x / y } else { 0.0 };
         let cpus = ratio(client.cpu_ms, client.loop_ms) + ratio(ctl.cpu_ms, ctl_ms);
@@ -49,7 +57,8 @@ impl Harness {
         let ticks_per_ms = ratio(ctl.ticks as f64, ctl_ms);
         let timer_wakeups_per_s = 1e3 * (client_timer_per_ms + ticks_per_ms);
         let timer_wakeup_us = ratio(client_timer_per_ms * client_wakeup_us + ticks_per_ms * tick_us, client_timer_per_ms + ticks_per_ms);
-        Self { cpus, client_wakeup_us, tick_us, reply_wakeups_per_request, timer_wakeups_per_s, timer_wakeup_us }
+        let credit_period_us = if server.overload == "breakwater" { ctl.mean_credit_period_us } else { 0.0 };
+        Self { cpus, client_wakeup_us, tick_us, reply_wakeups_per_request, timer_wakeups_per_s, timer_wakeup_us, credit_period_us }
     }
 
     /// The simulator's overrides that replay it (they replace the `this-machine` profile's
@@ -63,6 +72,9 @@ impl Harness {
                 "server.irq.steering=\"idle_first\"".to_string(),
                 "server.irq.request_work=\"wall_clock\"".to_string(),
             ]);
+        }
+        if self.credit_period_us > 0.0 {
+            o.push(format!("policy.overload.rtt_us={:.1}", self.credit_period_us));
         }
         o
     }

@@ -158,7 +158,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
     }
     let mut v = serde_json::to_value(&s).expect("summary serialises");
     let server_requests = rep.counter("requests");
-    let harness = crate::harness::Harness::of(&lg.client, &rep.controller);
+    let harness = crate::harness::Harness::of(&lg.client, rep);
     v["runtime"] = json!({
         "addr": lg.addr,
         "client": lg.client,
@@ -173,6 +173,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             "completed_rps": w.completed_per_s,
             "stop_reason": rep.stop_reason,
             "cores": rep.cores,
+            "pinned_workers": rep.pinned_workers,
             "controller": rep.controller,
         },
         // The load generator's and the controller's CPU on the workers' machine, and the

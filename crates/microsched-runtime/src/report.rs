@@ -347,6 +347,13 @@ pub struct ControllerReport {
     /// workers do not get.
     #[serde(default)]
     pub cpu_ms: f64,
+    /// Pool updates of a periodic credit controller (Breakwater's `on_timer`), and their mean
+    /// real period, µs (0 without one): at most one per tick, so the tick's length when the
+    /// tick is longer than the controller's own period.
+    #[serde(default)]
+    pub credit_updates: u64,
+    #[serde(default)]
+    pub mean_credit_period_us: f64,
 }
 
 /// What `microsched serve` prints at the end (JSON).
@@ -360,6 +367,9 @@ pub struct ServerReport {
     #[serde(default)]
     pub queue_policy: String,
     pub workers: u32,
+    /// Whether each worker ran pinned to a CPU of its own (`runtime.pin_workers`).
+    #[serde(default)]
+    pub pinned_workers: bool,
     pub start_unix_ns: u64,
     pub duration_s: f64,
     /// Why the server stopped: "duration", "clients_gone", "stopped".

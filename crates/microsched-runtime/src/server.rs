@@ -199,6 +199,7 @@ pub struct Server {
     scenario_name: String,
     queue_policy: &'static str,
     workers: Vec<JoinHandle<()>>,
+    pinned_workers: bool,
     control: Option<JoinHandle<ControlOut>>,
     timer: Option<JoinHandle<()>>,
     be: Option<BeCoTenant>,
@@ -310,15 +311,23 @@ impl Server {
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();
+        let cpus = crate::clock::allowed_cpus();
+        let pinned_workers = sc.runtime.pin_workers && locals.len() <= cpus.len();
         let workers = locals
             .into_iter()
             .enumerate()
             .map(|(i, local)| {
                 let sh = sh.clone();
                 let sched = Sched::new(sc, i, sh.clone());
+                let cpu = pinned_workers.then(|| cpus[i]);
                 std::thread::Builder::new()
                     .name(format!("worker-{i}"))
-                    .spawn(move || crate::worker::run(sh, i, local, sched))
+                    .spawn(move || {
+                        if let Some(cpu) = cpu {
+                            crate::clock::pin_to_cpu(cpu);
+                        }
+                        crate::worker::run(sh, i, local, sched)
+                    })
                     .expect("spawn worker")
             })
             .collect();
@@ -350,6 +359,7 @@ impl Server {
             opts,
             scenario_name: sc.name.clone(),
             queue_policy,
+            pinned_workers,
             workers,
             control: Some(control),
             be,
@@ -475,6 +485,7 @@ impl Server {
             overload: sh.rpc.lock().controller_name().to_string(),
             queue_policy: self.queue_policy.to_string(),
             workers: n,
+            pinned_workers: self.pinned_workers,
             start_unix_ns: sh.clock.start_unix_ns(),
             duration_s: end as f64 / 1e9,
             stop_reason: why.to_string(),

@@ -168,13 +168,22 @@ fn below_capacity_every_request_completes() {
     // more CPU than its run lasted; the simulator's replay of it is a valid `server.irq`.
     assert!(c.wakeups > 0 && c.cpu_ms > 0.0 && c.cpu_ms <= c.loop_ms * 1.05, "{c:?}");
     assert!(rep.controller.cpu_ms > 0.0, "{:?}", rep.controller);
-    let h = microsched_runtime::harness::Harness::of(c, &rep.controller);
+    let h = microsched_runtime::harness::Harness::of(c, &rep);
     assert!(h.cpus > 0.0 && h.cpus <= 2.1 && h.client_wakeup_us > 0.0 && h.tick_us > 0.0, "{h:?}");
     assert!(c.wakeups_by_datagram > 0 && c.wakeups_by_datagram <= c.wakeups, "{c:?}");
     assert!(h.reply_wakeups_per_request > 0.0 && h.timer_wakeups_per_s > 0.0, "{h:?}");
     let replay = h.sim_overrides();
     assert!(replay.iter().any(|o| o.starts_with("server.irq.rate_per_s=")), "{replay:?}");
-    let replay: Vec<&str> = replay.iter().map(|s| s.as_str()).collect();
+    // Breakwater's pool moved at most once per tick and per its 50 µs period (missed periods
+    // are skipped, never caught up), and the replay runs it at that real period.
+    let ctl = &rep.controller;
+    assert!(ctl.credit_updates > 0 && ctl.credit_updates <= ctl.ticks, "{ctl:?}");
+    assert!(ctl.mean_credit_period_us >= 45.0 && ctl.mean_credit_period_us >= 0.9 * ctl.mean_tick_us, "{ctl:?}");
+    let period = format!("policy.overload.rtt_us={:.1}", ctl.mean_credit_period_us);
+    assert!(replay.contains(&period), "{replay:?}");
+    // Each worker on a CPU of its own when there are enough (`runtime.pin_workers`).
+    assert_eq!(rep.pinned_workers, microsched_runtime::clock::allowed_cpus().len() >= 2);
+    let replay: Vec<&str> = BW_STALL_PROOF.iter().copied().chain(replay.iter().map(|s| s.as_str())).collect();
     assert!(scenario(&replay).scenario.server.irq.is_some());
     // Without overload control nothing can be dropped: every request completes.
     let (lg, rep) = run(&scenario(&[]));
