@@ -149,6 +149,42 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The CPU a thread took per wake-up: from the start of one sleep to the start of its next (the
+/// switch out and in, and all it did while awake), over every wake-up of one cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WakeupCpu {
+    pub n: u64,
+    pub mean_us: f64,
+    /// Standard deviation, µs.
+    pub sd_us: f64,
+}
+
+/// Accumulates [`WakeupCpu`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WakeupCpuMeter {
+    n: u64,
+    sum_ns: f64,
+    sum_sq_ns: f64,
+}
+
+impl WakeupCpuMeter {
+    pub fn add(&mut self, ns: u64) {
+        let x = ns as f64;
+        self.n += 1;
+        self.sum_ns += x;
+        self.sum_sq_ns += x * x;
+    }
+    pub fn get(&self) -> WakeupCpu {
+        if self.n == 0 {
+            return WakeupCpu::default();
+        }
+        let n = self.n as f64;
+        let mean = self.sum_ns / n;
+        let var = (self.sum_sq_ns / n - mean * mean).max(0.0);
+        WakeupCpu { n: self.n, mean_us: mean / 1e3, sd_us: var.sqrt() / 1e3 }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +197,17 @@ mod tests {
         let seen = std::thread::spawn(move || (pin_to_cpu(last), allowed_cpus())).join().unwrap();
         assert_eq!(seen, (true, vec![last]));
         assert_eq!(allowed_cpus(), cpus, "pinning a thread leaves the others as they were");
+    }
+
+    #[test]
+    fn wakeup_cpu_is_the_mean_and_spread_of_what_was_added() {
+        let mut m = WakeupCpuMeter::default();
+        assert_eq!(m.get(), WakeupCpu::default());
+        for ns in [10_000, 20_000, 30_000, 40_000] {
+            m.add(ns);
+        }
+        let w = m.get();
+        assert_eq!((w.n, w.mean_us), (4, 25.0));
+        assert!((w.sd_us - 125f64.sqrt()).abs() < 1e-9, "{w:?}");
     }
 }

@@ -87,6 +87,7 @@ pub(crate) fn run(
     let mut msgs = Vec::new();
     let mut buf = [0u8; 2048];
     let mut last_expiry = first;
+    let (mut tick_start, mut tick_cpu) = (None, crate::clock::WakeupCpuMeter::default());
     while !sh.stop.load(Ordering::Relaxed) {
         ticks += 1;
         // Nobody polls the socket: receive for the cores.
@@ -245,6 +246,11 @@ pub(crate) fn run(
         // req/s); at 50 µs ticks the two match.
         let next = now + tick_ns;
         let now2 = sh.clock.now();
+        // Each tick is a wake-up: its CPU from one sleep's start to the next.
+        let cpu_now = crate::clock::thread_cpu_ns();
+        if let Some(start) = tick_start.replace(cpu_now) {
+            tick_cpu.add(cpu_now.saturating_sub(start));
+        }
         if next > now2 {
             let d = Duration::from_nanos(next - now2);
             if searching(&sh) {
@@ -274,6 +280,7 @@ pub(crate) fn run(
             alloc_ticks,
             realtime,
             cpu_ms: crate::clock::thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6,
+            tick_cpu: tick_cpu.get(),
             credit_updates,
             mean_credit_period_us: if credit_updates > 0 {
                 elapsed as f64 / credit_updates as f64 / 1e3

@@ -121,6 +121,11 @@ pub struct ClientCounters {
     /// Wall time of its loop (the span `cpu_ms` covers), ms.
     #[serde(default)]
     pub loop_ms: f64,
+    /// Its CPU per wake-up by its own timer, and by a datagram from the server.
+    #[serde(default)]
+    pub timer_wakeup_cpu: crate::clock::WakeupCpu,
+    #[serde(default)]
+    pub datagram_wakeup_cpu: crate::clock::WakeupCpu,
 }
 
 /// Percentiles of the load generator's schedule lag (µs).
@@ -594,6 +599,10 @@ pub fn run(
     let fd = g.sock.as_raw_fd();
     let mut stopped_early = false;
     let (cpu_start, sleeps_start) = (thread_cpu_ns(), thread_sleeps());
+    // The last wake-up (thread CPU at the start of its sleep, whether a datagram ended it) and
+    // the CPU per wake-up by cause: [timer, datagram].
+    let mut awake: Option<(u64, bool)> = None;
+    let mut wakeup_cpu = [crate::clock::WakeupCpuMeter::default(); 2];
     loop {
         let now = clock.now();
         // 1. Everything the server sent.
@@ -747,9 +756,13 @@ pub fn run(
         if next > now2 {
             // A wait that slept and ended readable was ended by the server's datagram (two
             // getrusage calls, well under 1 µs against the tens of µs a sleep costs here).
-            let before = thread_sleeps();
-            if wait_readable(fd, next - now2) && thread_sleeps() != before {
-                g.c.wakeups_by_datagram += 1;
+            let (cpu_now, before) = (thread_cpu_ns(), thread_sleeps());
+            let readable = wait_readable(fd, next - now2);
+            if thread_sleeps() != before {
+                if let Some((start, by_datagram)) = awake.replace((cpu_now, readable)) {
+                    wakeup_cpu[by_datagram as usize].add(cpu_now.saturating_sub(start));
+                }
+                g.c.wakeups_by_datagram += readable as u64;
             }
         }
     }
@@ -777,6 +790,8 @@ pub fn run(
     }
     g.c.schedule_lag_us = LagStats::of(&g.schedule_lag);
     g.c.cpu_ms = thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6;
+    g.c.timer_wakeup_cpu = wakeup_cpu[0].get();
+    g.c.datagram_wakeup_cpu = wakeup_cpu[1].get();
     g.c.wakeups = thread_sleeps().saturating_sub(sleeps_start).max(g.c.wakeups_by_datagram);
     g.c.loop_ms = wall.elapsed().as_secs_f64() * 1e3;
     g.c.send_lag_us_mean = if g.c.sent > 0 {

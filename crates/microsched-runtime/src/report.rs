@@ -347,6 +347,9 @@ pub struct ControllerReport {
     /// workers do not get.
     #[serde(default)]
     pub cpu_ms: f64,
+    /// Its CPU per tick (each tick is a wake-up from a sleep).
+    #[serde(default)]
+    pub tick_cpu: crate::clock::WakeupCpu,
     /// Pool updates of a periodic credit controller (Breakwater's `on_timer`), and their mean
     /// real period, µs (0 without one): at most one per tick, so the tick's length when the
     /// tick is longer than the controller's own period.

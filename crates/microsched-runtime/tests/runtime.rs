@@ -172,6 +172,13 @@ fn below_capacity_every_request_completes() {
     assert!(h.cpus > 0.0 && h.cpus <= 2.1 && h.client_wakeup_us > 0.0 && h.tick_us > 0.0, "{h:?}");
     assert!(c.wakeups_by_datagram > 0 && c.wakeups_by_datagram <= c.wakeups, "{c:?}");
     assert!(h.reply_wakeups_per_request > 0.0 && h.timer_wakeups_per_s > 0.0, "{h:?}");
+    // The CPU per wake-up, by cause: the wake-ups measured are the thread's own, and their CPU
+    // is part of its run's.
+    let (tw, dw, tk) = (c.timer_wakeup_cpu, c.datagram_wakeup_cpu, rep.controller.tick_cpu);
+    assert!(tw.n > 0 && dw.n > 0 && tw.n + dw.n <= c.wakeups, "{c:?}");
+    assert!(tw.n as f64 * tw.mean_us + dw.n as f64 * dw.mean_us <= c.cpu_ms * 1e3 * 1.01, "{c:?}");
+    assert!(tk.n > 0 && tk.n <= rep.controller.ticks && tk.mean_us > 0.0 && tk.sd_us >= 0.0, "{tk:?}");
+    assert!(h.timer_wakeup_sd_us > 0.0, "{h:?}");
     let replay = h.sim_overrides();
     assert!(replay.iter().any(|o| o.starts_with("server.irq.rate_per_s=")), "{replay:?}");
     // Breakwater's pool moved at most once per tick and per its 50 µs period (missed periods
@@ -181,6 +188,7 @@ fn below_capacity_every_request_completes() {
     assert!(ctl.mean_credit_period_us >= 45.0 && ctl.mean_credit_period_us >= 0.9 * ctl.mean_tick_us, "{ctl:?}");
     let period = format!("policy.overload.rtt_us={:.1}", ctl.mean_credit_period_us);
     assert!(replay.contains(&period), "{replay:?}");
+    assert!(replay.iter().any(|o| o.starts_with("server.irq.cost_sigma=")), "{replay:?}");
     // Each worker on a CPU of its own when there are enough (`runtime.pin_workers`).
     assert_eq!(rep.pinned_workers, microsched_runtime::clock::allowed_cpus().len() >= 2);
     let replay: Vec<&str> = BW_STALL_PROOF.iter().copied().chain(replay.iter().map(|s| s.as_str())).collect();

@@ -29,10 +29,13 @@
 //! node's rate: it lands on an idle core when there is one (a request that starts there before
 //! it ends waits for the rest of it), else it preempts the request of a busy core picked at
 //! random, whose slice lasts its length longer. Only when every core is busy does a handler
-//! cost a running request anything, which the draw-at-start model above cannot express.
+//! cost a running request anything, which the draw-at-start model above cannot express. Their
+//! lengths may vary (`cost_sigma`: lognormal with mean `cost_us`), as a thread's CPU per wake-up
+//! does (the harness measures its spread too): at the same mean, longer handlers more often
+//! outlast the request they preempt.
 
 use rand::Rng;
-use rand_distr::{Distribution, Exp, Poisson};
+use rand_distr::{Distribution, Exp, LogNormal, Poisson};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -74,8 +77,13 @@ pub struct Config {
     /// Interrupt handlers per second on the node (all its cores together), e.g. a NetworkBully
     /// co-tenant's packets × handlers per packet.
     pub rate_per_s: f64,
-    /// CPU time of one handler, µs.
+    /// CPU time of one handler, µs (the mean when `cost_sigma` > 0).
     pub cost_us: f64,
+    /// `idle_first` only: σ of the logarithm of a handler's length, drawn lognormal with mean
+    /// `cost_us` (0, the default: every handler lasts exactly `cost_us`). σ = √ln(1 + CV²) for a
+    /// measured coefficient of variation CV.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cost_sigma: f64,
     /// `spread` (default: every core takes rate / cores), `secondary` (IRQ steering onto the
     /// Secondary's cores: the Primary's cores take none) or `idle_first` (an idle core when one
     /// is idle, else a random busy one).
@@ -87,8 +95,12 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { rate_per_s: 0.0, cost_us: 2.0, steering: IrqSteering::Spread, request_work: RequestWork::Cpu }
+        Self { rate_per_s: 0.0, cost_us: 2.0, cost_sigma: 0.0, steering: IrqSteering::Spread, request_work: RequestWork::Cpu }
     }
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Highest per-core IRQ utilization allowed: at 1 a core's handler busy periods never end.
@@ -101,6 +113,15 @@ impl Config {
         }
         if !(self.cost_us.is_finite() && self.cost_us > 0.0 && self.cost_us <= 1000.0) {
             return Err(ScenarioError::new(format!("{field}.cost_us"), format!("{} is not allowed: must be a number of µs > 0 and <= 1000", self.cost_us)));
+        }
+        if !(self.cost_sigma.is_finite() && (0.0..=3.0).contains(&self.cost_sigma)) {
+            return Err(ScenarioError::new(format!("{field}.cost_sigma"), format!("{} is not allowed: must be a number in [0, 3]", self.cost_sigma)));
+        }
+        if self.cost_sigma > 0.0 && self.steering != IrqSteering::IdleFirst {
+            return Err(ScenarioError::new(
+                format!("{field}.cost_sigma"),
+                "> 0 is allowed only with steering = \"idle_first\" (the handlers drawn inside a request have a fixed length)",
+            ));
         }
         if self.request_work == RequestWork::WallClock && self.steering != IrqSteering::IdleFirst {
             return Err(ScenarioError::new(
@@ -127,6 +148,9 @@ impl Config {
         Irq {
             rate_per_ns: per_core * 1e-9,
             cost: (self.cost_us * 1e3).round().max(1.0) as Nanos,
+            spread: (self.cost_sigma > 0.0)
+                .then(|| LogNormal::new((self.cost_us * 1e3).ln() - self.cost_sigma * self.cost_sigma / 2.0, self.cost_sigma).ok())
+                .flatten(),
             nested: Poisson::new(per_core * self.cost_us * 1e-6).ok(),
             gap: (self.steering == IrqSteering::IdleFirst).then(|| Exp::new(self.rate_per_s * 1e-9).ok()).flatten(),
             wall_clock: self.request_work == RequestWork::WallClock,
@@ -145,6 +169,8 @@ pub struct Irq {
     /// Handlers per ns on one held core.
     rate_per_ns: f64,
     cost: Nanos,
+    /// `cost_sigma` > 0: each handler's length (mean `cost`).
+    spread: Option<LogNormal<f64>>,
     /// Handlers arriving during one handler.
     nested: Option<Poisson<f64>>,
     /// `idle_first`: the time to the node's next handler (per ns).
@@ -167,8 +193,11 @@ impl Irq {
     }
 
     /// One handler's CPU time.
-    pub fn cost(&self) -> Nanos {
-        self.cost
+    pub fn cost(&mut self) -> Nanos {
+        match &self.spread {
+            Some(d) => (d.sample(&mut self.rng).round() as Nanos).clamp(1, crate::scenario::MAX_NS),
+            None => self.cost,
+        }
     }
 
     /// `idle_first` only: the time from one of the node's handlers to the next (None: the
@@ -245,5 +274,27 @@ mod tests {
         let bad = Config { cost_us: 0.0, ..Config::default() };
         assert_eq!(bad.validate("server.irq", 8).unwrap_err().field, "server.irq.cost_us");
         assert!(Config::default().validate("server.irq", 8).is_ok());
+        for sigma in [-0.1, 3.5, f64::NAN] {
+            let bad = Config { steering: IrqSteering::IdleFirst, cost_sigma: sigma, ..Config::default() };
+            assert_eq!(bad.validate("server.irq", 8).unwrap_err().field, "server.irq.cost_sigma");
+        }
+        let e = Config { cost_sigma: 0.5, ..Config::default() }.validate("server.irq", 8).unwrap_err();
+        assert!(e.field == "server.irq.cost_sigma" && e.message.contains("idle_first"), "{e}");
+    }
+
+    #[test]
+    fn spread_handlers_keep_their_mean_and_take_the_asked_spread() {
+        let cfg = Config { rate_per_s: 1000.0, cost_us: 30.0, cost_sigma: 0.5, steering: IrqSteering::IdleFirst, ..Config::default() };
+        cfg.validate("server.irq", 2).unwrap();
+        let mut irq = cfg.build(2, stream(3, "irq"));
+        let n = 200_000;
+        let v: Vec<f64> = (0..n).map(|_| irq.cost() as f64).collect();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+        // Lognormal σ 0.5: CV = √(e^{σ²} − 1) = 0.533; the sample mean's standard error is 0.12 %.
+        assert!((mean / 30_000.0 - 1.0).abs() < 0.01, "{mean}");
+        assert!((sd / mean - 0.533).abs() < 0.02, "{}", sd / mean);
+        let mut fixed = Config { cost_sigma: 0.0, ..cfg }.build(2, stream(3, "irq"));
+        assert!((0..100).all(|_| fixed.cost() == 30_000));
     }
 }

@@ -250,7 +250,7 @@ fn tiny_quanta_never_serves_more_than_its_coroutines_on_a_worker() {
 fn with_handlers(work: microsched_core::sched::irq::RequestWork) -> Server {
     use microsched_core::sched::irq::{Config, IrqSteering};
     let mut s = one_core();
-    let cfg = Config { rate_per_s: 1000.0, cost_us: 0.5, steering: IrqSteering::IdleFirst, request_work: work };
+    let cfg = Config { rate_per_s: 1000.0, cost_us: 0.5, steering: IrqSteering::IdleFirst, request_work: work, ..Config::default() };
     s.irq = Some(Box::new(cfg.build(1, microsched_core::rng::stream(1, "irq"))));
     s
 }
