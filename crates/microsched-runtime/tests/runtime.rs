@@ -137,7 +137,9 @@ const BW_STALL_PROOF: [&str; 3] = [
 #[test]
 fn below_capacity_every_request_completes() {
     let _g = serial();
-    let (lg, rep) = run(&scenario(&BW_STALL_PROOF));
+    // Pinned workers (`runtime.pin_workers`; 20 % load leaves room for a CPU hog's share).
+    let pinned: Vec<&str> = BW_STALL_PROOF.iter().copied().chain(["runtime.pin_workers=true"]).collect();
+    let (lg, rep) = run(&scenario(&pinned));
     check_accounting(&lg, &rep);
     let c = &lg.client;
     assert!(c.generated > 2500, "{c:?}");
@@ -189,7 +191,7 @@ fn below_capacity_every_request_completes() {
     let period = format!("policy.overload.rtt_us={:.1}", ctl.mean_credit_period_us);
     assert!(replay.contains(&period), "{replay:?}");
     assert!(replay.iter().any(|o| o.starts_with("server.irq.cost_sigma=")), "{replay:?}");
-    // Each worker on a CPU of its own when there are enough (`runtime.pin_workers`).
+    // Each worker on a CPU of its own when there are enough.
     assert_eq!(rep.pinned_workers, microsched_runtime::clock::allowed_cpus().len() >= 2);
     let replay: Vec<&str> = BW_STALL_PROOF.iter().copied().chain(replay.iter().map(|s| s.as_str())).collect();
     assert!(scenario(&replay).scenario.server.irq.is_some());
@@ -197,6 +199,7 @@ fn below_capacity_every_request_completes() {
     let (lg, rep) = run(&scenario(&[]));
     check_accounting(&lg, &rep);
     assert_eq!(lg.client.completed, lg.client.generated, "{:?}", lg.client);
+    assert!(!rep.pinned_workers, "workers are not pinned by default");
     let m = merge::merge(&lg, &rep);
     for key in [
         "throughput_rps",
