@@ -35,10 +35,11 @@
 //! outlast the request they preempt.
 
 use rand::Rng;
-use rand_distr::{Distribution, Exp, LogNormal, Poisson};
+use rand_distr::{Distribution, Exp, Poisson};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dist::Sampler;
 use crate::error::ScenarioError;
 use crate::rng::Stream;
 use crate::time::Nanos;
@@ -148,8 +149,12 @@ impl Config {
         Irq {
             rate_per_ns: per_core * 1e-9,
             cost: (self.cost_us * 1e3).round().max(1.0) as Nanos,
+            // The workload's lognormal (mean and log-σ), so both draw the same family the same way.
             spread: (self.cost_sigma > 0.0)
-                .then(|| LogNormal::new((self.cost_us * 1e3).ln() - self.cost_sigma * self.cost_sigma / 2.0, self.cost_sigma).ok())
+                .then(|| {
+                    let d = crate::scenario::Dist::Lognormal { mean_us: self.cost_us, sigma: self.cost_sigma };
+                    Sampler::build(&d, std::path::Path::new(""), "server.irq").ok()
+                })
                 .flatten(),
             nested: Poisson::new(per_core * self.cost_us * 1e-6).ok(),
             gap: (self.steering == IrqSteering::IdleFirst).then(|| Exp::new(self.rate_per_s * 1e-9).ok()).flatten(),
@@ -170,7 +175,7 @@ pub struct Irq {
     rate_per_ns: f64,
     cost: Nanos,
     /// `cost_sigma` > 0: each handler's length (mean `cost`).
-    spread: Option<LogNormal<f64>>,
+    spread: Option<Sampler>,
     /// Handlers arriving during one handler.
     nested: Option<Poisson<f64>>,
     /// `idle_first`: the time to the node's next handler (per ns).
@@ -195,7 +200,7 @@ impl Irq {
     /// One handler's CPU time.
     pub fn cost(&mut self) -> Nanos {
         match &self.spread {
-            Some(d) => (d.sample(&mut self.rng).round() as Nanos).clamp(1, crate::scenario::MAX_NS),
+            Some(d) => d.sample(&mut self.rng),
             None => self.cost,
         }
     }
