@@ -444,6 +444,16 @@ pub struct Harvest {
     /// (`mechanism.refill_us`; its busy time is in core_time.busy_ns).
     #[serde(default)]
     pub refill_us: f64,
+    /// The Secondary's turn on a core it shares with a Primary thread, µs (`mechanism.timeshare`;
+    /// 0: off).
+    #[serde(default)]
+    pub timeshare_turn_us: f64,
+    /// The Secondary's turns inside Primary requests on such cores, and their time, ms: the
+    /// Primary's wait (in its latency), the Secondary's progress (in be_cores_mean).
+    #[serde(default)]
+    pub secondary_turns: u64,
+    #[serde(default)]
+    pub secondary_turn_ms: f64,
     /// Request-time the Primary spent waiting while an eviction was under way and no held core
     /// was idle, ms (sampled at the controller's poll period).
     pub eviction_wait_ms: f64,
@@ -468,6 +478,8 @@ impl Harvest {
         self.evictions += o.evictions;
         self.demand_evictions += o.demand_evictions;
         self.eviction_wait_ms += o.eviction_wait_ms;
+        self.secondary_turns += o.secondary_turns;
+        self.secondary_turn_ms += o.secondary_turn_ms;
     }
 }
 

@@ -229,7 +229,7 @@ const UNSUPPORTED: &[Unsupported] = &[
             let m = Mechanism { kind: default.kind, ..m.clone() };
             set("policy.allocator.mechanism", &m, m != default)
         },
-        supported: "a parked worker wakes, and its caches refill, as the machine makes them; leave the mechanism's latencies (lend_us, evict_us, refill_us, lent_wake) at their defaults",
+        supported: "a parked worker wakes, its caches refill and it shares a core, as the machine makes it; leave the mechanism's latencies (lend_us, evict_us, refill_us, lent_wake, timeshare) at their defaults",
     },
     Unsupported {
         check: |s| set("server.per_application_cores", s.server.per_application_cores, s.server.per_application_cores),

@@ -194,13 +194,17 @@ impl Node {
         let times = self.server.core_times(end);
         let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
         let secondary_waking = if self.allocator.secondary_runs_while_waking() { w(3) } else { 0.0 };
-        let allocated_mean = w(0) + w(1) + w(3) + w(4) - secondary_waking;
         let (sc0, sc1) = (self.window_start_sched, self.server.counters);
+        // The Secondary's turns on a core it shares with a Primary request are inside that
+        // request's run (busy time), but they are the Secondary's progress.
+        let secondary_turns = (sc1.secondary_turn_ns - sc0.secondary_turn_ns) as f64 / window_ns as f64;
+        let busy_mean = w(0) - secondary_turns;
+        let allocated_mean = w(0) + w(1) + w(3) + w(4) - secondary_waking - secondary_turns;
         NodeSummary {
             node: index as u32,
-            cores: Cores { max: max_cores, allocated_mean, busy_mean: w(0), transition_mean: w(3) },
+            cores: Cores { max: max_cores, allocated_mean, busy_mean, transition_mean: w(3) },
             cpu_utilization: allocated_mean / max_cores as f64,
-            be_cores_mean: w(2) + secondary_waking,
+            be_cores_mean: w(2) + secondary_waking + secondary_turns,
             core_time: CoreTime {
                 busy_ns: times[0],
                 search_ns: times[1],
@@ -278,6 +282,9 @@ impl Node {
             demand_evictions: r.demand_evictions,
             evict_us: self.allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
             refill_us: self.allocator.refill_after_grant() as f64 / 1e3,
+            timeshare_turn_us: self.allocator.timeshare().map_or(0.0, |t| t.turn_us),
+            secondary_turns: self.server.counters.secondary_turns,
+            secondary_turn_ms: self.server.counters.secondary_turn_ns as f64 / 1e6,
             eviction_wait_ms: r.eviction_wait_ns / 1e6,
             harvest_window_low: r.harvest_window.map(|w| w.0),
             harvest_window_high: r.harvest_window.map(|w| w.1),

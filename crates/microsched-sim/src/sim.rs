@@ -133,6 +133,13 @@ impl Sim {
                 let sampler = w.build(base, "policy.allocator.mechanism.lent_wake")?;
                 n.lent_wake = Some((sampler, stream(seed, &format!("lent_wake{i}"))));
             }
+            if let Some(t) = n.allocator.timeshare() {
+                n.server.timeshare = Some(Box::new(crate::server::Timesharing {
+                    turn: us(t.turn_us),
+                    first_turn_max: us(t.first_turn_max_us),
+                    rng: stream(seed, &format!("timeshare{i}")),
+                }));
+            }
         }
         let failure_reply = sc.server.lock_control.as_ref().map(|lc| {
             let rule = lc.build();
@@ -940,12 +947,17 @@ impl Sim {
             AllocAction::Grant => match n.allocator.grant_delay() {
                 Some(evict) => {
                     // Work waiting on a lent core waits for the scheduler there, not the eviction.
+                    let on_demand = n.allocator.grant_on_demand();
                     let d = match &mut n.lent_wake {
-                        Some((w, rng)) if n.allocator.grant_on_demand() => w.sample(rng),
+                        Some((w, rng)) if on_demand => w.sample(rng),
                         _ => evict,
                     };
                     let refill = n.allocator.refill_after_grant();
-                    n.server.grant_after(now, d, refill, &mut self.evq);
+                    let granted = n.server.grant_after(now, d, refill, &mut self.evq);
+                    if let (Some(core), true) = (granted, on_demand) {
+                        // Its Secondary stays: the balancer evicts only to refill the buffer.
+                        n.server.share_with_secondary(core);
+                    }
                 }
                 None => match &mut n.wake {
                     Some((w, rng)) => {

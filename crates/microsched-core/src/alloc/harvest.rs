@@ -60,6 +60,45 @@ pub const REFILL_US: f64 = 1.0;
 pub const LENT_WAKE_MEAN_US: f64 = 20.5;
 pub const LENT_WAKE_P99_US: f64 = 42.0;
 
+/// How the Linux scheduler shares a core between a Primary thread and the Secondary it was lent
+/// to, once the Primary runs there: the artifact's balancer does not evict the Secondary from a
+/// core a Primary thread woke on (it evicts only to refill the buffer), and both pods are
+/// Kubernetes BestEffort (the artifact's pod files set no CPU requests: equal cpu.shares), so the
+/// two threads take turns at equal weight. Measured with `cargo run --release -p
+/// microsched-runtime --example timeshare_on_busy_core` on a 2-core AMD EPYC VM (Linux 6.18,
+/// EEVDF, CONFIG_HZ=250), a Primary and a CPU-bound thread pinned to one core, 105 sleep-then-
+/// compute rounds: after a wake-up the Primary runs for between 0.06 and 4.95 ms (median 2.44:
+/// until a scheduler tick finds its slice used), then every turn, its own and the Secondary's,
+/// lasts one tick (3.98 ms and 4.02 ms medians). `turn_us = 0` turns it off (the Primary has the
+/// core to itself once it runs, the model of earlier versions).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timeshare {
+    /// Each turn after the first, the Primary's and the Secondary's, µs (0: no sharing).
+    pub turn_us: f64,
+    /// The Primary's first turn after its thread wakes on the core is uniform on
+    /// [0, `first_turn_max_us`] (the scheduler tick's phase), µs.
+    pub first_turn_max_us: f64,
+}
+
+pub const TIMESHARE_TURN_US: f64 = 4000.0;
+pub const TIMESHARE_FIRST_TURN_MAX_US: f64 = 5000.0;
+
+impl Default for Timeshare {
+    fn default() -> Self {
+        Self { turn_us: TIMESHARE_TURN_US, first_turn_max_us: TIMESHARE_FIRST_TURN_MAX_US }
+    }
+}
+
+impl Timeshare {
+    /// Off: the Primary keeps a core once its thread runs there.
+    pub const OFF: Self = Self { turn_us: 0.0, first_turn_max_us: 0.0 };
+
+    pub fn is_on(&self) -> bool {
+        self.turn_us > 0.0
+    }
+}
+
 /// Actuation: the mechanism and, optionally, its latencies set by hand.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -80,6 +119,10 @@ pub struct Mechanism {
     /// `wake_on_busy_core` example). `{ dist = "constant", value_us = 30 }` is the eviction
     /// reading of earlier versions: the agent takes the core back on demand in `evict_us`.
     pub lent_wake: WakeLatency,
+    /// How a Primary thread running on a lent core takes turns with the Secondary there, until
+    /// the core is lent again (default: measured here, see [`Timeshare`]; `{ turn_us = 0 }`:
+    /// off).
+    pub timeshare: Timeshare,
 }
 
 impl Default for Mechanism {
@@ -90,6 +133,7 @@ impl Default for Mechanism {
             evict_us: None,
             refill_us: REFILL_US,
             lent_wake: WakeLatency::Lognormal { mean_us: LENT_WAKE_MEAN_US, p99_us: LENT_WAKE_P99_US },
+            timeshare: Timeshare::default(),
         }
     }
 }
@@ -115,6 +159,8 @@ impl Mechanism {
             check_non_negative_us(format!("{field}.evict_us"), v)?;
         }
         check_non_negative_us(format!("{field}.refill_us"), self.refill_us)?;
+        check_non_negative_us(format!("{field}.timeshare.turn_us"), self.timeshare.turn_us)?;
+        check_non_negative_us(format!("{field}.timeshare.first_turn_max_us"), self.timeshare.first_turn_max_us)?;
         // A measured CSV is read (relative to the scenario file) when the run is built.
         if !matches!(self.lent_wake, WakeLatency::Empirical { .. }) {
             self.lent_wake.build(std::path::Path::new("."), &format!("{field}.lent_wake"))?;
@@ -189,6 +235,8 @@ pub struct Harvester {
     pub refill: Nanos,
     /// The wait of Primary work on the lent core its thread woke on.
     pub lent_wake: WakeLatency,
+    /// How the Primary then shares that core with the Secondary.
+    pub timeshare: Timeshare,
     /// Whether the core granted at the last tick went to waiting work (its delay is then
     /// `lent_wake`'s, not the eviction's).
     pub last_grant_demand: bool,
@@ -213,6 +261,7 @@ impl Harvester {
             evict_delay: us(e),
             refill: us(m.refill_us),
             lent_wake: m.lent_wake.clone(),
+            timeshare: m.timeshare,
             last_grant_demand: false,
             surplus_since: None,
             last: None,

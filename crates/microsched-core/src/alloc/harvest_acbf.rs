@@ -198,6 +198,9 @@ impl CoreAllocator for AcbfAllocator {
     fn lent_wake(&self) -> Option<&crate::wake::WakeLatency> {
         Some(&self.h.lent_wake)
     }
+    fn timeshare(&self) -> Option<super::harvest::Timeshare> {
+        self.h.timeshare.is_on().then_some(self.h.timeshare)
+    }
     fn grant_on_demand(&self) -> bool {
         self.h.last_grant_demand
     }

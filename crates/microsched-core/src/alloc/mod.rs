@@ -276,6 +276,12 @@ pub trait CoreAllocator: Send {
         None
     }
 
+    /// How Primary work that took a lent core shares it with the Secondary there (a harvesting
+    /// controller's `mechanism.timeshare`); `None`: it has the core to itself.
+    fn timeshare(&self) -> Option<harvest::Timeshare> {
+        None
+    }
+
     /// Whether the core granted at this tick goes to work waiting on a lent core.
     fn grant_on_demand(&self) -> bool {
         false

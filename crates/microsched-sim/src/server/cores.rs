@@ -67,6 +67,10 @@ pub struct Core {
     /// Extra run time of the next request started here (cache refill after the Secondary ran
     /// on the core); 0 almost always.
     pub(super) refill: Nanos,
+    /// Shared with the Secondary (`mechanism.timeshare`): it was taken by Primary work waiting
+    /// on a lent core, and is not lent again yet.
+    pub(super) shared: bool,
+    pub(super) turns: super::timeshare::Turns,
     /// An `idle_first` interference handler occupies the core until then (0: none).
     pub(super) handler_until: Nanos,
     /// What the allocator saw of this core at its last tick, saved before the first change
@@ -107,6 +111,8 @@ impl Core {
             stealing: false,
             park_attempting: false,
             refill: 0,
+            shared: false,
+            turns: super::timeshare::Turns { left: 0, busy_until: 0 },
             handler_until: 0,
             at_tick: AtTick { tick: 0, mode, enqueued_total: 0, busy: 0, search: 0 },
         }

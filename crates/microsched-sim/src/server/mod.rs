@@ -21,6 +21,7 @@ use cores::{AfterOverhead, CoreSet, Ledger};
 pub use cores::{Core, CoreMode};
 pub use locks::LockDropState;
 pub use queues::Queues;
+pub use timeshare::Timesharing;
 
 mod cores;
 mod dispatch;
@@ -31,6 +32,7 @@ mod preemption;
 mod queues;
 mod search;
 mod steal;
+mod timeshare;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -65,6 +67,10 @@ pub struct SchedCounters {
     /// Requests the dispatcher core ran itself, and its time running them.
     pub dispatcher_requests: u64,
     pub dispatcher_work_ns: u64,
+    /// The Secondary's turns on cores it shares with Primary requests (`mechanism.timeshare`),
+    /// and their time: inside those requests' run, so in the cores' busy time.
+    pub secondary_turns: u64,
+    pub secondary_turn_ns: u64,
 }
 
 pub struct Server {
@@ -102,6 +108,9 @@ pub struct Server {
     probe: Option<Box<search::ProbeState>>,
     /// NIC interrupt handlers interleaved with requests (`server.irq`); None: no interrupts.
     pub irq: Option<Box<microsched_core::sched::irq::Irq>>,
+    /// A harvesting controller's `mechanism.timeshare`; None: a Primary has a lent core it took
+    /// to itself.
+    pub timeshare: Option<Box<Timesharing>>,
 }
 
 /// Breakwater v2's worker-start drop: a request whose worker starts while the delay signal
@@ -203,6 +212,7 @@ impl Server {
             start_drop: None,
             probe: None,
             irq: None,
+            timeshare: None,
         }
     }
 
@@ -339,8 +349,11 @@ impl Server {
         if let Some(irq) = &mut self.irq {
             service += irq.stolen(service) + handlers::wait(c, irq, now);
         }
-        if c.refill != 0 && !r.has_program {
+        if (c.refill != 0 || c.shared) && !r.has_program {
             self.refill_cold_core(core, req, service, slab);
+            if self.q.cores[core as usize].shared {
+                self.take_turns(core, req, now, slab);
+            }
             return self.start_general(core, now, slab, evq);
         }
         if !r.has_program && !r.in_op && service <= c.budget {

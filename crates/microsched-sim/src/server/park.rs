@@ -17,6 +17,7 @@ impl Server {
         debug_assert!(c.current == NONE);
         c.yield_requested = false;
         c.park_attempting = false;
+        c.shared = false;
         c.epoch = c.epoch.wrapping_add(1);
         c.set_mode(CoreMode::Parked, now, &mut self.q.ledger);
     }

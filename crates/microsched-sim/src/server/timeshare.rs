@@ -1,0 +1,112 @@
+//! A Primary thread that took a lent core shares it with the Secondary there (harvesting
+//! controllers' `mechanism.timeshare`): the artifact's balancer leaves the Secondary on a core a
+//! Primary thread woke on, so the Linux scheduler alternates the two at equal weight until the
+//! core is lent again. The Secondary's turns inside a request's run are added to its run time,
+//! as the cache refill is, and counted apart so that the summary gives them to the Secondary.
+
+use microsched_core::rng::Stream;
+use microsched_core::Nanos;
+use rand::Rng;
+
+use super::Server;
+use crate::requests::Slab;
+
+/// The turns' lengths, the draws of the first turn, and what the Secondary got.
+#[derive(Debug, Clone)]
+pub struct Timesharing {
+    pub turn: Nanos,
+    pub first_turn_max: Nanos,
+    pub rng: Stream,
+}
+
+/// A core's turn state while it is shared.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Turns {
+    /// The Primary's time left in its current turn.
+    pub left: Nanos,
+    /// When the Primary's last request here ends (its thread sleeps after it; a later start
+    /// wakes it, with a fresh first turn).
+    pub busy_until: Nanos,
+}
+
+impl Timesharing {
+    /// The Secondary's turns and their time inside `work` of Primary run that starts at `now`,
+    /// and the core's turn state after it.
+    fn secondary_time(&mut self, t: &mut Turns, now: Nanos, work: Nanos) -> (u64, Nanos) {
+        if now > t.busy_until {
+            t.left = self.rng.gen_range(0..=self.first_turn_max);
+        }
+        let turns = if work <= t.left {
+            t.left -= work;
+            0
+        } else {
+            let after_first = work - t.left;
+            let turns = after_first.div_ceil(self.turn);
+            t.left = turns * self.turn - after_first;
+            turns
+        };
+        let extra = turns * self.turn;
+        t.busy_until = now + work + extra;
+        (turns, extra)
+    }
+}
+
+impl Server {
+    /// The core (just granted to Primary work waiting on a lent core) is shared with the
+    /// Secondary until it parks.
+    pub fn share_with_secondary(&mut self, core: u16) {
+        if self.timeshare.is_some() {
+            let c = &mut self.q.cores[core as usize];
+            c.shared = true;
+            c.turns = Turns::default();
+        }
+    }
+
+    /// A request starting at `now` on a shared core runs longer by the Secondary's turns.
+    pub(super) fn take_turns(&mut self, core: u16, req: u32, now: Nanos, slab: &mut Slab) {
+        let ts = self.timeshare.as_mut().expect("a core is shared only with timesharing on");
+        let c = &mut self.q.cores[core as usize];
+        let r = &mut slab[req];
+        let (turns, extra) = ts.secondary_time(&mut c.turns, now + self.cfg.packet_cost, r.left);
+        r.left += extra;
+        self.counters.secondary_turns += turns;
+        self.counters.secondary_turn_ns += extra;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(first_turn_max: Nanos) -> Timesharing {
+        Timesharing { turn: 4_000, first_turn_max, rng: microsched_core::rng::stream(1, "t") }
+    }
+
+    #[test]
+    fn a_request_longer_than_its_turn_waits_out_the_secondarys_turns() {
+        let mut s = ts(0);
+        let mut t = Turns::default();
+        // First turn 0: 5 µs of work = Secondary 4, Primary 4, Secondary 4, Primary 1.
+        assert_eq!(s.secondary_time(&mut t, 10, 5_000), (2, 8_000));
+        assert_eq!((t.left, t.busy_until), (3_000, 13_010));
+        // Back to back: the turn goes on; 3 µs fit, the next 1 µs waits one Secondary turn.
+        assert_eq!(s.secondary_time(&mut t, 13_010, 3_000), (0, 0));
+        assert_eq!(s.secondary_time(&mut t, 16_010, 1_000), (1, 4_000));
+        assert_eq!(t.left, 3_000);
+    }
+
+    #[test]
+    fn a_thread_that_slept_starts_a_fresh_first_turn() {
+        let mut s = ts(2_000);
+        let mut t = Turns { left: 0, busy_until: 100 };
+        let mut fresh = 0;
+        for i in 0..100 {
+            t.busy_until = 0;
+            let (_, extra) = s.secondary_time(&mut t, 1 + i, 1_000);
+            assert!(extra == 0 || extra == 4_000);
+            fresh += (extra == 0) as u32;
+        }
+        // First turns uniform on [0, 2 µs]: about half cover 1 µs.
+        assert!((30..=70).contains(&fresh), "{fresh}");
+    }
+}
