@@ -127,7 +127,9 @@ fn the_first_request_on_a_core_taken_back_pays_the_cache_refill() {
     // Buffer 0 evicts often; a 50 µs refill on each core taken back adds exactly that much busy
     // time per eviction that a request then started on (at most one per eviction), and the
     // Primary's latency grows. With 0 the run is the old model's.
-    let run_with = |refill: f64| sim(100_000.0, &static_buffer(0, &format!("kind = \"two_phase_affinity\", refill_us = {refill}")));
+    let run_with = |refill: f64| {
+        sim(100_000.0, &static_buffer(0, &format!("kind = \"two_phase_affinity\", refill_us = {refill}, timeshare = {{ turn_us = 0 }}")))
+    };
     let (none, cold) = (run_with(0.0), run_with(50.0));
     let evictions = cold.harvest.as_ref().unwrap().evictions;
     assert!(evictions > 100, "{evictions} evictions");
@@ -140,18 +142,67 @@ fn the_first_request_on_a_core_taken_back_pays_the_cache_refill() {
 fn work_that_finds_no_held_core_idle_waits_for_the_lent_core_it_woke_on() {
     // Buffer 0 lends every idle core: nearly every request wakes on a lent core and waits the
     // scheduler's hand-over there (`lent_wake`), drawn per wake-up, not the 30 µs eviction.
-    let with = |lent: &str| sim(50_000.0, &static_buffer(0, &format!("kind = \"two_phase_affinity\", refill_us = 0, lent_wake = {lent}")));
+    let with = |lent: &str| {
+        sim(50_000.0, &static_buffer(0, &format!("kind = \"two_phase_affinity\", refill_us = 0, lent_wake = {lent}, timeshare = {{ turn_us = 0 }}")))
+    };
     let (short, long) = (with("{ dist = \"constant\", value_us = 10 }"), with("{ dist = \"constant\", value_us = 110 }"));
     let d = long.latency_us.p50 - short.latency_us.p50;
     assert!((60.0..=110.0).contains(&d), "p50 moved by {d} µs for 100 µs more per hand-over");
     let (hs, hl) = (short.harvest.as_ref().unwrap(), long.harvest.as_ref().unwrap());
     assert!(hs.demand_evictions > 1000 && hl.demand_evictions > 1000, "{} / {}", hs.demand_evictions, hl.demand_evictions);
     // The default is the measured distribution: a tail, on the same requests (common random numbers).
-    let measured = sim(50_000.0, &static_buffer(0, "kind = \"two_phase_affinity\", refill_us = 0"));
+    let measured = sim(50_000.0, &static_buffer(0, "kind = \"two_phase_affinity\", refill_us = 0, timeshare = { turn_us = 0 }"));
     let mean_like = with("{ dist = \"constant\", value_us = 20.5 }");
     assert!(measured.latency_us.p999 > mean_like.latency_us.p999, "{} vs {}", measured.latency_us.p999, mean_like.latency_us.p999);
     // And a bad one is refused by name.
     let bad = static_buffer(0, "kind = \"two_phase_affinity\", lent_wake = { dist = \"lognormal\", mean_us = 20, p99_us = 10 }");
     let err = Scenario::load(&primary(50_000.0, &bad), Format::Toml, Path::new("."), &[]).err().expect("refused").to_string();
     assert!(err.contains("policy.allocator.mechanism.lent_wake.p99_us"), "{err}");
+}
+
+/// A MySQL-like Primary (log-normal 300 µs) with bursts every 5 ms.
+fn long_requests(mechanism: &str) -> Summary {
+    let sc = format!(
+        r#"
+        duration_ms = 1000
+        warmup_ms = 100
+        [server]
+        max_cores = 8
+        queue = "central"
+        [network]
+        rtt_us = 100
+        [load]
+        rps = 4000
+        on_off = {{ period_ms = 5, duty = 0.3, off_ratio = 0.2 }}
+        [[workload.types]]
+        name = "mysql"
+        service = {{ dist = "lognormal", mean_us = 300, sigma = 0.6 }}
+        [policy.allocator]
+        {}
+    "#,
+        static_buffer(0, mechanism)
+    );
+    run(&sc, &[], 7).summary
+}
+
+#[test]
+fn a_primary_sharing_a_lent_core_waits_out_the_secondarys_turns() {
+    // Buffer 0: Primary requests land on lent cores, whose Secondary stays; a request longer
+    // than the Primary's turn there waits a whole 4 ms turn of the Secondary.
+    let (alone, shared) = (long_requests("timeshare = { turn_us = 0 }"), long_requests(""));
+    let h = shared.harvest.as_ref().unwrap();
+    assert_eq!(h.timeshare_turn_us, 4000.0);
+    assert!(h.secondary_turns > 10, "{h:?}");
+    assert_eq!(h.secondary_turn_ms, h.secondary_turns as f64 * 4.0);
+    assert_eq!(alone.harvest.as_ref().unwrap().secondary_turns, 0);
+    assert!(shared.latency_us.p99 > alone.latency_us.p99 + 2000.0, "p99 {} vs {}", shared.latency_us.p99, alone.latency_us.p99);
+    // The turns are the Secondary's progress, not the Primary's busy time; the cores add up.
+    assert!((shared.cores.allocated_mean + shared.be_cores_mean - 8.0).abs() < 1e-9);
+    // Same requests (common random numbers): the Primary's own busy time hardly moves.
+    let (b0, b1) = (alone.cores.busy_mean, shared.cores.busy_mean);
+    assert!((b1 - b0).abs() < 0.05 * b0, "busy cores {b1} with turns vs {b0} without");
+    // A negative turn is refused by name.
+    let bad = static_buffer(0, "timeshare = { turn_us = -1 }");
+    let err = Scenario::load(&primary(50_000.0, &bad), Format::Toml, Path::new("."), &[]).err().expect("refused").to_string();
+    assert!(err.contains("policy.allocator.mechanism.timeshare.turn_us"), "{err}");
 }
