@@ -76,7 +76,7 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--sensitivity", action="store_true",
                     help="after the reproduction, rerun it with each model cost it declares at 0.5x and 2x its "
                          "default, one at a time, and write OUT/sensitivity.json and .md: which verdicts depend on "
-                         "which cost (harvest: the eviction, the cache refill, CFS's wake-up wait)")
+                         "which cost (harvest: the eviction, the wait on a lent core, the turns with the Secondary there, the cache refill, CFS's wake-up wait)")
     rp.set_defaults(func=cmd_reproduce)
 
 
