@@ -136,7 +136,7 @@ impl Sim {
             if let Some(t) = n.allocator.timeshare() {
                 n.server.timeshare = Some(Box::new(crate::server::Timesharing {
                     turn: us(t.turn_us),
-                    first_turn_max: us(t.first_turn_max_us),
+                    first_turn: (us(t.first_turn_min_us), us(t.first_turn_max_us)),
                     rng: stream(seed, &format!("timeshare{i}")),
                 }));
             }

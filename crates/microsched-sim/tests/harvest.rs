@@ -160,7 +160,7 @@ fn work_that_finds_no_held_core_idle_waits_for_the_lent_core_it_woke_on() {
     assert!(err.contains("policy.allocator.mechanism.lent_wake.p99_us"), "{err}");
 }
 
-/// A MySQL-like Primary (log-normal 300 µs) with bursts every 5 ms.
+/// A Xapian-like Primary (log-normal 800 µs) with bursts every 10 ms.
 fn long_requests(mechanism: &str) -> Summary {
     let sc = format!(
         r#"
@@ -172,11 +172,11 @@ fn long_requests(mechanism: &str) -> Summary {
         [network]
         rtt_us = 100
         [load]
-        rps = 4000
-        on_off = {{ period_ms = 5, duty = 0.3, off_ratio = 0.2 }}
+        rps = 2500
+        on_off = {{ period_ms = 10, duty = 0.3, off_ratio = 0.2 }}
         [[workload.types]]
-        name = "mysql"
-        service = {{ dist = "lognormal", mean_us = 300, sigma = 0.6 }}
+        name = "xapian"
+        service = {{ dist = "lognormal", mean_us = 800, sigma = 0.7 }}
         [policy.allocator]
         {}
     "#,

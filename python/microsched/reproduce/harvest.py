@@ -16,7 +16,7 @@ The control of the "p99 within 4 %" claims. Our model's harvesting interference 
 thread pays when it finds no held core idle: it waits on the lent core it woke on for the
 scheduler to run it (``mechanism.lent_wake``, measured: mean 20.5 µs, p99 42 µs), then shares
 that core with the Secondary, the scheduler giving each a turn of a tick (``mechanism.timeshare``,
-measured: 4 ms turns, a first turn of 0-5 ms), the 30 µs evictions that refill the buffer, and a
+measured: a first turn of 1-5 ms, then 4 ms turns), the 30 µs evictions that refill the buffer, and a
 cache refill; where these are small next to the p99, no buffer can miss the bound, and the claim
 would hold by construction. Every such claim is therefore judged with a control, the same bound for a static
 buffer of 0 (every idle core lent; per Fig. 6 a buffer too small must miss it): the claim is

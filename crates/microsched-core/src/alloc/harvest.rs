@@ -66,33 +66,38 @@ pub const LENT_WAKE_P99_US: f64 = 42.0;
 /// Kubernetes BestEffort (the artifact's pod files set no CPU requests: equal cpu.shares), so the
 /// two threads take turns at equal weight. Measured with `cargo run --release -p
 /// microsched-runtime --example timeshare_on_busy_core` on a 2-core AMD EPYC VM (Linux 6.18,
-/// EEVDF, CONFIG_HZ=250), a Primary and a CPU-bound thread pinned to one core, 105 sleep-then-
-/// compute rounds: after a wake-up the Primary runs for between 0.06 and 4.95 ms (median 2.44:
-/// until a scheduler tick finds its slice used), then every turn, its own and the Secondary's,
-/// lasts one tick (3.98 ms and 4.02 ms medians). `turn_us = 0` turns it off (the Primary has the
-/// core to itself once it runs, the model of earlier versions).
+/// EEVDF, CONFIG_HZ=250), a Primary and a CPU-bound thread pinned to one core, two runs: after a
+/// 2-5 ms sleep the Primary's first turn (60 computes of 16 ms each) is 1.1-1.2 ms at p10, 3.3-3.6
+/// ms median and 4.8-5.0 ms at p90 (its slice, then up to the next 4 ms tick); every later turn,
+/// its own and the Secondary's, is one tick (3.98 and 4.02 ms medians). The model: a first turn
+/// uniform on [1, 5] ms (p10 1.4, median 3, p90 4.6), then 4 ms turns. It predicts a Primary
+/// computing 2, 4 and 8 ms after a sleep to take 1.5, 1.75 and 1.88 times as long; measured
+/// 1.44-1.62, 1.68-1.92 and 1.81-1.93. `turn_us = 0` turns it off (the Primary has the core to
+/// itself once it runs, the model of earlier versions).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Timeshare {
     /// Each turn after the first, the Primary's and the Secondary's, µs (0: no sharing).
     pub turn_us: f64,
     /// The Primary's first turn after its thread wakes on the core is uniform on
-    /// [0, `first_turn_max_us`] (the scheduler tick's phase), µs.
+    /// [`first_turn_min_us`, `first_turn_max_us`] (its slice, then the scheduler tick's phase), µs.
+    pub first_turn_min_us: f64,
     pub first_turn_max_us: f64,
 }
 
 pub const TIMESHARE_TURN_US: f64 = 4000.0;
+pub const TIMESHARE_FIRST_TURN_MIN_US: f64 = 1000.0;
 pub const TIMESHARE_FIRST_TURN_MAX_US: f64 = 5000.0;
 
 impl Default for Timeshare {
     fn default() -> Self {
-        Self { turn_us: TIMESHARE_TURN_US, first_turn_max_us: TIMESHARE_FIRST_TURN_MAX_US }
+        Self { turn_us: TIMESHARE_TURN_US, first_turn_min_us: TIMESHARE_FIRST_TURN_MIN_US, first_turn_max_us: TIMESHARE_FIRST_TURN_MAX_US }
     }
 }
 
 impl Timeshare {
     /// Off: the Primary keeps a core once its thread runs there.
-    pub const OFF: Self = Self { turn_us: 0.0, first_turn_max_us: 0.0 };
+    pub const OFF: Self = Self { turn_us: 0.0, first_turn_min_us: 0.0, first_turn_max_us: 0.0 };
 
     pub fn is_on(&self) -> bool {
         self.turn_us > 0.0
@@ -160,7 +165,17 @@ impl Mechanism {
         }
         check_non_negative_us(format!("{field}.refill_us"), self.refill_us)?;
         check_non_negative_us(format!("{field}.timeshare.turn_us"), self.timeshare.turn_us)?;
+        check_non_negative_us(format!("{field}.timeshare.first_turn_min_us"), self.timeshare.first_turn_min_us)?;
         check_non_negative_us(format!("{field}.timeshare.first_turn_max_us"), self.timeshare.first_turn_max_us)?;
+        if self.timeshare.first_turn_min_us > self.timeshare.first_turn_max_us {
+            return Err(ScenarioError::new(
+                format!("{field}.timeshare.first_turn_min_us"),
+                format!(
+                    "{} is not allowed: must be at most first_turn_max_us ({})",
+                    self.timeshare.first_turn_min_us, self.timeshare.first_turn_max_us
+                ),
+            ));
+        }
         // A measured CSV is read (relative to the scenario file) when the run is built.
         if !matches!(self.lent_wake, WakeLatency::Empirical { .. }) {
             self.lent_wake.build(std::path::Path::new("."), &format!("{field}.lent_wake"))?;

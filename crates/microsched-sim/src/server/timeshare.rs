@@ -15,7 +15,7 @@ use crate::requests::Slab;
 #[derive(Debug, Clone)]
 pub struct Timesharing {
     pub turn: Nanos,
-    pub first_turn_max: Nanos,
+    pub first_turn: (Nanos, Nanos),
     pub rng: Stream,
 }
 
@@ -34,7 +34,7 @@ impl Timesharing {
     /// and the core's turn state after it.
     fn secondary_time(&mut self, t: &mut Turns, now: Nanos, work: Nanos) -> (u64, Nanos) {
         if now > t.busy_until {
-            t.left = self.rng.gen_range(0..=self.first_turn_max);
+            t.left = self.rng.gen_range(self.first_turn.0..=self.first_turn.1);
         }
         let turns = if work <= t.left {
             t.left -= work;
@@ -78,13 +78,13 @@ impl Server {
 mod tests {
     use super::*;
 
-    fn ts(first_turn_max: Nanos) -> Timesharing {
-        Timesharing { turn: 4_000, first_turn_max, rng: microsched_core::rng::stream(1, "t") }
+    fn ts(first_turn: (Nanos, Nanos)) -> Timesharing {
+        Timesharing { turn: 4_000, first_turn, rng: microsched_core::rng::stream(1, "t") }
     }
 
     #[test]
     fn a_request_longer_than_its_turn_waits_out_the_secondarys_turns() {
-        let mut s = ts(0);
+        let mut s = ts((0, 0));
         let mut t = Turns::default();
         // First turn 0: 5 µs of work = Secondary 4, Primary 4, Secondary 4, Primary 1.
         assert_eq!(s.secondary_time(&mut t, 10, 5_000), (2, 8_000));
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_thread_that_slept_starts_a_fresh_first_turn() {
-        let mut s = ts(2_000);
+        let mut s = ts((500, 1_500));
         let mut t = Turns { left: 0, busy_until: 100 };
         let mut fresh = 0;
         for i in 0..100 {
@@ -106,7 +106,7 @@ mod tests {
             assert!(extra == 0 || extra == 4_000);
             fresh += (extra == 0) as u32;
         }
-        // First turns uniform on [0, 2 µs]: about half cover 1 µs.
+        // First turns uniform on [0.5, 1.5 µs]: about half cover 1 µs.
         assert!((30..=70).contains(&fresh), "{fresh}");
     }
 }
