@@ -205,4 +205,7 @@ fn a_primary_sharing_a_lent_core_waits_out_the_secondarys_turns() {
     let bad = static_buffer(0, "timeshare = { turn_us = -1 }");
     let err = Scenario::load(&primary(50_000.0, &bad), Format::Toml, Path::new("."), &[]).err().expect("refused").to_string();
     assert!(err.contains("policy.allocator.mechanism.timeshare.turn_us"), "{err}");
+    let bad = static_buffer(0, "timeshare = { first_turn_min_us = 6000, first_turn_max_us = 5000 }");
+    let err = Scenario::load(&primary(50_000.0, &bad), Format::Toml, Path::new("."), &[]).err().expect("refused").to_string();
+    assert!(err.contains("policy.allocator.mechanism.timeshare.first_turn_min_us") && err.contains("5000"), "{err}");
 }
