@@ -12,6 +12,10 @@
 //!
 //!     cargo run --release -p microsched-runtime --example timeshare_on_busy_core [-- --json]
 
+#[path = "common/busy_core.rs"]
+mod busy_core;
+
+use busy_core::{pin, spinner};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,15 +30,6 @@ const WHOLE_TURN_REPS: usize = 60;
 const GAP_NS: u64 = 20_000;
 /// A gap this long is a slice of the other thread, not an interrupt or a hypervisor exit.
 const SLICE_GAP_NS: u64 = 150_000;
-
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is valid, and CPU_SET stays within it for cpu < CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
 
 /// (n, min, p10, median, p90, max) of a sample, µs.
 fn spread(mut v: Vec<f64>) -> (usize, [f64; 5]) {
@@ -93,16 +88,7 @@ fn compute(work_ns: u64, t: &mut Trace) -> u64 {
 
 fn measure(cpu: usize, busy: bool) -> Trace {
     let stop = Arc::new(AtomicBool::new(false));
-    let spinner = busy.then(|| {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            pin(cpu);
-            let mut x = 1u64;
-            while !stop.load(Ordering::Relaxed) {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
-        })
-    });
+    let spinner = busy.then(|| spinner(cpu, stop.clone()));
     let primary = std::thread::spawn(move || {
         pin(cpu);
         let mut t = Trace::default();

@@ -8,20 +8,15 @@
 //!
 //!     cargo run --release -p microsched-runtime --example wake_on_busy_core [-- --json]
 
+#[path = "common/busy_core.rs"]
+mod busy_core;
+
+use busy_core::{pin, spinner};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const WAKES: usize = 300;
-
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is valid, and CPU_SET stays within it for cpu < CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
 
 fn percentile(v: &mut [f64], q: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -31,17 +26,7 @@ fn percentile(v: &mut [f64], q: f64) -> f64 {
 /// Wake-up waits, µs, of a thread on `cpu` woken from `from`, with or without a spinner there.
 fn measure(cpu: usize, from: usize, busy: bool) -> Vec<f64> {
     let stop = Arc::new(AtomicBool::new(false));
-    let spinner = busy.then(|| {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            pin(cpu);
-            let mut x = 1u64;
-            while !stop.load(Ordering::Relaxed) {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            }
-            x
-        })
-    });
+    let spinner = busy.then(|| spinner(cpu, stop.clone()));
     let base = Instant::now();
     let woken_at = Arc::new(AtomicU64::new(0));
     let sleeper = {
