@@ -112,7 +112,7 @@ impl Core {
             park_attempting: false,
             refill: 0,
             shared: false,
-            turns: super::timeshare::Turns { left: 0, busy_until: 0 },
+            turns: super::timeshare::Turns::default(),
             handler_until: 0,
             at_tick: AtTick { tick: 0, mode, enqueued_total: 0, busy: 0, search: 0 },
         }
