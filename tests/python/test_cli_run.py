@@ -165,9 +165,10 @@ def test_bench_quick(tmp_path):
         assert row["requests"] > 0
         assert row["requests_per_wall_s"] > 0 and row["events_per_wall_s"] > 0
         assert row["events_per_request"] == pytest.approx(row["events"] / row["requests"])
-        # Every request is generated, arrives, completes and is answered: four events at least
-        # (a few of the last are still in flight when the run ends).
-        assert row["events_per_request"] > 3.9
+        # Every request is generated, arrives and completes: three events at least (a response
+        # that nothing acts on is booked at its completion, not as a fourth event; a few of the
+        # last requests are still in flight when the run ends).
+        assert row["events_per_request"] > 2.9
     assert by["exp32"]["cores"] == 32 and by["wide1024"]["cores"] == 1024
     # The same arrivals (one seed) under both searches; probes and own-queue checks are events
     # only under the default search.

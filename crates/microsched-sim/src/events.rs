@@ -1,9 +1,11 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence), so that events at the
-//! same nanosecond run in the order they were scheduled — the tie-break that makes runs
-//! bit-for-bit reproducible.
+//! The event queue: a heap ordered by (time, insertion sequence), so that events at the same
+//! nanosecond run in the order they were scheduled — the tie-break that makes runs bit-for-bit
+//! reproducible.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
+
+use dary_heap::QuaternaryHeap;
 
 use microsched_core::Nanos;
 
@@ -74,7 +76,7 @@ struct Entry {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse to pop the earliest (time, seq) first.
+        // The heap is a max-heap: reverse to pop the earliest (time, seq) first.
         other.key.cmp(&self.key)
     }
 }
@@ -85,13 +87,14 @@ impl PartialOrd for Entry {
     }
 }
 
-/// Events in a heap, plus two FIFO lanes for streams of events scheduled at nondecreasing
+/// Events in a heap (four children per node: half the depth of a binary heap, and pops, which
+/// dominate, sift down through fewer levels), plus two FIFO lanes for streams of events scheduled at nondecreasing
 /// times (network trips of constant delay; the arrivals of a single application), which then
 /// cost O(1) instead of O(log n): most events of a run. Pop order is (time, seq) whatever the
 /// source.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    heap: QuaternaryHeap<Entry>,
     lanes: [VecDeque<Entry>; 2],
     /// The key of each lane's first event (`u128::MAX` when empty), kept beside the lanes so
     /// that choosing the next event compares three integers.
@@ -107,7 +110,7 @@ pub const ARRIVAL_LANE: usize = 1;
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
         Self {
-            heap: BinaryHeap::with_capacity(n),
+            heap: QuaternaryHeap::with_capacity(n),
             lanes: [VecDeque::with_capacity(n), VecDeque::with_capacity(4)],
             fronts: [u128::MAX; 2],
             seq: 0,

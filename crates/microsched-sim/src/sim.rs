@@ -34,11 +34,28 @@ impl Network {
     /// Schedules `ev` one network trip from `now`.
     #[inline(always)]
     fn send(&mut self, now: Nanos, ev: Event, evq: &mut EventQueue) {
+        let at = self.arrival(now);
+        self.deliver(at, ev, evq);
+    }
+
+    /// When a trip leaving at `now` arrives (draws its jitter).
+    #[inline(always)]
+    fn arrival(&mut self, now: Nanos) -> Nanos {
+        if self.jitter == 0 {
+            now + self.one_way
+        } else {
+            now + self.one_way + self.rng.gen_range(0..=self.jitter)
+        }
+    }
+
+    /// Schedules `ev` at `at`, a trip's `arrival`.
+    #[inline(always)]
+    fn deliver(&self, at: Nanos, ev: Event, evq: &mut EventQueue) {
         if self.jitter == 0 {
             // Constant delay: trips arrive in the order they were sent.
-            evq.push_in_order(NETWORK_LANE, now + self.one_way, ev);
+            evq.push_in_order(NETWORK_LANE, at, ev);
         } else {
-            evq.push(now + self.one_way + self.rng.gen_range(0..=self.jitter), ev);
+            evq.push(at, ev);
         }
     }
 }
@@ -321,7 +338,7 @@ impl Sim {
                 }
             }
             Event::SweepEnd { node, core, search } => self.sweep_end(node, core, search),
-            Event::ResponseArrive { req, credits } => self.response(req, credits),
+            Event::ResponseArrive { req, credits } => self.response(req, credits, now),
             Event::AllocTick { node } => self.alloc_tick(node),
             Event::Sample => self.sample(),
             Event::WarmupEnd => {
@@ -443,11 +460,31 @@ impl Sim {
         let dropped = self.slab[req].dropped;
         let credited = self.nodes[node as usize].credit.is_some();
         let credits = if credited { self.credit_response(req, dropped) } else { 0 };
-        self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
+        let at = self.net.arrival(now);
+        if !credited && self.settles_now(req, at) {
+            self.response(req, credits, at);
+        } else {
+            self.net.deliver(at, Event::ResponseArrive { req, credits }, &mut self.evq);
+        }
         if credited {
             self.send_wakeups(node);
         }
         dropped
+    }
+
+    /// Whether the response to `req`, reaching its client at `at`, can be booked now instead of
+    /// as an event: nothing acts on its arrival (no credits, SEDA or request log; a failure
+    /// reply, which may be retried or leave a cleanup thread, always travels), and nothing reads
+    /// what it changes before `at` (it lands before the next sample, in the window it would
+    /// land in, and before the run ends). Saves one event per request.
+    #[inline(always)]
+    fn settles_now(&self, req: u32, at: Nanos) -> bool {
+        !self.slab[req].dropped
+            && at < self.end
+            && at < self.last_sample_at + self.sample_every
+            && (self.measuring || at < self.warmup)
+            && self.log.is_none()
+            && self.seda.is_none()
     }
 
     /// After the failure reply of a request dropped at a lock step: its thread re-takes the
@@ -743,8 +780,7 @@ impl Sim {
 
     /// A response (or a failure reply) reaches its client. A failure with retries left is sent
     /// again, to the next replica.
-    fn response(&mut self, slot: u32, credits: u32) {
-        let now = self.now;
+    fn response(&mut self, slot: u32, credits: u32, now: Nanos) {
         let (app, node, dropped, tries) = {
             let r = &self.slab[slot];
             (r.app as usize, r.node, r.dropped, r.tries)

@@ -104,9 +104,15 @@ impl ProbeState {
         if self.cycle.is_empty() {
             return self.next_probe_uncached(c, v, now);
         }
+        self.next_probe_in_cycle(c, self.cycle[v as usize], now)
+    }
+
+    /// `next_probe` under an order with one cycle, of the queue at cycle place `place`.
+    #[inline(always)]
+    fn next_probe_in_cycle(&mut self, c: u16, place: u32, now: Nanos) -> Nanos {
         self.seek_sweep(c, now);
         let cs = &self.cores[c as usize];
-        let t = cs.sweep_start + self.cycle_position(cs.walk[0], v) as Nanos * self.probe;
+        let t = cs.sweep_start + self.cycle_position(cs.walk[0], place) as Nanos * self.probe;
         if t >= now {
             return t;
         }
@@ -116,7 +122,36 @@ impl ProbeState {
             (cs.walk[1], cs.next_placed) = (walk, true);
         }
         let cs = &self.cores[c as usize];
-        cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], v) as Nanos * self.probe
+        cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], place) as Nanos * self.probe
+    }
+
+    /// The earliest probe of queue `v` by any of `searching` (ties: the first in that order),
+    /// asking each: `(Nanos::MAX, NONE)` if none.
+    fn scan_first_probe(&mut self, searching: &[u16], v: u16, now: Nanos) -> (Nanos, u16) {
+        let mut best = (Nanos::MAX, NONE as u16);
+        if self.cycle.is_empty() {
+            for &c in searching {
+                if c == v {
+                    continue;
+                }
+                let t = self.next_probe_uncached(c, v, now);
+                if t < best.0 {
+                    best = (t, c);
+                }
+            }
+            return best;
+        }
+        let place = self.cycle[v as usize];
+        for &c in searching {
+            if c == v {
+                continue;
+            }
+            let t = self.next_probe_in_cycle(c, place, now);
+            if t < best.0 {
+                best = (t, c);
+            }
+        }
+        best
     }
 
     /// `next_probe` without the sweep cache: for orders without a cycle, and for callers that
@@ -159,22 +194,22 @@ impl ProbeState {
 
     fn sweep_walk(&self, c: u16, search: u32, sweep: u64) -> SweepWalk {
         let origin = self.search.origin(c, search, sweep);
-        SweepWalk { origin, own_step: self.cycle_step(origin, c) }
+        SweepWalk { origin, own_step: self.cycle_step(origin, self.cycle[c as usize]) }
     }
 
-    /// How many places after `origin` queue `q` is in the cycle, minus one (mod n).
+    /// How many places after `origin` cycle place `place` is, minus one (mod n).
     #[inline(always)]
-    fn cycle_step(&self, origin: u32, q: u16) -> u32 {
+    fn cycle_step(&self, origin: u32, place: u32) -> u32 {
         let n = self.cycle.len() as u32;
-        let i = self.cycle[q as usize] + n - origin - 1; // < 2n: no division
+        let i = place + n - origin - 1; // < 2n: no division
         i - if i >= n { n } else { 0 }
     }
 
-    /// `ProbeSearch::position` of queue `v` in a sweep of the cycle order (the walk skips the
-    /// core's own queue at no cost).
+    /// `ProbeSearch::position` of the queue at cycle place `place` in a sweep of the cycle
+    /// order (the walk skips the core's own queue at no cost).
     #[inline(always)]
-    fn cycle_position(&self, walk: SweepWalk, v: u16) -> u32 {
-        let d = self.cycle_step(walk.origin, v);
+    fn cycle_position(&self, walk: SweepWalk, place: u32) -> u32 {
+        let d = self.cycle_step(walk.origin, place);
         d + 1 - u32::from(walk.own_step < d)
     }
 
@@ -320,15 +355,7 @@ impl Server {
                 best = b;
             }
         } else {
-            for &c in &self.q.spinners.items {
-                if c == v {
-                    continue;
-                }
-                let t = p.next_probe(c, v, now);
-                if t < best.0 {
-                    best = (t, c);
-                }
-            }
+            best = p.scan_first_probe(&self.q.spinners.items, v, now);
         }
         if consult {
             p.walks = walks;
