@@ -87,10 +87,10 @@ impl PartialOrd for Entry {
     }
 }
 
-/// Events in a heap (four children per node: half the depth of a binary heap, and pops, which
-/// dominate, sift down through fewer levels), plus two FIFO lanes for streams of events scheduled at nondecreasing
-/// times (network trips of constant delay; the arrivals of a single application), which then
-/// cost O(1) instead of O(log n): most events of a run. Pop order is (time, seq) whatever the
+/// Events in a heap with four children per node (half a binary heap's depth for the pops, which
+/// dominate), plus two FIFO lanes for streams of events scheduled at nondecreasing times
+/// (network trips of constant delay; the arrivals of a single application), which then cost
+/// O(1) instead of O(log n): most events of a run. Pop order is (time, seq) whatever the
 /// source.
 #[derive(Debug, Default)]
 pub struct EventQueue {
