@@ -128,25 +128,16 @@ impl ProbeState {
     /// The earliest probe of queue `v` by any of `searching` (ties: the first in that order),
     /// asking each: `(Nanos::MAX, NONE)` if none.
     fn scan_first_probe(&mut self, searching: &[u16], v: u16, now: Nanos) -> (Nanos, u16) {
+        let place = self.cycle.get(v as usize).copied();
         let mut best = (Nanos::MAX, NONE as u16);
-        if self.cycle.is_empty() {
-            for &c in searching {
-                if c == v {
-                    continue;
-                }
-                let t = self.next_probe_uncached(c, v, now);
-                if t < best.0 {
-                    best = (t, c);
-                }
-            }
-            return best;
-        }
-        let place = self.cycle[v as usize];
         for &c in searching {
             if c == v {
                 continue;
             }
-            let t = self.next_probe_in_cycle(c, place, now);
+            let t = match place {
+                Some(place) => self.next_probe_in_cycle(c, place, now),
+                None => self.next_probe_uncached(c, v, now),
+            };
             if t < best.0 {
                 best = (t, c);
             }
