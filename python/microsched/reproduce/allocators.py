@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -99,7 +100,7 @@ class Data:
     runs: pd.DataFrame
     run_ns: float | None = None
 
-    @property
+    @cached_property
     def seeds(self) -> Seeds:
         return Seeds(self.runs, key=LOAD)
 

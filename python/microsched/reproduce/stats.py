@@ -33,16 +33,29 @@ class Seeds:
         self.df = df
         self.key = key
         self.seeds = sorted(set(df["seed"]))
+        # A reproduction asks for hundreds of (variant, point, metric) triples: each point's rows
+        # are selected once, not once per metric.
+        self._variants: dict[str, pd.DataFrame] = {}
+        self._points: dict[tuple[str, float | None], pd.DataFrame] = {}
+
+    def rows(self, variant: str, at: float | None) -> pd.DataFrame:
+        """The rows of ``variant`` at ``at``, indexed by seed in order."""
+        key = (variant, None if self.key is None else at)
+        rows = self._points.get(key)
+        if rows is None:
+            of_variant = self._variants.get(variant)
+            if of_variant is None:
+                of_variant = self._variants[variant] = self.df[self.df["variant"] == variant]
+            if self.key is not None:
+                of_variant = of_variant[np.isclose(of_variant[self.key].astype(float), at)]
+            rows = self._points[key] = of_variant.set_index("seed").sort_index()
+        return rows
 
     def values(self, variant: str, at: float | None, metric: str) -> pd.Series:
         """``metric`` of ``variant`` at ``at``, indexed by seed (empty without that column)."""
-        d = self.df
-        sel = d["variant"] == variant
-        if self.key is not None:
-            sel &= np.isclose(d[self.key].astype(float), at)
-        if metric not in d.columns:
+        if metric not in self.df.columns:
             return pd.Series(dtype=float)
-        return d[sel].set_index("seed")[metric].astype(float).sort_index()
+        return self.rows(variant, at)[metric].astype(float)
 
     def mean(self, variant: str, at: float | None, metric: str) -> float:
         s = self.values(variant, at, metric)

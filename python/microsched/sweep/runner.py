@@ -18,7 +18,6 @@ import multiprocessing
 import os
 import warnings
 import sys
-import time
 import types
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -27,6 +26,9 @@ import numpy as np
 import pandas as pd
 
 from .spec import Point
+# What a pool worker runs lives apart, so that a worker starts without pandas (a third of a
+# second per worker, paid at the start of every sweep).
+from .worker import WARNINGS_KEY, die_with_parent, flatten, run_point  # noqa: F401
 
 @functools.lru_cache(maxsize=None)
 def t975(df: int) -> float:
@@ -45,7 +47,10 @@ def t975(df: int) -> float:
 def mean_ci95(values: Iterable[float]) -> tuple[float, float, int]:
     """(mean, half-width of the 95 % confidence interval of the mean, n) of the finite values;
     the half-width is NaN with fewer than two values."""
-    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if isinstance(values, np.ndarray) and values.dtype == float:
+        x = values[np.isfinite(values)]
+    else:
+        x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     n = len(x)
     if n == 0:
         return math.nan, math.nan, 0
@@ -55,89 +60,12 @@ def mean_ci95(values: Iterable[float]) -> tuple[float, float, int]:
     return m, float(t975(n - 1) * x.std(ddof=1) / math.sqrt(n)), n
 
 
-def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested summary dict as one flat dict with dotted keys."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key + "."))
-        elif k == "by_type" and isinstance(v, list):
-            if len(v) > 1:
-                for t in v:
-                    name = str(t.get("name", "?"))
-                    out.update(flatten({kk: vv for kk, vv in t.items() if kk != "name"}, f"{key}.{name}."))
-        elif k in ("applications", "nodes") and isinstance(v, list) and not prefix:
-            # Several applications or nodes (co-tenants, replicas, per-application core sets):
-            # one column group each, `applications.NAME.` / `nodes.I.`; a single one is the
-            # flat keys already.
-            if len(v) > 1:
-                for i, t in enumerate(v):
-                    name = str(t.get("name", "?")) if k == "applications" else str(i)
-                    out.update(flatten({kk: vv for kk, vv in t.items() if kk not in ("name", "node", "by_type")},
-                                       f"{key}.{name}."))
-        elif k == "locks" and isinstance(v, list):
-            # Per-lock statistics (`lock_control.locks`): one column group per lock name.
-            for t in v:
-                if isinstance(t, Mapping):
-                    out.update(flatten({kk: vv for kk, vv in t.items() if kk != "name"},
-                                       f"{key}.{t.get('name', '?')}."))
-        elif isinstance(v, (list, tuple)):
-            continue
-        else:
-            out[key] = v
-    return out
-
-
-def run_point(point: Point) -> dict[str, Any]:
-    """Runs one point and returns its row (parameters first, then the flattened summary)."""
-    from ..api import run
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
-    row = flatten(res.summary)
-    row.pop("seed", None)
-    # The scenario's warnings go back to the driver, which says each one once per sweep (a
-    # worker's own stderr would repeat it for every point, with its source line).
-    return {"point": point.index, **point.params, **row, WARNINGS_KEY: [str(w.message) for w in caught]}
-
-
-WARNINGS_KEY = "__warnings__"
-
-
 def _take_warnings(row: dict[str, Any], seen: set[str]) -> dict[str, Any]:
     for msg in row.pop(WARNINGS_KEY, ()):
         if msg not in seen:
             seen.add(msg)
             warnings.warn(msg, UserWarning, stacklevel=3)
     return row
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: the kernel kills this worker when the driver dies, even by
-    ``kill -9`` (Linux ``PR_SET_PDEATHSIG``); elsewhere a watchdog thread polls the parent."""
-    import signal
-    import threading
-
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        if libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0) == 0:
-            if os.getppid() != parent_pid:  # the driver died before the prctl
-                os._exit(1)
-            return
-    except (OSError, AttributeError):
-        pass
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="microsched-parent-watchdog").start()
 
 
 @contextlib.contextmanager
@@ -302,8 +230,9 @@ def aggregate(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] | None
         g = df.loc[group_keys.index]
         row: dict[str, Any] = {b: g[b].iloc[0] for b in by}
         n = 0
-        for m in metrics:
-            mean, ci, n_m = mean_ci95(g[m].astype(float))
+        values = g[list(metrics)].to_numpy(dtype=float)  # one conversion, not one per metric
+        for j, m in enumerate(metrics):
+            mean, ci, n_m = mean_ci95(values[:, j])
             row[m] = mean
             row[f"{m}.ci95"] = ci
             n = max(n, n_m)

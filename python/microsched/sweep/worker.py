@@ -1,0 +1,88 @@
+"""What a sweep's pool worker runs: one point, its summary flattened to a row. Kept free of
+pandas and pyarrow, which a worker never needs: each spawned worker imports only this."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from typing import Any, Mapping
+
+from .spec import Point
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested summary dict as one flat dict with dotted keys."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key + "."))
+        elif k == "by_type" and isinstance(v, list):
+            if len(v) > 1:
+                for t in v:
+                    name = str(t.get("name", "?"))
+                    out.update(flatten({kk: vv for kk, vv in t.items() if kk != "name"}, f"{key}.{name}."))
+        elif k in ("applications", "nodes") and isinstance(v, list) and not prefix:
+            # Several applications or nodes (co-tenants, replicas, per-application core sets):
+            # one column group each, `applications.NAME.` / `nodes.I.`; a single one is the
+            # flat keys already.
+            if len(v) > 1:
+                for i, t in enumerate(v):
+                    name = str(t.get("name", "?")) if k == "applications" else str(i)
+                    out.update(flatten({kk: vv for kk, vv in t.items() if kk not in ("name", "node", "by_type")},
+                                       f"{key}.{name}."))
+        elif k == "locks" and isinstance(v, list):
+            # Per-lock statistics (`lock_control.locks`): one column group per lock name.
+            for t in v:
+                if isinstance(t, Mapping):
+                    out.update(flatten({kk: vv for kk, vv in t.items() if kk != "name"},
+                                       f"{key}.{t.get('name', '?')}."))
+        elif isinstance(v, (list, tuple)):
+            continue
+        else:
+            out[key] = v
+    return out
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """Runs one point and returns its row (parameters first, then the flattened summary)."""
+    from ..api import run
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
+    row = flatten(res.summary)
+    row.pop("seed", None)
+    # The scenario's warnings go back to the driver, which says each one once per sweep (a
+    # worker's own stderr would repeat it for every point, with its source line).
+    return {"point": point.index, **point.params, **row, WARNINGS_KEY: [str(w.message) for w in caught]}
+
+
+WARNINGS_KEY = "__warnings__"
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: the kernel kills this worker when the driver dies, even by
+    ``kill -9`` (Linux ``PR_SET_PDEATHSIG``); elsewhere a watchdog thread polls the parent."""
+    import signal
+    import threading
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0) == 0:
+            if os.getppid() != parent_pid:  # the driver died before the prctl
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="microsched-parent-watchdog").start()
