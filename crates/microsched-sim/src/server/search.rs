@@ -33,7 +33,6 @@ struct CoreSearch {
     sweep: u64,
     sweep_start: Nanos,
     walk: [SweepWalk; 2],
-    next_placed: bool,
 }
 
 /// Where a sweep of the cycle order starts: its origin's offset and the core's own queue's
@@ -112,17 +111,11 @@ impl ProbeState {
     fn next_probe_in_cycle(&mut self, c: u16, place: u32, now: Nanos) -> Nanos {
         self.seek_sweep(c, now);
         let cs = &self.cores[c as usize];
-        let t = cs.sweep_start + self.cycle_position(cs.walk[0], place) as Nanos * self.probe;
-        if t >= now {
-            return t;
-        }
-        if !cs.next_placed {
-            let walk = self.sweep_walk(c, cs.search, cs.sweep + 1);
-            let cs = &mut self.cores[c as usize];
-            (cs.walk[1], cs.next_placed) = (walk, true);
-        }
-        let cs = &self.cores[c as usize];
-        cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], place) as Nanos * self.probe
+        let this = cs.sweep_start + self.cycle_position(cs.walk[0], place) as Nanos * self.probe;
+        let next = cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], place) as Nanos * self.probe;
+        // Whether the probe is still ahead in this sweep is a coin flip per searching core: both
+        // are computed and one selected, rather than a branch mispredicted half the time.
+        std::hint::select_unpredictable(this >= now, this, next)
     }
 
     /// The earliest probe of queue `v` by any of `searching` (ties: the first in that order),
@@ -169,18 +162,16 @@ impl ProbeState {
     #[cold]
     #[inline(never)]
     fn place_sweep(&mut self, c: u16, now: Nanos) {
-        let sweep_len = self.sweep_len;
         let (k, start) = self.sweep_at(c, now);
         let cs = &self.cores[c as usize];
-        // The next sweep's walk is placed only when a lookup needs it (many cores are looked
-        // up once per sweep, by the walk index).
-        let walk = if cs.next_placed && k == cs.sweep + 1 && start == cs.sweep_start + sweep_len {
+        let walk = if k == cs.sweep + 1 && start == cs.sweep_start + self.sweep_len {
             cs.walk[1]
         } else {
             self.sweep_walk(c, cs.search, k)
         };
+        let next = self.sweep_walk(c, cs.search, k + 1);
         let cs = &mut self.cores[c as usize];
-        (cs.sweep, cs.sweep_start, cs.walk[0], cs.next_placed) = (k, start, walk, false);
+        (cs.sweep, cs.sweep_start, cs.walk) = (k, start, [walk, next]);
     }
 
     fn sweep_walk(&self, c: u16, search: u32, sweep: u64) -> SweepWalk {
@@ -220,7 +211,7 @@ impl Server {
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
         // `sweep_start` past any time: the first lookup places the sweep.
-        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2], next_placed: false };
+        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2] };
         let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
         let cycle = match search.cycle_place(0) {
             Some(_) => (0..n as u16).map(|q| search.cycle_place(q).expect("a cycle order places every queue")).collect(),
