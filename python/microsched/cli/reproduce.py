@@ -179,15 +179,14 @@ def _run_all(args: argparse.Namespace, reproduce: Any) -> int:
     progress = Progress(TextColumn("reproduce --all: {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err_con, transient=True, disable=not err_con.is_terminal)
     with progress:
-        task = progress.add_task("", total=None)
-        seen: list[str] = []
+        tasks: dict[str, Any] = {}  # a bar per reproduction: several run at once with --jobs > 1
 
         def tick(name: str, done: int, total: int) -> None:
-            if not seen or seen[-1] != name:
-                seen.append(name)
+            if name not in tasks:
+                tasks[name] = progress.add_task(name, total=None)
                 if not err_con.is_terminal:
-                    err_con.print(f"reproduce --all: {name} ({len(seen)} of {len(reproduce.names())})")
-            progress.update(task, description=name, completed=done, total=total)
+                    err_con.print(f"reproduce --all: {name} ({len(tasks)} of {len(reproduce.names())})")
+            progress.update(tasks[name], completed=done, total=total)
 
         from ..sweep.engine import SweepError
 

@@ -56,6 +56,8 @@ class Context:
     # A sensitivity run's cost setting (already in the spec's variants); a reproduction that runs
     # sweeps of its own beside the spec applies it to their variants too.
     extra: Condition | None = None
+    # The reproduction's --jobs: what runs it adds beside the spec's sweep may use at once.
+    jobs: int = 1
 
     def save_figure(self, fig: Any, filename: str) -> Path:
         import matplotlib.pyplot as plt
@@ -306,7 +308,7 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
     ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition, semantics=semantics,
-                  extra=extra)
+                  extra=extra, jobs=jobs)
     claims = repro.analyze(ctx)
     write_claims(claims, out_dir / CLAIMS_FILE)
     wall = time.perf_counter() - t0
@@ -343,29 +345,99 @@ def run_all(out: str | Path | None = None, quick: bool = False, jobs: int | None
     """Runs every reproduction (or those in ``only``), each into ``out/NAME`` as
     ``reproduce NAME`` writes it, and writes ``out/summary.json``: per paper, the counts by
     verdict and the claims not reproduced with their causes. A reproduction that fails is
-    recorded with its error and the others still run. Returns the summary."""
+    recorded with its error and the others still run. Returns the summary.
+
+    With ``jobs`` > 1, ``jobs`` reproductions run at once, each on one core (in its own worker
+    process, the heaviest first): a reproduction's analysis, figures and pool start-up then
+    overlap another's simulations, where one at a time on ``jobs`` cores left all but one core
+    idle through them. The results are the same either way."""
     out_dir = Path(out) if out is not None else Path("results") / "all"
     out_dir.mkdir(parents=True, exist_ok=True)
     todo = list(only) if only else names()
     for n in todo:
         get(n)  # unknown names fail before anything runs
+    jobs = default_jobs() if jobs is None else jobs
     t0 = time.perf_counter()
-    runs = []
-    for n in todo:
-        tick = (lambda d, t, n=n: progress(n, d, t)) if progress else None
-        t1 = time.perf_counter()
-        try:
-            o = run_reproduction(n, out=out_dir / n, quick=quick, jobs=jobs, seeds=seeds, progress=tick, resume=resume)
-            runs.append({"name": n, "out": str(o.out), "wall_s": round(o.wall_s, 1), "points": o.n_points,
-                         "claims": o.claims})
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # noqa: BLE001 - recorded, the others still run
-            runs.append({"name": n, "out": str(out_dir / n), "wall_s": round(time.perf_counter() - t1, 1),
-                         "error": f"{type(e).__name__}: {e}", "claims": []})
-    summary = make_summary(runs, quick=quick, wall_s=time.perf_counter() - t0, jobs=jobs or default_jobs())
+    if jobs > 1 and len(todo) > 1:
+        runs = _run_side_by_side(todo, out_dir, quick, jobs, seeds, progress, resume)
+    else:
+        runs = [_run_one(n, out_dir, quick, jobs, seeds, (lambda d, t, n=n: progress(n, d, t)) if progress else None,
+                         resume) for n in todo]
+    summary = make_summary(runs, quick=quick, wall_s=time.perf_counter() - t0, jobs=jobs)
     (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return summary
+
+
+def _run_one(name: str, out_dir: Path, quick: bool, jobs: int, seeds: int | None,
+             tick: Callable[[int, int], None] | None, resume: bool) -> dict:
+    """One reproduction of ``run_all``: its outcome, or the error that stopped it."""
+    t1 = time.perf_counter()
+    try:
+        o = run_reproduction(name, out=out_dir / name, quick=quick, jobs=jobs, seeds=seeds, progress=tick, resume=resume)
+        return {"name": name, "out": str(o.out), "wall_s": round(o.wall_s, 1), "points": o.n_points, "claims": o.claims}
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded, the others still run
+        return {"name": name, "out": str(out_dir / name), "wall_s": round(time.perf_counter() - t1, 1),
+                "error": f"{type(e).__name__}: {e}", "claims": []}
+
+
+# The order in which `run_all` starts reproductions side by side: the longest first (quick profile
+# on this project's 2-core machine kind: coresync ~100 s of one core, protego ~75 s, synergy and
+# harvest ~70 s), so that the last to finish are short. Only the wall time depends on it.
+HEAVIEST_FIRST = ("coresync", "protego", "synergy", "harvest", "allocators", "collapse", "load-shift")
+
+_progress_queue: Any = None
+
+
+def _side_worker_init(queue: Any, parent_pid: int) -> None:
+    from ..sweep.runner import die_with_parent
+
+    global _progress_queue
+    _progress_queue = queue
+    die_with_parent(parent_pid)
+
+
+def _side_worker(name: str, out_dir: Path, quick: bool, seeds: int | None, resume: bool) -> dict:
+    def tick(done: int, total: int) -> None:
+        _progress_queue.put((name, done, total))
+
+    return _run_one(name, out_dir, quick, 1, seeds, tick, resume)
+
+
+def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, seeds: int | None,
+                      progress: Callable[[str, int, int], None] | None, resume: bool) -> list[dict]:
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..sweep.runner import main_hidden_from_spawn
+
+    mp = multiprocessing.get_context("spawn")
+    queue = mp.Queue()
+
+    def relay() -> None:  # the workers' progress, to the caller's callback in this process
+        while (item := queue.get()) is not None:
+            if progress:
+                progress(*item)
+
+    relay_thread = threading.Thread(target=relay, daemon=True, name="microsched-all-progress")
+    relay_thread.start()
+    order = sorted(todo, key=lambda n: HEAVIEST_FIRST.index(n) if n in HEAVIEST_FIRST else -1)
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=mp, initializer=_side_worker_init,
+                               initargs=(queue, os.getpid()))
+    try:
+        with main_hidden_from_spawn():  # the workers start here
+            futures = {n: pool.submit(_side_worker, n, out_dir, quick, seeds, resume) for n in order}
+        by_name = {n: f.result() for n, f in futures.items()}
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        queue.put(None)
+        relay_thread.join(timeout=5)
+    pool.shutdown()
+    return [by_name[n] for n in todo]
 
 
 def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dict:

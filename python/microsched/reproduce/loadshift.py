@@ -721,7 +721,7 @@ def analyze(ctx: Context):
 
     ctx.require_variants(BASE, FIX)
     points = ctx.spec.points()
-    ts = run_timeseries(points)
+    ts = run_timeseries(points, jobs=ctx.jobs)
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     fix_point = next(p for p in points if p.params.get("variant") == FIX)
     scenario = validate(fix_point.scenario, list(fix_point.overrides))

@@ -28,11 +28,10 @@ one line per system), ``protego_fig12.png`` (goodput and drop rate against t_e),
 from __future__ import annotations
 
 import functools
-import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,7 +41,7 @@ from .claims import (BOUND, CHECK, FRACTION, GAIN, ORDER, RATIO, VALUE, Claim, C
 from .framework import Condition as RunCondition
 from .framework import Context, experiments_dir, register
 from .loadshift import setup_plt
-from .runner import aggregate, default_jobs, mean_ci95
+from .runner import aggregate, mean_ci95
 from .sensitivity import Cost
 from .spec import SweepSpec
 from .stats import Seeds, safe_ratio
@@ -1032,28 +1031,16 @@ def run_point_with_locks(point: Any) -> dict[str, Any]:
     return {"point": point.index, **point.params, **row}
 
 
-def run_rows(points: list, jobs: int) -> pd.DataFrame:
-    """Runs ``points`` with :func:`run_point_with_locks`, ``jobs`` at a time."""
-    from .runner import _tidy
-
+def run_rows(points: list, jobs: int) -> list[dict[str, Any]]:
+    """Runs ``points`` with :func:`run_point_with_locks`, ``jobs`` at a time; the rows in order."""
     if jobs <= 1 or len(points) <= 1:
-        rows = [run_point_with_locks(p) for p in points]
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        return [run_point_with_locks(p) for p in points]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
-            rows = list(pool.map(run_point_with_locks, points))
-    return _tidy(pd.DataFrame(rows))
-
-
-def _jobs(ctx: Context) -> int:
-    """The reproduction's --jobs (the driver records it in meta.json before the analysis)."""
-    try:
-        return int(json.loads((ctx.out / "meta.json").read_text(encoding="utf-8"))["jobs"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return default_jobs()
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
+        return list(pool.map(run_point_with_locks, points))
 
 
 def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunCondition | None = None) -> SweepSpec:
@@ -1070,18 +1057,26 @@ def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunConditi
     return spec
 
 
-def run_sub(ctx: Context, name: str) -> pd.DataFrame:
-    """Runs sub-sweep ``name`` (experiments/protego/NAME.toml) with the main sweep's profile and
-    seed count, and under the run's cost setting if it has one (``--sensitivity``)."""
-    spec = sub_spec(name, quick=ctx.quick, seeds=len(ctx.spec.seeds), extra=ctx.extra)
-    points = spec.points()
-    if ctx.extra is not None:
-        from ..sweep.engine import validate_points
+def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """Runs sub-sweeps ``names`` (experiments/protego/NAME.toml) with the main sweep's profile and
+    seed count, and under the run's cost setting if it has one (``--sensitivity``), on one pool
+    (a pool per sub-sweep spent a second each starting its workers)."""
+    from .runner import _tidy
 
-        validate_points(spec, points)
-    df = run_rows(points, jobs=_jobs(ctx))
-    df.to_parquet(ctx.out / f"{name}.parquet", index=False)
-    return df
+    points = {}
+    for name in names:
+        spec = sub_spec(name, quick=ctx.quick, seeds=len(ctx.spec.seeds), extra=ctx.extra)
+        points[name] = spec.points()
+        if ctx.extra is not None:
+            from ..sweep.engine import validate_points
+
+            validate_points(spec, points[name])
+    rows = iter(run_rows([p for name in names for p in points[name]], jobs=ctx.jobs))
+    out = {}
+    for name in names:
+        out[name] = _tidy(pd.DataFrame([next(rows) for _ in points[name]]))
+        out[name].to_parquet(ctx.out / f"{name}.parquet", index=False)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1156,7 +1151,7 @@ COSTS = (
           spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
-    data: dict[str, Any] = {"main": ctx.results, **{name: run_sub(ctx, name) for name in SUBSWEEPS},
+    data: dict[str, Any] = {"main": ctx.results, **run_subs(ctx, SUBSWEEPS),
                             "capacity": capacities()}
     plot_vs_load(ctx, data["main"], "main", "Fig. 9 and 11: synthetic, p = 50 %, 10 µs", "protego_fig9_fig11.png")
     for name, title in (("fig3", "Fig. 3: synthetic, p = 20 %, 100 µs"), ("fig5", "Fig. 5: synthetic, p = 20 %, 10 µs, ASQM only"),

@@ -35,7 +35,6 @@ left out) is in ``experiments/synergy/sweep.toml`` and the policy files.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Callable
 
@@ -940,13 +939,6 @@ def _tol(ctx: Context) -> float:
     return 0.01 if ctx.quick else 0.005
 
 
-def _jobs(ctx: Context) -> int:
-    try:
-        return max(1, int(json.loads((ctx.out / "meta.json").read_text(encoding="utf-8"))["jobs"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return 1
-
-
 def _pool_map(fn: Callable, args: list, jobs: int) -> list:
     if jobs <= 1 or len(args) <= 1:
         return [fn(a) for a in args]
@@ -967,7 +959,7 @@ def run_searches(ctx: Context) -> pd.DataFrame:
     args = [(str(ctx.spec.base), seed, slo, "slowdown.p999", tuple([*ctx.spec.overrides, *sets[v]]), LO, HI, tol)
             for _, v, slo, seed in tasks]
     rows = []
-    for (name, v, slo, seed), r in zip(tasks, _pool_map(_bisect_args, args, _jobs(ctx))):
+    for (name, v, slo, seed), r in zip(tasks, _pool_map(_bisect_args, args, ctx.jobs)):
         rows.append(search_row(name, v, slo, r, tol))
     return pd.DataFrame(rows)
 
@@ -1006,7 +998,7 @@ def run_fixed_points(ctx: Context) -> pd.DataFrame:
     sets = _variant_sets(ctx)
     args = [(str(ctx.spec.base), seed, (*ctx.spec.overrides, *sets[v], f"{LOAD}={x:.6g}"), {"variant": v, LOAD: x})
             for v, x in FIXED_POINTS if v in sets for seed in ctx.spec.seeds]
-    return pd.DataFrame(_pool_map(_run_one, args, _jobs(ctx)))
+    return pd.DataFrame(_pool_map(_run_one, args, ctx.jobs))
 
 
 def run_scaling(ctx: Context) -> pd.DataFrame:
@@ -1022,7 +1014,7 @@ def run_scaling(ctx: Context) -> pd.DataFrame:
             cores = n + any(o.startswith("server.dispatcher") for o in sets[v])
             ovr = (*ctx.spec.overrides, *sets[v], f"server.max_cores={cores}", f"{LOAD}={SCALING_LOAD}")
             args += [(str(ctx.spec.base), seed, ovr, {"system": s, "workers": n}) for seed in ctx.spec.seeds]
-    df = pd.DataFrame(_pool_map(_run_one, args, _jobs(ctx)))
+    df = pd.DataFrame(_pool_map(_run_one, args, ctx.jobs))
     if not df.empty:
         df["loss"] = _loss(df)
     return df
