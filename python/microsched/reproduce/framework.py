@@ -347,10 +347,11 @@ def run_all(out: str | Path | None = None, quick: bool = False, jobs: int | None
     verdict and the claims not reproduced with their causes. A reproduction that fails is
     recorded with its error and the others still run. Returns the summary.
 
-    With ``jobs`` > 1, ``jobs`` reproductions run at once, each on one core (in its own worker
-    process, the heaviest first): a reproduction's analysis, figures and pool start-up then
-    overlap another's simulations, where one at a time on ``jobs`` cores left all but one core
-    idle through them. The results are the same either way."""
+    With ``jobs`` > 1, two reproductions run at once (each in its own worker process, the
+    heaviest first), each on ``jobs // 2`` cores: a reproduction's analysis, figures and pool
+    start-up then overlap the other's simulations, where one at a time on ``jobs`` cores left
+    all but one core idle through them. ``progress`` is then called from a thread of this
+    process. The results are the same either way."""
     out_dir = Path(out) if out is not None else Path("results") / "all"
     out_dir.mkdir(parents=True, exist_ok=True)
     todo = list(only) if only else names()
@@ -398,11 +399,11 @@ def _side_worker_init(queue: Any, parent_pid: int) -> None:
     die_with_parent(parent_pid)
 
 
-def _side_worker(name: str, out_dir: Path, quick: bool, seeds: int | None, resume: bool) -> dict:
+def _side_worker(name: str, out_dir: Path, quick: bool, jobs: int, seeds: int | None, resume: bool) -> dict:
     def tick(done: int, total: int) -> None:
         _progress_queue.put((name, done, total))
 
-    return _run_one(name, out_dir, quick, 1, seeds, tick, resume)
+    return _run_one(name, out_dir, quick, jobs, seeds, tick, resume)
 
 
 def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, seeds: int | None,
@@ -424,11 +425,14 @@ def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, se
     relay_thread = threading.Thread(target=relay, daemon=True, name="microsched-all-progress")
     relay_thread.start()
     order = sorted(todo, key=lambda n: HEAVIEST_FIRST.index(n) if n in HEAVIEST_FIRST else -1)
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=mp, initializer=_side_worker_init,
+    # Two at a time, not one per core: the longest reproduction alone is about half of the work
+    # (coresync), so more at once on fewer cores each would only make it the last to finish.
+    at_once = min(2, len(todo))
+    pool = ProcessPoolExecutor(max_workers=at_once, mp_context=mp, initializer=_side_worker_init,
                                initargs=(queue, os.getpid()))
     try:
         with main_hidden_from_spawn():  # the workers start here
-            futures = {n: pool.submit(_side_worker, n, out_dir, quick, seeds, resume) for n in order}
+            futures = {n: pool.submit(_side_worker, n, out_dir, quick, jobs // at_once, seeds, resume) for n in order}
         by_name = {n: f.result() for n, f in futures.items()}
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
