@@ -350,8 +350,7 @@ def run_all(out: str | Path | None = None, quick: bool = False, jobs: int | None
     With ``jobs`` > 1, two reproductions run at once (each in its own worker process, the
     heaviest first), each on ``jobs // 2`` cores: a reproduction's analysis, figures and pool
     start-up then overlap the other's simulations, where one at a time on ``jobs`` cores left
-    all but one core idle through them. ``progress`` is then called from a thread of this
-    process. The results are the same either way."""
+    all but one core idle through them. The results are the same either way."""
     out_dir = Path(out) if out is not None else Path("results") / "all"
     out_dir.mkdir(parents=True, exist_ok=True)
     todo = list(only) if only else names()
@@ -388,60 +387,75 @@ def _run_one(name: str, out_dir: Path, quick: bool, jobs: int, seeds: int | None
 # harvest ~70 s), so that the last to finish are short. Only the wall time depends on it.
 HEAVIEST_FIRST = ("coresync", "protego", "synergy", "harvest", "allocators", "collapse", "load-shift")
 
-_progress_queue: Any = None
-
-
-def _side_worker_init(queue: Any, parent_pid: int) -> None:
+def _side_worker(queue: Any, parent_pid: int, name: str, out_dir: Path, quick: bool, jobs: int,
+                 seeds: int | None, resume: bool) -> None:
+    """A reproduction of ``run_all`` in its own process: its progress and its outcome go to
+    ``queue``."""
     from ..sweep.runner import die_with_parent
 
-    global _progress_queue
-    _progress_queue = queue
     die_with_parent(parent_pid)
-
-
-def _side_worker(name: str, out_dir: Path, quick: bool, jobs: int, seeds: int | None, resume: bool) -> dict:
-    def tick(done: int, total: int) -> None:
-        _progress_queue.put((name, done, total))
-
-    return _run_one(name, out_dir, quick, jobs, seeds, tick, resume)
+    try:
+        run = _run_one(name, out_dir, quick, jobs, seeds, lambda done, total: queue.put(("tick", name, done, total)),
+                       resume)
+    except KeyboardInterrupt:
+        return  # the driver was interrupted too: it stops the others and says where to resume
+    queue.put(("done", name, run))
 
 
 def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, seeds: int | None,
                       progress: Callable[[str, int, int], None] | None, resume: bool) -> list[dict]:
     import multiprocessing
-    import threading
-    from concurrent.futures import ProcessPoolExecutor
+    import queue as queues
 
     from ..sweep.runner import main_hidden_from_spawn
 
     mp = multiprocessing.get_context("spawn")
-    queue = mp.Queue()
-
-    def relay() -> None:  # the workers' progress, to the caller's callback in this process
-        while (item := queue.get()) is not None:
-            if progress:
-                progress(*item)
-
-    relay_thread = threading.Thread(target=relay, daemon=True, name="microsched-all-progress")
-    relay_thread.start()
-    order = sorted(todo, key=lambda n: HEAVIEST_FIRST.index(n) if n in HEAVIEST_FIRST else -1)
+    messages = mp.Queue()
+    waiting = sorted(todo, key=lambda n: HEAVIEST_FIRST.index(n) if n in HEAVIEST_FIRST else -1)
     # Two at a time, not one per core: the longest reproduction alone is about half of the work
     # (coresync), so more at once on fewer cores each would only make it the last to finish.
     at_once = min(2, len(todo))
-    pool = ProcessPoolExecutor(max_workers=at_once, mp_context=mp, initializer=_side_worker_init,
-                               initargs=(queue, os.getpid()))
+    running: dict[str, Any] = {}
+    runs: dict[str, dict] = {}
+    started: dict[str, float] = {}
+    silent: dict[str, float] = {}  # when a worker was first seen ended without its outcome
     try:
-        with main_hidden_from_spawn():  # the workers start here
-            futures = {n: pool.submit(_side_worker, n, out_dir, quick, jobs // at_once, seeds, resume) for n in order}
-        by_name = {n: f.result() for n, f in futures.items()}
+        while waiting or running:
+            while waiting and len(running) < at_once:
+                name = waiting.pop(0)
+                p = mp.Process(target=_side_worker, name=f"microsched-{name}",
+                               args=(messages, os.getpid(), name, out_dir, quick, jobs // at_once, seeds, resume))
+                with main_hidden_from_spawn():
+                    p.start()
+                running[name], started[name] = p, time.perf_counter()
+            try:
+                kind, name, *rest = messages.get(timeout=2.0)
+            except queues.Empty:
+                # A worker that ended without its outcome (killed, crashed, or interrupted alone):
+                # its last messages are read first, so one that just finished is not taken for it.
+                for name, p in list(running.items()):
+                    if p.exitcode is not None and silent.setdefault(name, time.monotonic()) < time.monotonic() - 5:
+                        runs[name] = {"name": name, "out": str(out_dir / name),
+                                      "wall_s": round(time.perf_counter() - started[name], 1),
+                                      "error": f"its worker process ended (exit code {p.exitcode}) without its "
+                                               f"results", "claims": []}
+                        del running[name]
+                continue
+            if kind == "tick":
+                if progress:
+                    progress(name, *rest)
+            else:
+                runs[name] = rest[0]
+                p = running.pop(name, None)
+                if p is not None:
+                    p.join()
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        for p in running.values():
+            p.terminate()
+        for p in running.values():
+            p.join()
         raise
-    finally:
-        queue.put(None)
-        relay_thread.join(timeout=5)
-    pool.shutdown()
-    return [by_name[n] for n in todo]
+    return [runs[n] for n in todo]
 
 
 def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dict:
