@@ -1060,7 +1060,7 @@ def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunConditi
 def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
     """Runs sub-sweeps ``names`` (experiments/protego/NAME.toml) with the main sweep's profile and
     seed count, and under the run's cost setting if it has one (``--sensitivity``), on one pool
-    (a pool per sub-sweep spent a second each starting its workers)."""
+    (instead of a pool, and its workers' start-up, per sub-sweep)."""
     from .runner import _tidy
 
     points = {}
