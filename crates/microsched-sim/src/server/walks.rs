@@ -228,7 +228,7 @@ impl Walks {
     /// Enters `c`'s sweep after `e`, its current one (which ended).
     fn place_next(&mut self, c: u16, e: Entry, g: &impl WalkGeometry) {
         // A sweep is n − 1 probes: the next one starts one place earlier on the ring.
-        let start_probe = if e.start_probe == 0 { self.n as u32 - 1 } else { e.start_probe - 1 };
+        let start_probe = self.wrap(e.start_probe as u64 + self.n - 1) as u32;
         self.enter(c, Entry { search: e.search, sweep: e.sweep + 1, end: e.end + self.sweep_len, start_probe }, g);
     }
 
@@ -237,14 +237,12 @@ impl Walks {
     fn enter(&mut self, c: u16, e: Entry, g: &impl WalkGeometry) {
         self.ring.remove(c);
         self.ends.remove(c);
-        let n = self.n as u32;
-        let o = g.origin(c, e.search, e.sweep);
-        let slot = e.start_probe + 2 * n - o - 1; // in [n, 3n): no division
-        let slot = slot - if slot >= 2 * n { 2 * n } else { n };
+        let o = g.origin(c, e.search, e.sweep) as u64;
+        let slot = self.wrap(e.start_probe as u64 + self.n - o - 1);
         // The end is n − 1 probes after the start: one slot before it.
-        let end_slot = if e.start_probe == 0 { n - 1 } else { e.start_probe - 1 };
-        self.ring.insert(c, slot);
-        self.ends.insert(c, end_slot);
+        let end_slot = self.wrap(e.start_probe as u64 + self.n - 1);
+        self.ring.insert(c, slot as u32);
+        self.ends.insert(c, end_slot as u32);
         self.entry[c as usize] = Some(e);
     }
 
