@@ -102,7 +102,7 @@ def _lent_s(events: list[dict], t0: float, t1: float) -> float:
     """Core-seconds lent within [t0, t1] (agent clock), from the lend / evict events."""
     total, lent, since = 0.0, set(), None
     def close(upto: float) -> None:
-        nonlocal total, since
+        nonlocal total
         if since is not None and lent:
             a, b = max(since, t0), min(upto, t1)
             if b > a:

@@ -519,3 +519,14 @@ def test_a_sweep_spec_given_as_a_scenario_is_named_as_such(tmp_path):
         microsched.Scenario.load(spec)
     with pytest.raises(ValueError, match="a sweep spec"):
         microsched.run(spec)
+
+
+def test_reproduce_all_shares_an_odd_jobs_count_without_an_idle_core():
+    from microsched.reproduce.framework import next_share
+
+    # Two started together on 3 jobs: 2 then 1; when the first ends, its successor gets 2 back.
+    assert next_share(3, [], 2) == 2
+    assert next_share(3, [2], 2) == 1
+    assert next_share(3, [1], 2) == 2
+    assert [next_share(4, [], 2), next_share(4, [2], 2)] == [2, 2]
+    assert next_share(2, [1], 2) == 1

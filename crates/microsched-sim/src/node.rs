@@ -56,6 +56,8 @@ pub struct Node {
     /// Per worker core: busy time (overhead included) at the start of the measured window.
     pub window_start_core_busy: Vec<Nanos>,
     pub last_sample_times: [Nanos; 5],
+    /// The Secondary's time in turns on shared cores at the last sample.
+    pub last_sample_secondary_turns: Nanos,
     /// `server.wake_latency`: each grant's wake-up drawn from its own stream; `None`: the
     /// constant allocation delay.
     pub wake: Option<(microsched_core::wake::WakeSampler, microsched_core::rng::Stream)>,
@@ -131,6 +133,7 @@ impl Node {
             window_start_dispatch: DispatchSnap::default(),
             window_start_core_busy: Vec::new(),
             last_sample_times: [0; 5],
+            last_sample_secondary_turns: 0,
             wake: None,
             lent_wake: None,
             irq_cfg: sc.server.irq.clone(),

@@ -1036,9 +1036,15 @@ impl Sim {
             let times = n.server.core_times(now);
             let d = |k: usize| (times[k] - n.last_sample_times[k]) as f64 / dt;
             // A waking core is already the LC application's (taken from the BE co-tenant), though
-            // not yet usable: it counts as allocated, so allocated + parked = max_cores.
-            allocated += d(0) + d(1) + d(3) + d(4);
-            busy += d(0);
+            // not yet usable: it counts as allocated, so allocated + parked = max_cores; except
+            // where the Secondary runs on it until it is usable, and for the Secondary's turns on
+            // a core it shares with Primary requests, as in the summary.
+            let turns_at = n.server.secondary_turn_ns_at(now);
+            let turns = (turns_at - n.last_sample_secondary_turns) as f64 / dt;
+            n.last_sample_secondary_turns = turns_at;
+            let waking = if n.allocator.secondary_runs_while_waking() { 0.0 } else { d(3) };
+            allocated += d(0) + d(1) + waking + d(4) - turns;
+            busy += d(0) - turns;
             parked += d(2);
             queue_len += n.server.queued_total() as f64;
             oldest = oldest.max(n.server.max_delay(now, &self.slab) as f64 / 1e3);

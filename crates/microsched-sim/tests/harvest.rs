@@ -162,6 +162,10 @@ fn work_that_finds_no_held_core_idle_waits_for_the_lent_core_it_woke_on() {
 
 /// A Xapian-like Primary (log-normal 800 µs) with bursts every 10 ms.
 fn long_requests(mechanism: &str) -> Summary {
+    long_requests_run(mechanism, &[]).summary
+}
+
+fn long_requests_run(mechanism: &str, overrides: &[&str]) -> microsched_sim::SimResult {
     let sc = format!(
         r#"
         duration_ms = 1000
@@ -182,7 +186,7 @@ fn long_requests(mechanism: &str) -> Summary {
     "#,
         static_buffer(0, mechanism)
     );
-    run(&sc, &[], 7).summary
+    run(&sc, overrides, 7)
 }
 
 #[test]
@@ -208,4 +212,22 @@ fn a_primary_sharing_a_lent_core_waits_out_the_secondarys_turns() {
     let bad = static_buffer(0, "timeshare = { first_turn_min_us = 6000, first_turn_max_us = 5000 }");
     let err = Scenario::load(&primary(50_000.0, &bad), Format::Toml, Path::new("."), &[]).err().expect("refused").to_string();
     assert!(err.contains("policy.allocator.mechanism.timeshare.first_turn_min_us") && err.contains("5000"), "{err}");
+}
+
+#[test]
+fn the_time_series_gives_the_secondarys_turns_to_it_as_they_pass() {
+    // 1 ms samples against 4 ms turns: a run's turns, booked at its start, would make an
+    // interval's busy cores negative; as they pass, the series agrees with the summary.
+    let r = long_requests_run("", &["metrics.sample_interval_us=1000"]);
+    let (s, ts) = (&r.summary, &r.timeseries);
+    assert!(s.harvest.as_ref().unwrap().secondary_turns > 10);
+    let measured: Vec<usize> = (0..ts.t_ms.len()).filter(|&i| ts.t_ms[i] > 100.0).collect();
+    for &i in &measured {
+        assert!(ts.cores_busy[i] >= -1e-9 && ts.cores_busy[i] <= ts.cores_allocated[i] + 1e-9, "t {} ms: busy {} allocated {}", ts.t_ms[i], ts.cores_busy[i], ts.cores_allocated[i]);
+    }
+    let mean = |v: &Vec<f64>| measured.iter().map(|&i| v[i]).sum::<f64>() / measured.len() as f64;
+    // The summary books a run's turns at its start: the two differ only by the turns of the runs
+    // that straddle the window's ends (a few 4 ms turns in 900 ms of 8 cores).
+    assert!((mean(&ts.cores_busy) - s.cores.busy_mean).abs() < 0.02, "series {} summary {}", mean(&ts.cores_busy), s.cores.busy_mean);
+    assert!((mean(&ts.cores_allocated) - s.cores.allocated_mean).abs() < 0.02, "series {} summary {}", mean(&ts.cores_allocated), s.cores.allocated_mean);
 }

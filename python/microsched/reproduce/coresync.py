@@ -36,14 +36,14 @@ what the measured number would have been judged as (``verdict_if_judged``) and w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .claims import (BOUND, CHECK, DIFFERENCE, DIRECTION, GAIN, NOT_REPRODUCED, ORDER, OUT_OF_REGIME, RATIO, Cause,
-                     Claim, ClaimSpec, Condition, Measured, Tolerance, judge_all, rounded)
+from .claims import (BOUND, CHECK, DIFFERENCE, GAIN, ORDER, RATIO, Cause, Claim, ClaimSpec, Condition, Measured,
+                     Tolerance, judge_all, rounded)
 from .framework import Condition as RunCondition
 from .framework import Context, register
 from .sensitivity import Cost

@@ -348,9 +348,9 @@ def run_all(out: str | Path | None = None, quick: bool = False, jobs: int | None
     recorded with its error and the others still run. Returns the summary.
 
     With ``jobs`` > 1, two reproductions run at once (each in its own worker process, the
-    heaviest first), each on ``jobs // 2`` cores: a reproduction's analysis, figures and pool
-    start-up then overlap the other's simulations, where one at a time on ``jobs`` cores left
-    all but one core idle through them. The results are the same either way."""
+    heaviest first), sharing the ``jobs`` cores (an odd one to the heavier): a reproduction's
+    analysis, figures and pool start-up then overlap the other's simulations, where one at a
+    time on ``jobs`` cores left all but one core idle through them. The results are the same either way."""
     out_dir = Path(out) if out is not None else Path("results") / "all"
     out_dir.mkdir(parents=True, exist_ok=True)
     todo = list(only) if only else names()
@@ -387,6 +387,14 @@ def _run_one(name: str, out_dir: Path, quick: bool, jobs: int, seeds: int | None
 # harvest ~70 s), so that the last to finish are short. Only the wall time depends on it.
 HEAVIEST_FIRST = ("coresync", "protego", "synergy", "harvest", "allocators", "collapse", "load-shift")
 
+def next_share(jobs: int, running: Sequence[int], at_once: int) -> int:
+    """The jobs of a reproduction starting beside ``running`` (their jobs) under ``run_all``:
+    what they leave, shared out rounding up, so that with an odd ``jobs`` the first of two
+    started together (the heavier) takes the odd core and no core stays idle."""
+    free = jobs - sum(running)
+    return max(1, -(-free // (at_once - len(running))))
+
+
 def _side_worker(queue: Any, parent_pid: int, name: str, out_dir: Path, quick: bool, jobs: int,
                  seeds: int | None, resume: bool) -> None:
     """A reproduction of ``run_all`` in its own process: its progress and its outcome go to
@@ -418,13 +426,15 @@ def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, se
     running: dict[str, Any] = {}
     runs: dict[str, dict] = {}
     started: dict[str, float] = {}
+    held: dict[str, int] = {}  # the jobs each running reproduction was given
     silent: dict[str, float] = {}  # when a worker was first seen ended without its outcome
     try:
         while waiting or running:
             while waiting and len(running) < at_once:
                 name = waiting.pop(0)
+                held[name] = next_share(jobs, [held[r] for r in running], at_once)
                 p = mp.Process(target=_side_worker, name=f"microsched-{name}",
-                               args=(messages, os.getpid(), name, out_dir, quick, jobs // at_once, seeds, resume))
+                               args=(messages, os.getpid(), name, out_dir, quick, held[name], seeds, resume))
                 with main_hidden_from_spawn():
                     p.start()
                 running[name], started[name] = p, time.perf_counter()

@@ -272,7 +272,7 @@ def _harvest_cause(ctl: str, what: str) -> Callable[[Any, Measured], Cause]:
     def cause(_data: Any, m: Measured) -> Cause:
         e = {"measured": m.value, **m.evidence}
         head = f"{what}: ACBF ({ctl}) keeps a mean buffer of {{buffer}} of {{cores}} cores; "
-        lending, alone, thr = e.get("acbf_lending"), e.get("acbf_alone"), e.get("threshold")
+        lending, thr = e.get("acbf_lending"), e.get("threshold")
         if ctl == "acbf-artifact":
             side = "above" if _nan_key(lending) > _nan_key(thr) else "not above"
             return Cause(head + f"all cores are busy {{acbf_lending}} of the run with lending, {side} the artifact's "

@@ -822,7 +822,6 @@ _Q9DARC = "At 239 kRPS, S-CI and S-UINTR achieve 7% and 6% higher throughput tha
 
 
 def _mechanism_claims() -> list[ClaimSpec]:
-    cap = CAPACITY_KRPS["high"]
     out = []
     for m, g in (("kmod_ipi", 0.05), ("uintr", 0.10), ("synergy", 0.13)):
         label = "ci" if m == "synergy" else m

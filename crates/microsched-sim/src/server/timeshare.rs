@@ -27,6 +27,23 @@ pub struct Turns {
     /// When the Primary's last request here ends (its thread sleeps after it; a later start
     /// wakes it, with a fresh first turn).
     pub busy_until: Nanos,
+    /// The last request's run: when its first Secondary turn began, and how many it had (the
+    /// turns alternate with Primary turns of the same length from there).
+    pub secondary_from: Nanos,
+    pub secondary_turns: u64,
+}
+
+impl Turns {
+    /// The Secondary's time in the last request's run that is still to come at `now`.
+    fn secondary_after(&self, turn: Nanos, now: Nanos) -> Nanos {
+        if self.secondary_turns == 0 || now >= self.busy_until {
+            return 0;
+        }
+        let since = now.saturating_sub(self.secondary_from);
+        let (whole, part) = (since / (2 * turn), since % (2 * turn));
+        let done = if whole >= self.secondary_turns { self.secondary_turns * turn } else { whole * turn + part.min(turn) };
+        self.secondary_turns * turn - done
+    }
 }
 
 impl Timesharing {
@@ -42,10 +59,12 @@ impl Timesharing {
         } else {
             let after_first = work - t.left;
             let turns = after_first.div_ceil(self.turn);
+            t.secondary_from = now + t.left;
             t.left = turns * self.turn - after_first;
             turns
         };
         let extra = turns * self.turn;
+        t.secondary_turns = turns;
         t.busy_until = now + work + extra;
         (turns, extra)
     }
@@ -72,6 +91,14 @@ impl Server {
         self.counters.secondary_turns += turns;
         self.counters.secondary_turn_ns += extra;
     }
+
+    /// The Secondary's time in turns on shared cores up to `now` (`counters.secondary_turn_ns`
+    /// books a run's turns when it starts: this leaves out those still to come).
+    pub fn secondary_turn_ns_at(&self, now: Nanos) -> Nanos {
+        let Some(ts) = &self.timeshare else { return 0 };
+        let ahead: Nanos = self.q.cores.iter().filter(|c| c.shared).map(|c| c.turns.secondary_after(ts.turn, now)).sum();
+        self.counters.secondary_turn_ns - ahead
+    }
 }
 
 #[cfg(test)]
@@ -96,9 +123,21 @@ mod tests {
     }
 
     #[test]
+    fn the_secondarys_turns_are_booked_as_they_pass() {
+        let mut s = ts((1_000, 1_000));
+        let mut t = Turns::default();
+        // Primary 1 µs from 10, then Secondary [1 010, 5 010), Primary [5 010, 9 010),
+        // Secondary [9 010, 13 010), Primary [13 010, 14 010).
+        assert_eq!(s.secondary_time(&mut t, 10, 6_000), (2, 8_000));
+        let ahead = |at| t.secondary_after(4_000, at);
+        assert_eq!([ahead(10), ahead(1_010), ahead(3_010), ahead(5_010), ahead(7_000)], [8_000, 8_000, 6_000, 4_000, 4_000]);
+        assert_eq!([ahead(11_010), ahead(13_010), ahead(14_010), ahead(20_000)], [2_000, 0, 0, 0]);
+    }
+
+    #[test]
     fn a_thread_that_slept_starts_a_fresh_first_turn() {
         let mut s = ts((500, 1_500));
-        let mut t = Turns { left: 0, busy_until: 100 };
+        let mut t = Turns { left: 0, busy_until: 100, ..Turns::default() };
         let mut fresh = 0;
         for i in 0..100 {
             t.busy_until = 0;
