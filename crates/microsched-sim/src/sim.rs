@@ -89,6 +89,8 @@ pub struct Sim {
     sample_every: Nanos,
     interval: Interval,
     last_sample_at: Nanos,
+    /// When the last response booked at its completion (`settles_now`) reaches its client.
+    settled_until: Nanos,
     /// Σ over samples of the requests waiting for credits at clients (credit control only).
     client_queued_sum: f64,
     series: TimeSeries,
@@ -187,6 +189,7 @@ impl Sim {
             sample_every: microsched_core::scenario::sample_interval_ns(&sc),
             interval: Interval::default(),
             last_sample_at: 0,
+            settled_until: 0,
             client_queued_sum: 0.0,
             series: TimeSeries::default(),
             log: sc.metrics.record_requests.then(RequestLog::default),
@@ -252,18 +255,25 @@ impl Sim {
             }
             self.now = t;
             self.events += 1;
-            if self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
+            if interrupted.is_none() && self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
                 interrupted = Some(t);
-                break;
+                // Responses already booked at their completion land up to a network trip after
+                // the stop: the window runs on until the last of them lands, so that it holds
+                // every response it counts (a few microseconds of simulated time; the window is
+                // half-open, so it ends just after the last landing).
+                self.end = t.max(self.settled_until + 1);
+                if t >= self.end {
+                    break;
+                }
             }
             self.handle(ev);
             if self.nodes.iter().any(|n| n.server.has_followups()) {
                 self.followups();
             }
         }
-        if let Some(t) = interrupted {
+        if interrupted.is_some() {
             // The measured window ends where the run stopped (an empty window if in warm-up).
-            self.end = t.max(self.warmup);
+            self.end = self.end.max(self.warmup);
         }
         self.now = self.end;
         if self.last_sample_at < self.end {
@@ -462,6 +472,7 @@ impl Sim {
         let credits = if credited { self.credit_response(req, dropped) } else { 0 };
         let at = self.net.arrival(now);
         if !credited && self.settles_now(req, at) {
+            self.settled_until = self.settled_until.max(at);
             self.response(req, credits, at);
         } else {
             self.net.deliver(at, Event::ResponseArrive { req, credits }, &mut self.evq);

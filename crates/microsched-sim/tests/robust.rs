@@ -57,3 +57,39 @@ proptest! {
         }
     }
 }
+
+/// A run stopped by its check measures the same as a run whose window ends where the stopped
+/// one's does: every response it counts landed inside its window (responses booked at their
+/// completion land half an RTT after it, past the stop).
+#[test]
+fn an_interrupted_run_counts_only_responses_that_landed_in_its_window() {
+    let sc = |duration_ms: f64| {
+        format!(
+            r#"
+            duration_ms = {duration_ms}
+            warmup_ms = 2
+            [server]
+            max_cores = 4
+            [network]
+            rtt_us = 40
+            [load]
+            fraction = 0.7
+            [[workload.types]]
+            name = "exp"
+            service = {{ dist = "exponential", mean_us = 5 }}
+            [metrics]
+            record_requests = false
+            sample_interval_us = 100000
+            "#
+        )
+    };
+    let load = |text: &str| Scenario::load(text, Format::Toml, Path::new("."), &[]).expect("valid");
+    let stop_at = 30_000_000;
+    let cut = microsched_sim::run_with(&load(&sc(100.0)), Some(3), false, &mut |now, _| now < stop_at).expect("runs");
+    let stopped = cut.summary.sim.interrupted_at_ms.expect("stopped by its check");
+    assert!((30.0..100.0).contains(&stopped), "{stopped}");
+    let window_ms = cut.summary.duration_s * 1e3;
+    let whole = microsched_sim::run(&load(&sc(window_ms)), Some(3)).expect("runs");
+    assert_eq!(cut.summary.requests.completed, whole.summary.requests.completed);
+    assert_eq!(cut.summary.latency_us, whole.summary.latency_us);
+}
