@@ -89,8 +89,6 @@ pub struct Sim {
     sample_every: Nanos,
     interval: Interval,
     last_sample_at: Nanos,
-    /// When the last response booked at its completion (`settles_now`) reaches its client.
-    settled_until: Nanos,
     /// Σ over samples of the requests waiting for credits at clients (credit control only).
     client_queued_sum: f64,
     series: TimeSeries,
@@ -189,7 +187,6 @@ impl Sim {
             sample_every: microsched_core::scenario::sample_interval_ns(&sc),
             interval: Interval::default(),
             last_sample_at: 0,
-            settled_until: 0,
             client_queued_sum: 0.0,
             series: TimeSeries::default(),
             log: sc.metrics.record_requests.then(RequestLog::default),
@@ -255,25 +252,14 @@ impl Sim {
             }
             self.now = t;
             self.events += 1;
-            if interrupted.is_none() && self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
-                interrupted = Some(t);
-                // Responses already booked at their completion land up to a network trip after
-                // the stop: the window runs on until the last of them lands, so that it holds
-                // every response it counts (a few microseconds of simulated time; the window is
-                // half-open, so it ends just after the last landing).
-                self.end = t.max(self.settled_until + 1);
-                if t >= self.end {
-                    break;
-                }
+            if self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
+                interrupted = Some((t, ev));
+                break;
             }
-            self.handle(ev);
-            if self.nodes.iter().any(|n| n.server.has_followups()) {
-                self.followups();
-            }
+            self.step(ev);
         }
-        if interrupted.is_some() {
-            // The measured window ends where the run stopped (an empty window if in warm-up).
-            self.end = self.end.max(self.warmup);
+        if let Some((t, ev)) = interrupted {
+            self.end_after_stop(t, ev);
         }
         self.now = self.end;
         if self.last_sample_at < self.end {
@@ -281,8 +267,36 @@ impl Sim {
         }
         let wall_s = wall.elapsed().as_secs_f64();
         let mut result = self.finish(wall_s);
-        result.summary.sim.interrupted_at_ms = interrupted.map(|t| t as f64 / 1e6);
+        result.summary.sim.interrupted_at_ms = interrupted.map(|(t, _)| t as f64 / 1e6);
         result
+    }
+
+    /// A run stopped at `t`, before handling `ev`. Responses already booked at their completion
+    /// land up to a network trip after the stop: the window runs on for the longest trip, so
+    /// that it holds every response it counts (microseconds of simulated time; the window is
+    /// half-open), and is empty if the run stopped in warm-up.
+    #[cold]
+    #[inline(never)]
+    fn end_after_stop(&mut self, t: Nanos, ev: Event) {
+        self.end = self.end.min(t + self.net.one_way + self.net.jitter + 1);
+        self.step(ev); // t < self.end
+        while let Some((t, ev)) = self.evq.pop() {
+            if t >= self.end {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            self.step(ev);
+        }
+        self.end = self.end.max(self.warmup);
+    }
+
+    #[inline(always)]
+    fn step(&mut self, ev: Event) {
+        self.handle(ev);
+        if self.nodes.iter().any(|n| n.server.has_followups()) {
+            self.followups();
+        }
     }
 
     /// What the nodes' servers left for the driver while handling an event: park attempts that
@@ -472,7 +486,6 @@ impl Sim {
         let credits = if credited { self.credit_response(req, dropped) } else { 0 };
         let at = self.net.arrival(now);
         if !credited && self.settles_now(req, at) {
-            self.settled_until = self.settled_until.max(at);
             self.response(req, credits, at);
         } else {
             self.net.deliver(at, Event::ResponseArrive { req, credits }, &mut self.evq);
