@@ -350,7 +350,8 @@ def run_all(out: str | Path | None = None, quick: bool = False, jobs: int | None
     With ``jobs`` > 1, two reproductions run at once (each in its own worker process, the
     heaviest first), sharing the ``jobs`` cores (an odd one to the heavier): a reproduction's
     analysis, figures and pool start-up then overlap the other's simulations, where one at a
-    time on ``jobs`` cores left all but one core idle through them. The results are the same either way."""
+    time on ``jobs`` cores left all but one core idle through them. The results are the same
+    either way."""
     out_dir = Path(out) if out is not None else Path("results") / "all"
     out_dir.mkdir(parents=True, exist_ok=True)
     todo = list(only) if only else names()
