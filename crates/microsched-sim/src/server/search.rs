@@ -35,12 +35,32 @@ struct CoreSearch {
     walk: [SweepWalk; 2],
 }
 
-/// Where a sweep of the cycle order starts: its origin's offset and the core's own queue's
-/// step from it (see `ProbeSearch::position`). Unused under the random order.
+/// Where a sweep of the cycle order starts, as the shift that takes a cycle place to its step
+/// from the origin (n − 1 − origin, so that a step is an addition and at most one
+/// subtraction of n), and the core's own queue's step (see `ProbeSearch::position`). Unused
+/// under the random order.
 #[derive(Debug, Clone, Copy, Default)]
 struct SweepWalk {
-    origin: u32,
+    shift: u32,
     own_step: u32,
+}
+
+impl SweepWalk {
+    /// How many places after the origin cycle place `place` is, minus one (mod `n`).
+    #[inline(always)]
+    fn step(self, place: u32, n: u32) -> u32 {
+        let i = place + self.shift; // < 2n: no division
+        // Which side of the wrap a place falls is a coin flip per walk.
+        std::hint::select_unpredictable(i >= n, i.wrapping_sub(n), i)
+    }
+
+    /// `ProbeSearch::position` of the queue at cycle place `place` (the walk skips the core's
+    /// own queue at no cost).
+    #[inline(always)]
+    fn position(self, place: u32, n: u32) -> u32 {
+        let d = self.step(place, n);
+        d + 1 - u32::from(self.own_step < d)
+    }
 }
 
 pub struct ProbeState {
@@ -111,26 +131,28 @@ impl ProbeState {
     fn next_probe_in_cycle(&mut self, c: u16, place: u32, now: Nanos) -> Nanos {
         self.seek_sweep(c, now);
         let cs = &self.cores[c as usize];
-        let this = cs.sweep_start + self.cycle_position(cs.walk[0], place) as Nanos * self.probe;
-        let next = cs.sweep_start + self.sweep_len + self.cycle_position(cs.walk[1], place) as Nanos * self.probe;
-        // Whether the probe is still ahead in this sweep is a coin flip per searching core: both
-        // are computed and one selected, rather than a branch mispredicted half the time.
-        std::hint::select_unpredictable(this >= now, this, next)
+        probe_in_walks(cs, place, now, self.cycle.len() as u32, self.probe, self.sweep_len)
     }
 
     /// The earliest probe of queue `v` by any of `searching` (ties: the first in that order),
     /// asking each: `(Nanos::MAX, NONE)` if none.
     fn scan_first_probe(&mut self, searching: &[u16], v: u16, now: Nanos) -> (Nanos, u16) {
-        let place = self.cycle.get(v as usize).copied();
         let mut best = (Nanos::MAX, NONE as u16);
-        for &c in searching {
-            if c == v {
-                continue;
+        let Some(&place) = self.cycle.get(v as usize) else {
+            for &c in searching {
+                let t = if c == v { Nanos::MAX } else { self.next_probe_uncached(c, v, now) };
+                if t < best.0 {
+                    best = (t, c);
+                }
             }
-            let t = match place {
-                Some(place) => self.next_probe_in_cycle(c, place, now),
-                None => self.next_probe_uncached(c, v, now),
-            };
+            return best;
+        };
+        // The geometry is read once, not reloaded after every (cold) sweep placement.
+        let (n, probe, sweep_len) = (self.cycle.len() as u32, self.probe, self.sweep_len);
+        for &c in searching {
+            self.seek_sweep(c, now);
+            let t = probe_in_walks(&self.cores[c as usize], place, now, n, probe, sweep_len);
+            let t = if c == v { Nanos::MAX } else { t };
             if t < best.0 {
                 best = (t, c);
             }
@@ -175,24 +197,10 @@ impl ProbeState {
     }
 
     fn sweep_walk(&self, c: u16, search: u32, sweep: u64) -> SweepWalk {
-        let origin = self.search.origin(c, search, sweep);
-        SweepWalk { origin, own_step: self.cycle_step(origin, self.cycle[c as usize]) }
-    }
-
-    /// How many places after `origin` cycle place `place` is, minus one (mod n).
-    #[inline(always)]
-    fn cycle_step(&self, origin: u32, place: u32) -> u32 {
         let n = self.cycle.len() as u32;
-        let i = place + n - origin - 1; // < 2n: no division
-        i - if i >= n { n } else { 0 }
-    }
-
-    /// `ProbeSearch::position` of the queue at cycle place `place` in a sweep of the cycle
-    /// order (the walk skips the core's own queue at no cost).
-    #[inline(always)]
-    fn cycle_position(&self, walk: SweepWalk, place: u32) -> u32 {
-        let d = self.cycle_step(walk.origin, place);
-        d + 1 - u32::from(walk.own_step < d)
+        let shift = n - 1 - self.search.origin(c, search, sweep);
+        let walk = SweepWalk { shift, own_step: 0 };
+        SweepWalk { own_step: walk.step(self.cycle[c as usize], n), ..walk }
     }
 
     /// The next own-queue check of searching core `c` at or after `now`: every `own_check`
@@ -202,6 +210,17 @@ impl ProbeState {
         let t = start + (now - start).div_ceil(self.own_check) * self.own_check;
         t.min(start + self.sweep_len)
     }
+}
+
+/// The first probe of cycle place `place` at or after `now` by a core whose cached sweep holds
+/// `now`: in that sweep if not yet past, else in the next one.
+#[inline(always)]
+fn probe_in_walks(cs: &CoreSearch, place: u32, now: Nanos, n: u32, probe: Nanos, sweep_len: Nanos) -> Nanos {
+    let this = cs.sweep_start + cs.walk[0].position(place, n) as Nanos * probe;
+    let next = cs.sweep_start + sweep_len + cs.walk[1].position(place, n) as Nanos * probe;
+    // Whether the probe is still ahead in this sweep is a coin flip per searching core: both
+    // are computed and one selected, rather than a branch mispredicted half the time.
+    std::hint::select_unpredictable(this >= now, this, next)
 }
 
 impl Server {
