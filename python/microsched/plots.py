@@ -460,6 +460,23 @@ def plot_slowdown(data: SweepData, out_dir: Path, x: str | None = None, hue: str
 # run figures
 
 
+def core_lines(summary: dict, ts: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
+    """The cores panel's lines, (label, values per interval). A harvesting run's Secondary also
+    runs on cores the Primary holds (its turns on a core it shares, a waking core under
+    ``harvest_cfs``), which the time series leaves out of the allocated cores: its line is then
+    the cores that are not allocated (``cores.max`` − allocated, whose mean is ``be_cores_mean``),
+    so that the allocated and the best-effort lines add up to the maximum; elsewhere it is the
+    parked cores."""
+    lines = [(lab, ts[name].to_numpy(float)) for name, lab in (("cores_allocated", "allocated to LC"), ("cores_busy", "busy"))
+             if name in ts]
+    max_cores = (summary.get("cores") or {}).get("max")
+    if summary.get("harvest") and max_cores and "cores_allocated" in ts:
+        lines.append(("best effort (parked, and its turns on LC cores)", max_cores - ts["cores_allocated"].to_numpy(float)))
+    elif "cores_parked" in ts:
+        lines.append(("parked (BE)", ts["cores_parked"].to_numpy(float)))
+    return lines
+
+
 def plot_timeseries(run: RunData, out_dir: Path) -> list[Path]:
     ts = run.timeseries
     if ts.empty or "t_ms" not in ts:
@@ -472,10 +489,8 @@ def plot_timeseries(run: RunData, out_dir: Path) -> list[Path]:
 
     fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True, constrained_layout=True)
     ax = axes[0]
-    for name, lab in (("cores_allocated", "allocated to LC"), ("cores_busy", "busy"), ("cores_parked", "parked (BE)")):
-        v = col(name)
-        if v is not None:
-            ax.step(t, v, where="post", label=lab, lw=1.2)
+    for lab, v in core_lines(run.summary, ts):
+        ax.step(t, v, where="post", label=lab, lw=1.2)
     max_cores = (run.summary.get("cores") or {}).get("max")
     if max_cores:
         ax.axhline(max_cores, color="0.5", ls=":", lw=1, label=f"max = {max_cores}")

@@ -52,6 +52,27 @@ def test_short_run_reports_the_harvest_section():
     assert "harvest" not in alone
 
 
+def test_the_cores_plot_gives_the_secondary_its_time_on_lc_cores():
+    """Under harvest_cfs the Secondary runs on waking cores, which the time series leaves out of
+    the allocated ones: the plot's best-effort line is the unallocated cores (its window mean is
+    the summary's be_cores_mean) and adds up with the allocated line to the maximum, where the
+    parked cores alone would show a sixth of it."""
+    import numpy as np
+    from microsched.plots import core_lines
+
+    res = microsched.run(HARVEST / "base.toml", overrides=["duration_ms=1000", "policy.allocator.kind=harvest_cfs"])
+    s, ts = res.summary, res.timeseries
+    lines = dict(core_lines(s, ts))
+    be = lines["best effort (parked, and its turns on LC cores)"]
+    window = ts["t_ms"].to_numpy() > 400  # warmup_ms
+    assert be[window].mean() == pytest.approx(s["be_cores_mean"], abs=1e-3)
+    assert np.allclose(ts["cores_allocated"].to_numpy() + be, s["cores"]["max"])
+    assert be[window].mean() > ts["cores_parked"].to_numpy()[window].mean() + 2.0
+    lc_only = microsched.run(HARVEST / "base.toml", overrides=["duration_ms=100", "warmup_ms=20",
+                                                              "policy.allocator.kind=static"])
+    assert [lab for lab, _ in core_lines(lc_only.summary, lc_only.timeseries)] == ["allocated to LC", "busy", "parked (BE)"]
+
+
 def test_bad_parameters_name_their_field():
     for key, value in [("policy.allocator.min_buffer", 9), ("policy.allocator.window_ms", 0),
                        ("policy.allocator.mechanism.lend_us", -1), ("load.on_off.duty", 0)]:
