@@ -151,7 +151,7 @@ def test_p99_claims_are_out_of_regime_when_a_zero_buffer_meets_the_bound(cid):
 def test_p99_claim_is_judged_only_where_the_control_misses():
     """MySQL- and Xapian-like: a buffer of 0 keeps p99 within 4 %, so a miss there is not judged
     (the model cannot tell); Memcached-like: it misses, so a miss there fails the claim."""
-    from claim_examples.harvest import APPS, LEVELS, P, world
+    from claim_examples.harvest import LEVELS, P, world
 
     quiet = {f"{a}/{l}/static-0": {"latency_us.p99": P[a] * 1.01} for a in ("mysql", "xapian") for l in LEVELS}
     c = _claim("p99-within-4pct/acbf", world({**quiet, "mysql/high/acbf": {"latency_us.p99": P["mysql"] * 1.1}}))
