@@ -471,7 +471,7 @@ def core_lines(summary: dict, ts: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
              if name in ts]
     max_cores = (summary.get("cores") or {}).get("max")
     if summary.get("harvest") and max_cores and "cores_allocated" in ts:
-        lines.append(("best effort (parked, and its turns on LC cores)", max_cores - ts["cores_allocated"].to_numpy(float)))
+        lines.append(("best effort (parked + its time on LC cores)", max_cores - ts["cores_allocated"].to_numpy(float)))
     elif "cores_parked" in ts:
         lines.append(("parked (BE)", ts["cores_parked"].to_numpy(float)))
     return lines

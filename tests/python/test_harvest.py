@@ -63,7 +63,7 @@ def test_the_cores_plot_gives_the_secondary_its_time_on_lc_cores():
     res = microsched.run(HARVEST / "base.toml", overrides=["duration_ms=1000", "policy.allocator.kind=harvest_cfs"])
     s, ts = res.summary, res.timeseries
     lines = dict(core_lines(s, ts))
-    be = lines["best effort (parked, and its turns on LC cores)"]
+    be = lines["best effort (parked + its time on LC cores)"]
     window = ts["t_ms"].to_numpy() > 400  # warmup_ms
     assert be[window].mean() == pytest.approx(s["be_cores_mean"], abs=1e-3)
     assert np.allclose(ts["cores_allocated"].to_numpy() + be, s["cores"]["max"])
