@@ -109,6 +109,19 @@ impl WalkGeometry for Geometry<'_> {
 }
 
 impl ProbeState {
+    fn new(search: Box<dyn WorkSearch>, n: usize) -> Self {
+        let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
+        let sweep_len = probe * search.probes_per_sweep() as Nanos;
+        // `sweep_start` past any time: the first lookup places the sweep.
+        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2] };
+        let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
+        let cycle = match search.cycle_place(0) {
+            Some(_) => (0..n as u16).map(|q| search.cycle_place(q).expect("a cycle order places every queue")).collect(),
+            None => Vec::new(),
+        };
+        Self { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], cycle, walks }
+    }
+
     /// The sweep `core` is in at `now` (0-based within its search) and that sweep's start.
     fn sweep_at(&self, core: u16, now: Nanos) -> (u64, Nanos) {
         let start = self.cores[core as usize].search_start;
@@ -226,17 +239,7 @@ fn probe_in_walks(cs: &CoreSearch, place: u32, now: Nanos, n: u32, probe: Nanos,
 impl Server {
     /// Switches the server to a probe-by-probe search (before the run starts).
     pub fn set_search(&mut self, search: Box<dyn WorkSearch>) {
-        let n = self.q.cores.len();
-        let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
-        let sweep_len = probe * search.probes_per_sweep() as Nanos;
-        // `sweep_start` past any time: the first lookup places the sweep.
-        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2] };
-        let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
-        let cycle = match search.cycle_place(0) {
-            Some(_) => (0..n as u16).map(|q| search.cycle_place(q).expect("a cycle order places every queue")).collect(),
-            None => Vec::new(),
-        };
-        self.probe = Some(Box::new(ProbeState { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], cycle, walks }));
+        self.probe = Some(Box::new(ProbeState::new(search, self.q.cores.len())));
     }
 
     /// Whether a fruitless search parks only at a sweep's end (the study's rule).
@@ -435,6 +438,69 @@ impl Server {
     pub(super) fn stealable_again(&mut self, core: u16, now: Nanos, evq: &mut EventQueue) {
         if self.probe.is_some() && self.q.victims.contains(core) {
             self.schedule_probe(core, now, evq);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use microsched_core::rng::{hash, stream};
+    use microsched_core::sched::search::{ProbeCfg, ProbeSearch};
+
+    /// The cached walks' arithmetic (what the scan computes) against the search's own
+    /// `position` for every searching core and queue, while cores start searches and time runs
+    /// on by fractions of a probe to several sweeps; and the scan's answer against the minimum
+    /// of those, ties to the first in the searching order.
+    #[test]
+    fn the_scan_agrees_with_the_searchs_own_positions() {
+        for (n, seed) in [(2usize, 1u64), (3, 2), (17, 3), (32, 4)] {
+            let search = ProbeSearch::new(&ProbeCfg::default(), n, stream(seed, "search"));
+            let mut p = ProbeState::new(Box::new(search), n);
+            assert!(!p.cycle.is_empty(), "the default order has one cycle");
+            let (probe, sweep_len) = (p.probe, p.sweep_len);
+            let mut searching: Vec<u16> = Vec::new();
+            let mut now: Nanos = 1_000;
+            let (mut lookups, mut ties) = (0usize, 0usize);
+            for step in 0..3_000u64 {
+                let r = hash(seed << 32 ^ step);
+                now += match r % 4 {
+                    0 => 0,
+                    1 => r >> 8 & 63,
+                    2 => probe * (r >> 8 & 7),
+                    _ => (r >> 8) % (3 * sweep_len),
+                };
+                let c = ((r >> 20) % n as u64) as u16;
+                if r >> 40 & 3 != 0 {
+                    // A search starts, often on the probe grid (ties), its sweep not yet placed.
+                    let start = if r >> 44 & 1 == 0 { now - now % probe } else { now };
+                    let cs = &mut p.cores[c as usize];
+                    (cs.search, cs.search_start, cs.sweep_start) = (cs.search + 1, start, Nanos::MAX / 2);
+                    searching.retain(|&x| x != c);
+                    let at = (r >> 48) as usize % (searching.len() + 1);
+                    searching.insert(at, c);
+                } else {
+                    searching.retain(|&x| x != c);
+                }
+                for v in 0..n as u16 {
+                    let mut expected = (Nanos::MAX, NONE as u16);
+                    for &c in &searching {
+                        let exact = p.next_probe_uncached(c, v, now);
+                        assert_eq!(p.next_probe(c, v, now), exact, "n {n} step {step} core {c} queue {v}");
+                        lookups += 1;
+                        if c != v && exact < expected.0 {
+                            expected = (exact, c);
+                        } else if c != v && exact == expected.0 {
+                            ties += 1;
+                        }
+                    }
+                    assert_eq!(p.scan_first_probe(&searching, v, now), expected, "n {n} step {step} queue {v}");
+                }
+            }
+            assert!(lookups > 1_000 * n, "n {n}: {lookups} lookups");
+            if n >= 17 {
+                assert!(ties > 0, "n {n}: some scans had a tie");
+            }
         }
     }
 }
