@@ -448,6 +448,8 @@ mod tests {
     use microsched_core::rng::{hash, stream};
     use microsched_core::sched::search::{ProbeCfg, ProbeSearch};
 
+    use crate::server::walks::tests::time_step;
+
     /// The cached walks' arithmetic (what the scan computes) against the search's own
     /// `position` for every searching core and queue, while cores start searches and time runs
     /// on by fractions of a probe to several sweeps; and the scan's answer against the minimum
@@ -464,12 +466,7 @@ mod tests {
             let (mut lookups, mut ties) = (0usize, 0usize);
             for step in 0..3_000u64 {
                 let r = hash(seed << 32 ^ step);
-                now += match r % 4 {
-                    0 => 0,
-                    1 => r >> 8 & 63,
-                    2 => probe * (r >> 8 & 7),
-                    _ => (r >> 8) % (3 * sweep_len),
-                };
+                now += time_step(r, probe, sweep_len);
                 let c = ((r >> 20) % n as u64) as u16;
                 if r >> 40 & 3 != 0 {
                     // A search starts, often on the probe grid (ties), its sweep not yet placed.

@@ -366,10 +366,21 @@ impl Walks {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use microsched_core::rng::{hash, stream};
     use microsched_core::sched::search::{ProbeCfg, ProbeSearch, WorkSearch};
+
+    /// How far a randomized test moves time at a step drawn from `r`: not at all, by a fraction
+    /// of a probe, by whole probes, or by up to three sweeps.
+    pub(in crate::server) fn time_step(r: u64, probe: Nanos, sweep_len: Nanos) -> Nanos {
+        match r % 4 {
+            0 => 0,
+            1 => r >> 8 & 63,
+            2 => probe * (r >> 8 & 7),
+            _ => (r >> 8) % (3 * sweep_len),
+        }
+    }
 
     /// Searching cores as the server keeps them, with the real probe order.
     struct Model {
@@ -426,12 +437,7 @@ mod tests {
         let (mut ties, mut asked, mut switches) = (0, 0, 0);
         for step in 0..20_000u64 {
             let r = hash(seed << 32 ^ step);
-            now += match r % 4 {
-                0 => 0,
-                1 => r >> 8 & 63,
-                2 => probe * (r >> 8 & 7),
-                _ => (r >> 8) % (3 * sweep_len),
-            };
+            now += time_step(r, probe, sweep_len);
             let c = ((r >> 20) % n as u64) as u16;
             let action = r >> 40 & 7;
             let (starts, stops) = if !follow { (2, 2) } else if step / 4_000 % 2 == 0 { (5, 1) } else { (0, 6) };
