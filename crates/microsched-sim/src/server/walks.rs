@@ -11,7 +11,9 @@
 //! slots over the cores (intrusive lists, O(1) insert and removal):
 //!
 //! * `ring`: each searching core's phase in its current sweep;
-//! * `ends`: each one's current sweep end, when its phase changes.
+//! * `ends`: each one's current sweep end, when its phase changes. Its slots go round in a sweep
+//!   (n − 1 probes), not in W: sweeps are back to back, so a core keeps its slot there for its
+//!   whole search, and only its phase moves at each sweep.
 //!
 //! A query refreshes the cores whose sweep ended (each at most once per sweep, to the sweep
 //! holding `now`), then asks the exact `next_probe` of the ring's successors in phase order and
@@ -49,8 +51,14 @@ struct Slots {
 }
 
 impl Slots {
-    fn new(n: usize) -> Self {
-        Self { head: vec![NIL; n], next: vec![NIL; n], prev: vec![NIL; n], slot: vec![u32::MAX; n], occupied: vec![0; n.div_ceil(64)] }
+    fn new(slots: usize, cores: usize) -> Self {
+        Self {
+            head: vec![NIL; slots],
+            next: vec![NIL; cores],
+            prev: vec![NIL; cores],
+            slot: vec![u32::MAX; cores],
+            occupied: vec![0; slots.div_ceil(64)],
+        }
     }
 
     /// How many slots after `s` (0: `s` itself), going round, the next occupied one is.
@@ -139,6 +147,8 @@ pub struct Walks {
     probe: Nanos,
     /// Sweep length: n − 1 probes.
     sweep_len: Nanos,
+    /// The slots of `ends`: a sweep's probes (n − 1, at least 1).
+    sweep_probes: u64,
     ring: Slots,
     ends: Slots,
     entry: Vec<Option<Entry>>,
@@ -172,8 +182,9 @@ impl Walks {
             n: n64,
             probe,
             sweep_len: n64.saturating_sub(1).max(1) * probe,
-            ring: Slots::new(n),
-            ends: Slots::new(n),
+            sweep_probes: n64.saturating_sub(1).max(1),
+            ring: Slots::new(n, n),
+            ends: Slots::new(n.saturating_sub(1).max(1), n),
             entry: vec![None; n],
             refreshed_to: 0,
             scratch: Vec::new(),
@@ -212,37 +223,45 @@ impl Walks {
         i - if i >= self.n { self.n } else { 0 }
     }
 
+    /// `i` mod the sweep's probes for `i` < twice that: a slot of `ends`.
+    #[inline(always)]
+    fn wrap_end(&self, i: u64) -> u64 {
+        i - if i >= self.sweep_probes { self.sweep_probes } else { 0 }
+    }
+
     fn drop_core(&mut self, c: u16) {
         self.ring.remove(c);
         self.ends.remove(c);
         self.entry[c as usize] = None;
     }
 
-    /// Enters `c`'s sweep holding `now` of its search `search`.
+    /// Enters `c`'s sweep holding `now` of its search `search`, and files its sweep ends.
     fn place(&mut self, c: u16, search: u32, now: Nanos, g: &impl WalkGeometry) {
         let (k, start) = g.sweep_at(c, now);
         let start_probe = ((start / self.probe) % self.n) as u32;
-        self.enter(c, Entry { search, sweep: k, end: start + self.sweep_len, start_probe }, g);
+        let end = start + self.sweep_len;
+        self.ends.remove(c);
+        self.ends.insert(c, ((end / self.probe) % self.sweep_probes) as u32);
+        self.enter(c, Entry { search, sweep: k, end, start_probe }, g);
     }
 
-    /// Enters `c`'s sweep after `e`, its current one (which ended).
+    /// Enters `c`'s sweep after `e`, its current one (which ended). Its end moves on by a
+    /// sweep: the same slot of `ends`.
     fn place_next(&mut self, c: u16, e: Entry, g: &impl WalkGeometry) {
         // A sweep is n − 1 probes: the next one starts one place earlier on the ring.
         let start_probe = self.wrap(e.start_probe as u64 + self.n - 1) as u32;
-        self.enter(c, Entry { search: e.search, sweep: e.sweep + 1, end: e.end + self.sweep_len, start_probe }, g);
+        let end = e.end + self.sweep_len;
+        debug_assert_eq!(self.ends.slot[c as usize] as u64, (end / self.probe) % self.sweep_probes);
+        self.enter(c, Entry { search: e.search, sweep: e.sweep + 1, end, start_probe }, g);
     }
 
-    /// Files `c` under its sweep `e`: its phase on the ring is where the walk's origin puts it
-    /// (cycle place j is reached at start + (j − origin) probes, mod n), and its end in `ends`.
+    /// Files `c` under its sweep `e` on the ring, at the phase its walk's origin puts it (cycle
+    /// place j is reached at start + (j − origin) probes, mod n).
     fn enter(&mut self, c: u16, e: Entry, g: &impl WalkGeometry) {
         self.ring.remove(c);
-        self.ends.remove(c);
         let o = g.origin(c, e.search, e.sweep) as u64;
         let slot = self.wrap(e.start_probe as u64 + self.n - o - 1);
-        // The end is n − 1 probes after the start: one slot before it.
-        let end_slot = self.wrap(e.start_probe as u64 + self.n - 1);
         self.ring.insert(c, slot as u32);
-        self.ends.insert(c, end_slot as u32);
         self.entry[c as usize] = Some(e);
     }
 
@@ -262,16 +281,16 @@ impl Walks {
         }
         let first = self.refreshed_to / self.probe;
         let last = now / self.probe;
-        let slots = (last - first + 1).min(self.n);
-        let first_slot = first % self.n;
+        let slots = (last - first + 1).min(self.sweep_probes);
+        let first_slot = first % self.sweep_probes;
         let mut cores = std::mem::take(&mut self.scratch);
         let mut i = 0;
-        while let Some(d) = self.ends.distance_to_occupied(self.wrap(first_slot + i) as u32) {
+        while let Some(d) = self.ends.distance_to_occupied(self.wrap_end(first_slot + i) as u32) {
             i += d;
             if i >= slots {
                 break;
             }
-            let s = self.wrap(first_slot + i) as u32;
+            let s = self.wrap_end(first_slot + i) as u32;
             i += 1;
             self.ends.collect(s, &mut cores);
             for &c in &cores {
@@ -337,13 +356,14 @@ impl Walks {
         }
         // The cores whose sweep ends before the best: their next sweep may come first.
         let first = now_probe;
+        let end_slot = now_probe % self.sweep_probes;
         let mut m = 0;
-        while let Some(d) = self.ends.distance_to_occupied(self.wrap(now_slot + m) as u32) {
+        while let Some(d) = self.ends.distance_to_occupied(self.wrap_end(end_slot + m) as u32) {
             m += d;
-            if m >= self.n || best.is_some_and(|(bt, _, _)| (first + m) * p > bt) {
+            if m >= self.sweep_probes || best.is_some_and(|(bt, _, _)| (first + m) * p > bt) {
                 break;
             }
-            self.ends.collect(self.wrap(now_slot + m) as u32, &mut cores);
+            self.ends.collect(self.wrap_end(end_slot + m) as u32, &mut cores);
             m += 1;
             for &c in &cores {
                 let Some(e) = self.entry[c as usize] else { continue };
