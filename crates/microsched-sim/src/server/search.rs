@@ -14,7 +14,7 @@ use microsched_core::sched::search::WorkSearch;
 use microsched_core::sched::Place;
 use microsched_core::Nanos;
 
-use super::walks::{WalkGeometry, Walks, ON_AT};
+use super::walks::{probe_in_sweeps, SweepWalk, WalkGeometry, Walks, ON_AT};
 use super::{CoreMode, CoreSet, Idle, Server, NONE};
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
@@ -33,34 +33,6 @@ struct CoreSearch {
     sweep: u64,
     sweep_start: Nanos,
     walk: [SweepWalk; 2],
-}
-
-/// Where a sweep of the cycle order starts, as the shift that takes a cycle place to its step
-/// from the origin (n − 1 − origin, so that a step is an addition and at most one
-/// subtraction of n), and the core's own queue's step (see `ProbeSearch::position`). Unused
-/// under the random order.
-#[derive(Debug, Clone, Copy, Default)]
-struct SweepWalk {
-    shift: u32,
-    own_step: u32,
-}
-
-impl SweepWalk {
-    /// How many places after the origin cycle place `place` is, minus one (mod `n`).
-    #[inline(always)]
-    fn step(self, place: u32, n: u32) -> u32 {
-        let i = place + self.shift; // < 2n: no division
-        // Which side of the wrap a place falls is a coin flip per walk.
-        std::hint::select_unpredictable(i >= n, i.wrapping_sub(n), i)
-    }
-
-    /// `ProbeSearch::position` of the queue at cycle place `place` (the walk skips the core's
-    /// own queue at no cost).
-    #[inline(always)]
-    fn position(self, place: u32, n: u32) -> u32 {
-        let d = self.step(place, n);
-        d + 1 - u32::from(self.own_step < d)
-    }
 }
 
 pub struct ProbeState {
@@ -105,6 +77,9 @@ impl WalkGeometry for Geometry<'_> {
     }
     fn order(&self, c: u16) -> u32 {
         self.spinners.pos[c as usize]
+    }
+    fn cycle_place(&self, c: u16) -> u32 {
+        self.p.cycle[c as usize]
     }
 }
 
@@ -210,10 +185,7 @@ impl ProbeState {
     }
 
     fn sweep_walk(&self, c: u16, search: u32, sweep: u64) -> SweepWalk {
-        let n = self.cycle.len() as u32;
-        let shift = n - 1 - self.search.origin(c, search, sweep);
-        let walk = SweepWalk { shift, own_step: 0 };
-        SweepWalk { own_step: walk.step(self.cycle[c as usize], n), ..walk }
+        SweepWalk::new(self.search.origin(c, search, sweep), self.cycle[c as usize], self.cycle.len() as u32)
     }
 
     /// The next own-queue check of searching core `c` at or after `now`: every `own_check`
@@ -226,14 +198,10 @@ impl ProbeState {
 }
 
 /// The first probe of cycle place `place` at or after `now` by a core whose cached sweep holds
-/// `now`: in that sweep if not yet past, else in the next one.
+/// `now`.
 #[inline(always)]
 fn probe_in_walks(cs: &CoreSearch, place: u32, now: Nanos, n: u32, probe: Nanos, sweep_len: Nanos) -> Nanos {
-    let this = cs.sweep_start + cs.walk[0].position(place, n) as Nanos * probe;
-    let next = cs.sweep_start + sweep_len + cs.walk[1].position(place, n) as Nanos * probe;
-    // Whether the probe is still ahead in this sweep is a coin flip per searching core: both
-    // are computed and one selected, rather than a branch mispredicted half the time.
-    std::hint::select_unpredictable(this >= now, this, next)
+    probe_in_sweeps(&cs.walk, cs.sweep_start, place, now, n, probe, sweep_len)
 }
 
 impl Server {

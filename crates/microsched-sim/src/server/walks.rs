@@ -128,16 +128,65 @@ impl Slots {
     }
 }
 
-/// A core's entry: the search it belongs to, its current sweep (number and end), and that
-/// sweep's start in probes mod n, from which the next sweep's slots follow without a division
-/// (a refresh moves every searching core once per sweep: 1024 cores at load 0.1 do ~9 refreshes
-/// per request, and a 64-bit division costs more than the rest of one).
+/// Where a sweep of the cycle order starts, as the shift that takes a cycle place to its step
+/// from the origin (n − 1 − origin, so that a step is an addition and at most one
+/// subtraction of n), and the core's own queue's step (see `ProbeSearch::position`). Unused
+/// under the random order.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SweepWalk {
+    pub(super) shift: u32,
+    pub(super) own_step: u32,
+}
+
+impl SweepWalk {
+    /// The walk of a sweep from cycle place `origin` by the core at cycle place `own`.
+    pub(super) fn new(origin: u32, own: u32, n: u32) -> Self {
+        let walk = SweepWalk { shift: n - 1 - origin, own_step: 0 };
+        SweepWalk { own_step: walk.step(own, n), ..walk }
+    }
+
+    /// How many places after the origin cycle place `place` is, minus one (mod `n`).
+    #[inline(always)]
+    pub(super) fn step(self, place: u32, n: u32) -> u32 {
+        let i = place + self.shift; // < 2n: no division
+        // Which side of the wrap a place falls is a coin flip per walk.
+        std::hint::select_unpredictable(i >= n, i.wrapping_sub(n), i)
+    }
+
+    /// `ProbeSearch::position` of the queue at cycle place `place` (the walk skips the core's
+    /// own queue at no cost).
+    #[inline(always)]
+    pub(super) fn position(self, place: u32, n: u32) -> u32 {
+        let d = self.step(place, n);
+        d + 1 - u32::from(self.own_step < d)
+    }
+}
+
+/// The first probe of cycle place `place` at or after `now` by a core in the sweep starting at
+/// `sweep_start` (which holds `now`), walking `walk[0]` in it and `walk[1]` in the next: in this
+/// sweep if not yet past, else in the next one.
+#[inline(always)]
+pub(super) fn probe_in_sweeps(walk: &[SweepWalk; 2], sweep_start: Nanos, place: u32, now: Nanos, n: u32, probe: Nanos, sweep_len: Nanos) -> Nanos {
+    let this = sweep_start + walk[0].position(place, n) as Nanos * probe;
+    let next = sweep_start + sweep_len + walk[1].position(place, n) as Nanos * probe;
+    // Whether the probe is still ahead in this sweep is a coin flip per searching core: both
+    // are computed and one selected, rather than a branch mispredicted half the time.
+    std::hint::select_unpredictable(this >= now, this, next)
+}
+
+/// A core's entry: the search it belongs to, its current sweep (number and end), that sweep's
+/// start in probes mod n, from which the next sweep's slots follow without a division (a
+/// refresh moves every searching core once per sweep: 1024 cores at load 0.1 do ~9 refreshes
+/// per request, and a 64-bit division costs more than the rest of one), and the walks of this
+/// sweep and the next, from which a query's exact probe is arithmetic (each sweep's origin is
+/// hashed once, at the refresh before it).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     search: u32,
     sweep: u64,
     end: Nanos,
     start_probe: u32,
+    walk: [SweepWalk; 2],
 }
 
 /// The index (see the module docs).
@@ -173,6 +222,8 @@ pub trait WalkGeometry {
     fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos;
     /// `c`'s place in the searching-core set's order (ties go to the smallest).
     fn order(&self, c: u16) -> u32;
+    /// The cycle place of `c`'s own queue.
+    fn cycle_place(&self, c: u16) -> u32;
 }
 
 impl Walks {
@@ -242,7 +293,12 @@ impl Walks {
         let end = start + self.sweep_len;
         self.ends.remove(c);
         self.ends.insert(c, ((end / self.probe) % self.sweep_probes) as u32);
-        self.enter(c, Entry { search, sweep: k, end, start_probe }, g);
+        let walk = [self.sweep_walk(c, search, k, g), self.sweep_walk(c, search, k + 1, g)];
+        self.enter(c, Entry { search, sweep: k, end, start_probe, walk });
+    }
+
+    fn sweep_walk(&self, c: u16, search: u32, sweep: u64, g: &impl WalkGeometry) -> SweepWalk {
+        SweepWalk::new(g.origin(c, search, sweep), g.cycle_place(c), self.n as u32)
     }
 
     /// Enters `c`'s sweep after `e`, its current one (which ended). Its end moves on by a
@@ -252,15 +308,15 @@ impl Walks {
         let start_probe = self.wrap(e.start_probe as u64 + self.n - 1) as u32;
         let end = e.end + self.sweep_len;
         debug_assert_eq!(self.ends.slot[c as usize] as u64, (end / self.probe) % self.sweep_probes);
-        self.enter(c, Entry { search: e.search, sweep: e.sweep + 1, end, start_probe }, g);
+        let walk = [e.walk[1], self.sweep_walk(c, e.search, e.sweep + 2, g)];
+        self.enter(c, Entry { search: e.search, sweep: e.sweep + 1, end, start_probe, walk });
     }
 
     /// Files `c` under its sweep `e` on the ring, at the phase its walk's origin puts it (cycle
-    /// place j is reached at start + (j − origin) probes, mod n).
-    fn enter(&mut self, c: u16, e: Entry, g: &impl WalkGeometry) {
+    /// place j is reached at start + (j − origin) probes, mod n: start + shift + 1 probes).
+    fn enter(&mut self, c: u16, e: Entry) {
         self.ring.remove(c);
-        let o = g.origin(c, e.search, e.sweep) as u64;
-        let slot = self.wrap(e.start_probe as u64 + self.n - o - 1);
+        let slot = self.wrap(e.start_probe as u64 + e.walk[0].shift as u64);
         self.ring.insert(c, slot as u32);
         self.entry[c as usize] = Some(e);
     }
@@ -318,8 +374,12 @@ impl Walks {
         let p = self.probe;
         // (time, order, core) of the best so far.
         let mut best: Option<(Nanos, u32, u16)> = None;
-        let consider = |best: &mut Option<(Nanos, u32, u16)>, c: u16, g: &mut G| {
-            let (t, ord) = (g.next_probe(c, v, now), g.order(c));
+        let (n, sweep_len) = (self.n as u32, self.sweep_len);
+        let consider = |best: &mut Option<(Nanos, u32, u16)>, c: u16, e: &Entry, g: &mut G| {
+            // The entry's sweep holds `now` (refreshed above).
+            let t = probe_in_sweeps(&e.walk, e.end - sweep_len, place, now, n, p, sweep_len);
+            debug_assert_eq!(t, g.next_probe(c, v, now));
+            let ord = g.order(c);
             if best.is_none_or(|(bt, bo, _)| (t, ord) < (bt, bo)) {
                 *best = Some((t, ord, c));
             }
@@ -351,7 +411,7 @@ impl Walks {
                     stale.push(c);
                     continue;
                 }
-                consider(&mut best, c, g);
+                consider(&mut best, c, &e, g);
             }
         }
         // The cores whose sweep ends before the best: their next sweep may come first.
@@ -374,7 +434,7 @@ impl Walks {
                     stale.push(c);
                     continue;
                 }
-                consider(&mut best, c, g);
+                consider(&mut best, c, &e, g);
             }
         }
         self.scratch = cores;
@@ -440,6 +500,9 @@ pub(super) mod tests {
         }
         fn order(&self, c: u16) -> u32 {
             self.order[c as usize]
+        }
+        fn cycle_place(&self, c: u16) -> u32 {
+            self.search.cycle_place(c).expect("the sweep order has a cycle")
         }
     }
 
