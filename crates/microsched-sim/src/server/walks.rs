@@ -312,8 +312,9 @@ impl Walks {
         self.enter(c, Entry { search: e.search, sweep: e.sweep + 1, end, start_probe, walk });
     }
 
-    /// Files `c` under its sweep `e` on the ring, at the phase its walk's origin puts it (cycle
-    /// place j is reached at start + (j − origin) probes, mod n: start + shift + 1 probes).
+    /// Files `c` under its sweep `e` on the ring, at the phase its walk's origin puts it: cycle
+    /// place j is reached j − origin probes after the start (mod n), so the phase is the start
+    /// plus `shift` (n − 1 − origin) probes.
     fn enter(&mut self, c: u16, e: Entry) {
         self.ring.remove(c);
         let slot = self.wrap(e.start_probe as u64 + e.walk[0].shift as u64);
