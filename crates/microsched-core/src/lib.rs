@@ -11,11 +11,13 @@
 
 pub mod alloc;
 pub mod dist;
+pub mod env;
 pub mod error;
 pub mod files;
 pub mod histograms;
 pub mod metrics;
 pub mod overload;
+pub mod plugin;
 pub mod program;
 pub mod rng;
 pub mod scenario;

@@ -451,7 +451,7 @@ impl Agent {
         let pids = self.sec.pids.clone();
         let wrote = self.ensure_cpusets(&pids, &p.cpus).map_err(|r| format!("Primary {}: refused: {}", p.name, r.reason))?;
         let n = p.cpus.len();
-        let ctl = alloc::build(&cfg, n as u32);
+        let ctl = alloc::build(&cfg, &microsched_core::env::AllocEnv::unseeded(n as u32)).map_err(|e| format!("Primary {}: {e}", p.name))?;
         self.emit(json!({"event": "primary", "name": p.name, "cpus": format_list(&p.cpus), "pids": p.pids, "controller": cfg}));
         let pod = reg.and_then(|r| match r {
             Registration::Primary { pod_id: Some(pod), .. } => Some(pods::pod_uid(pod)),

@@ -3,6 +3,7 @@
 //! message starts with the dotted field at fault.
 
 mod harvest;
+mod policies;
 mod runtime;
 
 use std::path::Path;
@@ -66,10 +67,16 @@ fn run<'py>(
     let estimate = loaded.check_resources(force).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let mut failure: Option<PyErr> = None;
     let mut last_report = std::time::Instant::now();
+    // A failure left by an earlier run (one that ended before its next check) is not this one's.
+    let _ = microsched_core::plugin::take_failure();
     // The simulation holds no Python object: let other Python threads run meanwhile.
     let result = py
         .allow_threads(|| {
             let mut check = |now: u64, end: u64| {
+                // A Python policy failed: stop here; its error is raised below.
+                if microsched_core::plugin::failed() {
+                    return false;
+                }
                 Python::with_gil(|py| {
                     if let Err(e) = py.check_signals() {
                         failure = Some(e);
@@ -90,6 +97,9 @@ fn run<'py>(
             microsched_sim::run_with(&loaded, seed, force, &mut check)
         })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if let Some(message) = microsched_core::plugin::take_failure() {
+        return Err(PolicyFailed::new_err(message));
+    }
     if let Some(e) = failure {
         if !(keep_partial && e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
             return Err(e);
@@ -145,8 +155,12 @@ fn schema() -> String {
     json_schema()
 }
 
+pyo3::create_exception!(_native, PolicyFailed, pyo3::exceptions::PyRuntimeError, "A policy written in Python raised an exception or made a decision out of bounds during a run (the message names the policy, the call, the value and the simulated time).");
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    policies::install();
+    m.add("PolicyFailed", m.py().get_type::<PolicyFailed>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;

@@ -193,10 +193,15 @@ const UNSUPPORTED: &[Unsupported] = &[
                 SchedCfg::Darc(_) => "darc",
                 SchedCfg::Shinjuku(_) => "shinjuku",
                 SchedCfg::Concord(_) => "concord",
+                SchedCfg::Python(_) => return None,
             };
             Some(("policy.sched.kind".to_string(), format!("{kind:?}")))
         },
         supported: "the runtime's workers run \"queue\" (c-FCFS or d-FCFS, as server.queue says) or \"synergy\"; the policies with a dispatcher or class queues are simulator-only so far",
+    },
+    Unsupported {
+        check: |s| matches!(s.policy.sched, microsched_core::scenario::SchedCfg::Python(_)).then(|| ("policy.sched.kind".to_string(), "\"python\"".to_string())),
+        supported: "Python queueing policies run in the simulator; the runtime's workers decide on every request without the GIL, so they run the built-in queueing policies (Python core allocators and overload controllers run in the runtime's control thread)",
     },
     Unsupported {
         check: |s| set("server.dispatcher", s.server.dispatcher.as_ref().map(|d| d.cost_ns), s.server.dispatcher.is_some()),

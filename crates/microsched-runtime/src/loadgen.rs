@@ -876,7 +876,14 @@ pub fn run(
 /// The names the policies of `sc` report (the server runs them; the summary names them).
 fn policy_names(sc: &microsched_core::scenario::Scenario) -> (String, String) {
     let max_cores = sc.server.max_cores;
-    let allocator = microsched_core::alloc::build(&sc.policy.allocator, max_cores).name();
-    let overload = microsched_core::overload::build(&sc.policy.overload, 1, max_cores, 1).map_or("none", |c| c.name());
-    (allocator.to_string(), overload.to_string())
+    // The names only: a policy that cannot be built here (a Python one without the front) is
+    // named by its kind, as the scenario writes it.
+    let allocator = microsched_core::alloc::build(&sc.policy.allocator, &microsched_core::env::AllocEnv::unseeded(max_cores))
+        .map_or_else(|_| "python".to_string(), |a| a.name().to_string());
+    let env = microsched_core::env::OverloadEnv { sessions: 1, max_cores, rtt_ns: 1, seed: sc.seed };
+    let overload = match microsched_core::overload::build(&sc.policy.overload, &env) {
+        Ok(c) => c.map_or("none", |c| c.name()).to_string(),
+        Err(_) => "python".to_string(),
+    };
+    (allocator, overload)
 }

@@ -113,7 +113,7 @@ impl std::fmt::Debug for Preempt {
 
 impl Preempt {
     pub(crate) fn new(sc: &Scenario, workers: usize) -> Self {
-        let policy = microsched_core::sched::build::<RtView>(sc, sc.seed);
+        let policy = microsched_core::sched::build::<RtView>(sc, sc.seed).expect("the scenario was validated, and the runtime refuses python queueing policies");
         let per_request = policy.per_request();
         let default_quantum = sc.server.preemption.quantum_us.map_or(Nanos::MAX, |q| us(q).max(1));
         Preempt {

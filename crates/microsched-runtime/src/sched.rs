@@ -159,7 +159,7 @@ impl Sched {
         let (policy, per_request) = if sh.preempt.shared_policy.is_some() {
             (Policy::Shared(sh.clone()), true)
         } else {
-            (Policy::Own(sched::build::<RtView>(sc, seed)), false)
+            (Policy::Own(sched::build::<RtView>(sc, seed).expect("the scenario was validated, and the runtime refuses python queueing policies")), false)
         };
         Self { policy, view: RtView::new(sh), per_request }
     }

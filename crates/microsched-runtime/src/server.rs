@@ -254,7 +254,8 @@ impl Server {
             .map_err(|e| ConfigError(format!("--addr: {e}")))?;
         set_buffers(&sock, 8 << 20);
         let n = sc.server.max_cores;
-        let allocator = alloc::build(&sc.policy.allocator, n);
+        let allocator = alloc::build(&sc.policy.allocator, &microsched_core::env::AllocEnv { max_cores: n, seed: sc.seed })
+            .map_err(|e| ConfigError(e.to_string()))?;
         let park_rule = allocator.park_rule();
         // Static allocation starts with every core; dynamic ones with one, as the simulator.
         let initially_active = if park_rule.mode == ParkMode::Never {
@@ -263,7 +264,8 @@ impl Server {
             1
         };
         let rtt = us(sc.network.rtt_us);
-        let ctl = overload::build(&sc.policy.overload, sc.clients.sessions, n, rtt);
+        let env = microsched_core::env::OverloadEnv { sessions: sc.clients.sessions, max_cores: n, rtt_ns: rtt, seed: sc.seed };
+        let ctl = overload::build(&sc.policy.overload, &env).map_err(|e| ConfigError(e.to_string()))?;
         let credit_based = ctl.is_some();
         let mut cores = Vec::new();
         let mut locals = Vec::new();

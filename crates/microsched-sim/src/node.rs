@@ -77,9 +77,10 @@ pub struct Node {
 impl Node {
     /// Node `index` of `sc`; `sessions` counts the sessions of every application, `spin_locks`
     /// the mutexes of every application.
-    pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, spin_locks: Vec<bool>) -> Self {
+    pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, spin_locks: Vec<bool>) -> Result<Self, microsched_core::ScenarioError> {
         let workers = sched::worker_cores(sc);
-        let allocator = alloc::build(sc.node_allocator(index as usize), sc.server.max_cores);
+        let node_seed = if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) };
+        let allocator = alloc::build(sc.node_allocator(index as usize), &microsched_core::env::AllocEnv { max_cores: sc.server.max_cores, seed: node_seed })?;
         let mut server = Server::new(
             index,
             ServerCfg {
@@ -93,10 +94,9 @@ impl Node {
             // Dynamic policies start from one core and grow as load demands.
             if allocator.park_rule().mode == ParkMode::Never { workers as usize } else { 1 },
             // Node 0 draws from the streams a single server always drew from.
-            sched::build(sc, if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) }),
+            sched::build(sc, node_seed)?,
             spin_locks,
         );
-        let node_seed = if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) };
         if let Some(search) = sched::work_search(sc).build(workers as usize, microsched_core::rng::stream(node_seed, "search")) {
             server.set_search(search);
         }
@@ -104,7 +104,8 @@ impl Node {
             server.irq = Some(Box::new(irq.build(workers as usize, microsched_core::rng::stream(node_seed, "irq"))));
         }
         let rtt = us(sc.network.rtt_us);
-        let credit = overload::build(&sc.policy.overload, sessions, sc.server.max_cores, rtt).map(|ctl| {
+        let env = microsched_core::env::OverloadEnv { sessions, max_cores: sc.server.max_cores, rtt_ns: rtt, seed: node_seed };
+        let credit = overload::build(&sc.policy.overload, &env)?.map(|ctl| {
             let exact = sc.server.delay_signal == DelaySignal::Exact;
             Box::new(Credit {
                 ctl,
@@ -124,7 +125,7 @@ impl Node {
                 drained_sum: 0.0,
             })
         });
-        Self {
+        Ok(Self {
             server,
             allocator,
             credit,
@@ -140,7 +141,7 @@ impl Node {
             parking: Parking::default(),
             window_start_parking: Parking::default(),
             last_sample_parking: Parking::default(),
-        }
+        })
     }
 
     /// Per worker core: busy time (overhead included) up to `now`.

@@ -130,7 +130,7 @@ impl Sim {
             }
             _ => None,
         };
-        let mut nodes: Vec<Node> = (0..sc.node_count() as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect();
+        let mut nodes: Vec<Node> = (0..sc.node_count() as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect::<Result<_, _>>()?;
         if let OverloadCfg::Breakwater(b) = &sc.policy.overload {
             if let Some(budget) = b.latency_budget_us {
                 let exact = sc.server.delay_signal == microsched_core::scenario::DelaySignal::Exact;

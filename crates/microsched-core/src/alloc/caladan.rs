@@ -121,9 +121,9 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl super::AllocatorConfig for Config {
     /// Checks the parameters; `field` is the table's dotted path.
-    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+    fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
         use super::common::{check_non_negative_us, check_positive_us};
         check_positive_us(format!("{field}.interval_us"), self.interval_us)?;
         // Zero would mean "always congested" here; in Caladan it selects Shenango's signal,
@@ -136,7 +136,7 @@ impl Config {
     }
 
     /// The allocator; the configuration must have passed [`Config::validate`].
-    pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, _env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
         use crate::time::us;
         Box::new(CaladanAllocator::new(us(self.interval_us), us(self.delay_threshold_us), us(self.poll_us)).with_waking_skip(self.waking_skip))
     }

@@ -305,9 +305,9 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl super::AllocatorConfig for Config {
     /// Checks the parameters; `field` is the table's dotted path.
-    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+    fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
         use super::common::{check_non_negative_us, check_positive_us};
         let f = |key: &str| format!("{field}.{key}");
         check_positive_us(f("interval_us"), self.interval_us)?;
@@ -332,7 +332,8 @@ impl Config {
     }
 
     /// The allocator; the configuration must have passed [`Config::validate`].
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
+        let max_cores = env.max_cores;
         use crate::time::us;
         let r = self.r_per_session.map_or(RRule::Fixed(self.r), RRule::PerSession);
         let mut a = CoreSyncAllocator::new(

@@ -289,8 +289,8 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+impl super::AllocatorConfig for Config {
+    fn validate(&self, field: &str) -> Result<(), ScenarioError> {
         use super::common::check_positive_us;
         super::common::check_window_ms(format!("{field}.window_ms"), self.window_ms)?;
         check_positive_us(format!("{field}.poll_us"), self.poll_us)?;
@@ -312,7 +312,8 @@ impl Config {
         self.mechanism.validate(&format!("{field}.mechanism"))
     }
 
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
+        let max_cores = env.max_cores;
         Box::new(AcbfAllocator::new(self, max_cores))
     }
 }

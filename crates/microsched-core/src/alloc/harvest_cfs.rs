@@ -103,8 +103,8 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+impl super::AllocatorConfig for Config {
+    fn validate(&self, field: &str) -> Result<(), ScenarioError> {
         use super::common::{check_non_negative_us, check_positive_us};
         if !(self.period_ms.is_finite() && self.period_ms > 0.0 && self.period_ms <= 1000.0) {
             return Err(ScenarioError::new(
@@ -123,7 +123,8 @@ impl Config {
         check_positive_us(format!("{field}.poll_us"), self.poll_us)
     }
 
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
+        let max_cores = env.max_cores;
         let period = ms(self.period_ms);
         let mech = Mechanism {
             kind: MechanismKind::TwoPhaseAffinity,
@@ -158,7 +159,7 @@ mod tests {
     fn lends_every_idle_core_until_the_quota_is_spent() {
         // 4 cores, quota 1 core per 10 µs period (poll 1 µs).
         let cfg = Config { period_ms: 0.01, quota_cores: 1.0, wakeup_preempt_us: 50.0, poll_us: 1.0, ..Default::default() };
-        let mut a = cfg.build(4);
+        let mut a = cfg.build(&crate::env::AllocEnv::unseeded(4));
         let mut v = View::held(0, 4, 2);
         assert_eq!(a.tick(&v), AllocAction::Yield(3));
         v.cores[3] = (CoreState::Parked, false);
@@ -185,7 +186,7 @@ mod tests {
         // 4 cores, quota 1 core per 10 µs: core 2 lent, core 3 granted back and waiting for
         // CFS to preempt the Secondary, which runs there meanwhile: 2 cores' worth of quota.
         let cfg = Config { period_ms: 0.01, quota_cores: 1.0, wakeup_preempt_us: 50.0, poll_us: 1.0, ..Default::default() };
-        let mut a = cfg.build(4);
+        let mut a = cfg.build(&crate::env::AllocEnv::unseeded(4));
         assert!(a.secondary_runs_while_waking());
         let mut v = View::held(0, 4, 2);
         v.cores[2] = (CoreState::Parked, false);

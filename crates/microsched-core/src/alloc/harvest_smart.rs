@@ -104,8 +104,8 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+impl super::AllocatorConfig for Config {
+    fn validate(&self, field: &str) -> Result<(), ScenarioError> {
         super::common::check_window_ms(format!("{field}.window_ms"), self.window_ms)?;
         if self.history_windows == 0 {
             return Err(ScenarioError::new(format!("{field}.history_windows"), "0 is not allowed: must be at least 1"));
@@ -114,7 +114,8 @@ impl Config {
         self.mechanism.validate(&format!("{field}.mechanism"))
     }
 
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
+        let max_cores = env.max_cores;
         let window = ms(self.window_ms);
         Box::new(SmartAllocator {
             cfg: self.clone(),

@@ -76,13 +76,14 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+impl super::AllocatorConfig for Config {
+    fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
         super::common::check_positive_us(format!("{field}.poll_us"), self.poll_us)?;
         self.mechanism.validate(&format!("{field}.mechanism"))
     }
 
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
+        let max_cores = env.max_cores;
         Box::new(StaticBufferAllocator {
             poll: us(self.poll_us),
             buffer: self.buffer as usize,

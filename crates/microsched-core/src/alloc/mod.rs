@@ -10,19 +10,67 @@
 //!    for at least [`ParkRule::min_poll_ns`] and [`ParkRule::min_passes`] passes, asks
 //!    [`CoreAllocator::on_park_attempt`] whether it may park, and parks it if so.
 
-pub mod caladan;
 mod common;
-pub mod coresync;
-pub mod delay_range;
 pub mod harvest;
-pub mod harvest_acbf;
-pub mod harvest_cfs;
-pub mod harvest_smart;
-pub mod harvest_static;
-pub mod shenango;
-pub mod shenango_artifact;
-pub mod static_alloc;
-pub mod utilization_range;
+
+/// The registry: one line per policy, `file::Variant`. A line declares the policy's file
+/// (`alloc/file.rs`, whose `Config` implements [`AllocatorConfig`]), its `kind` in scenarios (the
+/// variant in snake_case, or as a `#[serde(rename)]` before it says) and its row in the scenario
+/// schema. Adding a policy is its file and its line here; nothing else names it.
+macro_rules! registry {
+    ($( $(#[$attr:meta])* $file:ident :: $Variant:ident ),* $(,)?) => {
+        $( pub mod $file; )*
+
+        /// Core allocation policy. Defaults follow the CoreSync evaluation (§IV-A).
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+        pub enum AllocatorCfg {
+            $( $(#[$attr])* $Variant($file::Config), )*
+            /// A core allocator written in Python (see the "write your own policy" docs page).
+            Python(crate::plugin::PythonPolicy),
+        }
+
+        impl AllocatorCfg {
+            /// The built-in policy's configuration; `None` for a Python one.
+            fn registered(&self) -> Option<&dyn AllocatorConfig> {
+                match self {
+                    $( AllocatorCfg::$Variant(c) => Some(c), )*
+                    AllocatorCfg::Python(_) => None,
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    static_alloc::Static,
+    shenango::Shenango,
+    caladan::Caladan,
+    shenango_artifact::ShenangoArtifact,
+    utilization_range::UtilizationRange,
+    delay_range::DelayRange,
+    #[serde(rename = "coresync")]
+    coresync::CoreSync,
+    harvest_acbf::HarvestAcbf,
+    harvest_static::HarvestStatic,
+    harvest_cfs::HarvestCfs,
+    harvest_smart::HarvestSmart,
+}
+
+impl Default for AllocatorCfg {
+    fn default() -> Self {
+        AllocatorCfg::Static(static_alloc::Config::default())
+    }
+}
+
+/// A policy's `[policy.allocator]` table (its parameters, serde + JSON Schema, defaults and doc
+/// comments that become the schema's descriptions): how it is checked and built.
+pub trait AllocatorConfig {
+    /// Checks the parameters; `field` is the table's dotted path, which errors name.
+    fn validate(&self, field: &str) -> Result<(), ScenarioError>;
+    /// The allocator; the configuration has passed [`AllocatorConfig::validate`].
+    fn build(&self, env: &AllocEnv) -> Box<dyn CoreAllocator>;
+}
 
 pub use caladan::CaladanAllocator;
 pub use coresync::{CoreSyncAllocator, RRule};
@@ -31,9 +79,9 @@ pub use shenango::ShenangoAllocator;
 pub use static_alloc::StaticAllocator;
 pub use utilization_range::UtilizationRangeAllocator;
 
+use crate::env::AllocEnv;
 use crate::error::ScenarioError;
 use crate::overload::CreditLink;
-use crate::scenario::AllocatorCfg;
 use crate::time::Nanos;
 
 pub type CoreId = u16;
@@ -315,38 +363,24 @@ pub trait CoreAllocator: Send {
     fn name(&self) -> &'static str;
 }
 
-/// Checks an allocator configuration; `field` is its dotted path. Each policy's file owns its
-/// parameters and their checks.
+/// Checks an allocator configuration; `field` is its dotted path. A Python policy is checked by
+/// importing its class and fitting its parameters (through [`crate::plugin`]).
 pub fn validate(cfg: &AllocatorCfg, field: &str) -> Result<(), ScenarioError> {
-    match cfg {
-        AllocatorCfg::Static(c) => c.validate(field),
-        AllocatorCfg::Shenango(c) => c.validate(field),
-        AllocatorCfg::Caladan(c) => c.validate(field),
-        AllocatorCfg::ShenangoArtifact(c) => c.validate(field),
-        AllocatorCfg::UtilizationRange(c) => c.validate(field),
-        AllocatorCfg::DelayRange(c) => c.validate(field),
-        AllocatorCfg::CoreSync(c) => c.validate(field),
-        AllocatorCfg::HarvestAcbf(c) => c.validate(field),
-        AllocatorCfg::HarvestStatic(c) => c.validate(field),
-        AllocatorCfg::HarvestCfs(c) => c.validate(field),
-        AllocatorCfg::HarvestSmart(c) => c.validate(field),
+    match cfg.registered() {
+        Some(c) => c.validate(field),
+        None => match cfg {
+            AllocatorCfg::Python(p) => crate::plugin::python_bridge(field)?.validate(crate::plugin::PolicyKind::Allocator, p, field).map(drop),
+            _ => unreachable!("every built-in is registered"),
+        },
     }
 }
 
-/// Builds the policy a configuration names; `cfg` must have passed [`validate`].
-pub fn build(cfg: &AllocatorCfg, max_cores: u32) -> Box<dyn CoreAllocator> {
+/// Builds the policy a configuration names; `cfg` must have passed [`validate`]. A Python
+/// policy's constructor may still fail (it runs the user's code): the error names the table.
+pub fn build(cfg: &AllocatorCfg, env: &AllocEnv) -> Result<Box<dyn CoreAllocator>, ScenarioError> {
     match cfg {
-        AllocatorCfg::Static(c) => c.build(max_cores),
-        AllocatorCfg::Shenango(c) => c.build(max_cores),
-        AllocatorCfg::Caladan(c) => c.build(max_cores),
-        AllocatorCfg::ShenangoArtifact(c) => c.build(max_cores),
-        AllocatorCfg::UtilizationRange(c) => c.build(max_cores),
-        AllocatorCfg::DelayRange(c) => c.build(max_cores),
-        AllocatorCfg::CoreSync(c) => c.build(max_cores),
-        AllocatorCfg::HarvestAcbf(c) => c.build(max_cores),
-        AllocatorCfg::HarvestStatic(c) => c.build(max_cores),
-        AllocatorCfg::HarvestCfs(c) => c.build(max_cores),
-        AllocatorCfg::HarvestSmart(c) => c.build(max_cores),
+        AllocatorCfg::Python(p) => crate::plugin::python_bridge("policy.allocator")?.allocator(p, env),
+        _ => Ok(cfg.registered().expect("every built-in is registered").build(env)),
     }
 }
 
@@ -368,13 +402,13 @@ mod tests {
     fn defaults_validate_and_build() {
         for cfg in defaults() {
             validate(&cfg, "policy.allocator").unwrap();
-            let a = build(&cfg, 16);
+            let a = build(&cfg, &AllocEnv::unseeded(16)).unwrap();
             assert_eq!(a.signal(), None, "{}", a.name());
             if a.name() != "static" {
                 assert_eq!(a.interval(), Some(5_000), "{}", a.name());
             }
         }
-        let a = build(&AllocatorCfg::Caladan(caladan::Config { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 2.0, ..Default::default() }), 16);
+        let a = build(&AllocatorCfg::Caladan(caladan::Config { interval_us: 5.0, delay_threshold_us: 10.0, poll_us: 2.0, ..Default::default() }), &AllocEnv::unseeded(16)).unwrap();
         assert_eq!(a.park_rule().min_poll_ns, 2_000);
     }
 

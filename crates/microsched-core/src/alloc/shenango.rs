@@ -100,16 +100,16 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl super::AllocatorConfig for Config {
     /// Checks the parameters; `field` is the table's dotted path.
-    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+    fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
         use super::common::{check_non_negative_us, check_positive_us};
         check_positive_us(format!("{field}.interval_us"), self.interval_us)?;
         check_non_negative_us(format!("{field}.poll_us"), self.poll_us)
     }
 
     /// The allocator; the configuration must have passed [`Config::validate`].
-    pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, _env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
         use crate::time::us;
         Box::new(ShenangoAllocator::new(us(self.interval_us), us(self.poll_us), self.min_passes))
     }

@@ -41,22 +41,24 @@ impl Config {
         }
     }
 
-    /// Checks the parameters; `field` is the table's dotted path.
-    pub fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
-        self.caladan().validate(field)
-    }
-
-    /// The allocator; the configuration must have passed [`Config::validate`].
-    pub fn build(&self, _max_cores: u32) -> Box<dyn CoreAllocator> {
-        Box::new(self.allocator())
-    }
-
     fn allocator(&self) -> CaladanAllocator {
         use crate::time::us;
         let c = self.caladan();
         CaladanAllocator::new(us(c.interval_us), us(c.delay_threshold_us), us(c.poll_us))
             .with_waking_skip(WakingSkip::Simple)
             .with_name("shenango_artifact")
+    }
+}
+
+impl super::AllocatorConfig for Config {
+    /// Checks the parameters; `field` is the table's dotted path.
+    fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        super::AllocatorConfig::validate(&self.caladan(), field)
+    }
+
+    /// The allocator; the configuration must have passed [`Config::validate`].
+    fn build(&self, _env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
+        Box::new(self.allocator())
     }
 }
 
@@ -71,7 +73,7 @@ mod tests {
     fn is_caladan_simple_with_the_artifact_defaults() {
         let cfg: AllocatorCfg = serde_json::from_value(serde_json::json!({ "kind": "shenango_artifact" })).unwrap();
         crate::alloc::validate(&cfg, "policy.allocator").unwrap();
-        let a = crate::alloc::build(&cfg, 16);
+        let a = crate::alloc::build(&cfg, &crate::env::AllocEnv::unseeded(16)).unwrap();
         assert_eq!(a.name(), "shenango_artifact");
         assert_eq!(a.interval(), Some(5_000));
         assert_eq!(a.park_rule().min_poll_ns, 2_000);

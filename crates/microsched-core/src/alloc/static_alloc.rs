@@ -42,12 +42,13 @@ impl CoreAllocator for StaticAllocator {
 #[schemars(deny_unknown_fields)]
 pub struct Config {}
 
-impl Config {
-    pub fn validate(&self, _field: &str) -> Result<(), crate::error::ScenarioError> {
+impl super::AllocatorConfig for Config {
+    fn validate(&self, _field: &str) -> Result<(), crate::error::ScenarioError> {
         Ok(())
     }
 
-    pub fn build(&self, max_cores: u32) -> Box<dyn CoreAllocator> {
+    fn build(&self, env: &crate::env::AllocEnv) -> Box<dyn CoreAllocator> {
+        let max_cores = env.max_cores;
         Box::new(StaticAllocator::new(max_cores))
     }
 }

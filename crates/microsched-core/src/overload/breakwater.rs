@@ -1539,3 +1539,12 @@ mod tests {
         }
     }
 }
+
+impl super::OverloadConfig for Config {
+    fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        Config::validate(self, field)
+    }
+    fn build(&self, env: &crate::env::OverloadEnv) -> Option<Box<dyn super::CreditController>> {
+        Some(Config::build(self, env.sessions, env.max_cores, env.rtt_ns))
+    }
+}

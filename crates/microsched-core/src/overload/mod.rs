@@ -19,15 +19,57 @@
 //! The "none" controller is no object at all: drivers skip credits entirely for it ([`build`]
 //! returns `None`).
 
-pub mod breakwater;
 pub mod client;
-pub mod protego;
-pub mod seda;
+
+/// The registry: one line per controller, `file::Variant` (see [`crate::alloc`]'s registry).
+/// `none` is no controller at all and `python` a controller written in Python.
+macro_rules! registry {
+    ($( $(#[$attr:meta])* $file:ident :: $Variant:ident ),* $(,)?) => {
+        $( pub mod $file; )*
+
+        /// Overload (admission) control.
+        #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+        pub enum OverloadCfg {
+            /// Everything is admitted; clients send as soon as a request is created.
+            #[default]
+            None,
+            $( $(#[$attr])* $Variant($file::Config), )*
+            /// A credit controller written in Python (see the "write your own policy" docs page).
+            Python(crate::plugin::PythonPolicy),
+        }
+
+        impl OverloadCfg {
+            /// The built-in controller's configuration; `None` for `none` and Python.
+            fn registered(&self) -> Option<&dyn OverloadConfig> {
+                match self {
+                    $( OverloadCfg::$Variant(c) => Some(c), )*
+                    OverloadCfg::None | OverloadCfg::Python(_) => None,
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    breakwater::Breakwater,
+    protego::Protego,
+    seda::Seda,
+}
+
+/// A controller's `[policy.overload]` table: how it is checked and built.
+pub trait OverloadConfig {
+    /// Checks the parameters; `field` is the table's dotted path, which errors name.
+    fn validate(&self, field: &str) -> Result<(), ScenarioError>;
+    /// The controller, with sessions `0..env.sessions` connected; `None` for a policy that runs
+    /// no credits at the server. The configuration has passed [`OverloadConfig::validate`].
+    fn build(&self, env: &OverloadEnv) -> Option<Box<dyn CreditController>>;
+}
 
 pub use breakwater::Breakwater;
 
+use crate::env::OverloadEnv;
 use crate::error::ScenarioError;
-use crate::scenario::OverloadCfg;
 use crate::time::Nanos;
 
 pub type SessionId = u32;
@@ -129,27 +171,24 @@ pub trait CreditController: CreditLink + Send {
     fn name(&self) -> &'static str;
 }
 
-/// Checks an overload-controller configuration; `field` is its dotted path. Each controller's
-/// file owns its parameters and their checks.
+/// Checks an overload-controller configuration; `field` is its dotted path.
 pub fn validate(cfg: &OverloadCfg, field: &str) -> Result<(), ScenarioError> {
     match cfg {
         OverloadCfg::None => Ok(()),
-        OverloadCfg::Breakwater(c) => c.validate(field),
-        OverloadCfg::Protego(c) => c.validate(field),
-        OverloadCfg::Seda(c) => c.validate(field),
+        OverloadCfg::Python(p) => crate::plugin::python_bridge(field)?.validate(crate::plugin::PolicyKind::Overload, p, field).map(drop),
+        _ => cfg.registered().expect("every built-in is registered").validate(field),
     }
 }
 
-/// Builds the controller a scenario names, `None` for the "none" controller (no credits at all).
-/// `rtt_ns` is the network RTT: the default control period, and the RTT of the core fix's
-/// minimum pool. `cfg` is assumed to have passed [`validate`].
-pub fn build(cfg: &OverloadCfg, sessions: u32, max_cores: u32, rtt_ns: Nanos) -> Option<Box<dyn CreditController>> {
+/// Builds the controller a scenario names, `None` for the "none" controller (no credits at all)
+/// and for client-side control (SEDA). `env.rtt_ns` is the network RTT: the default control
+/// period, and the RTT of the core fix's minimum pool. `cfg` has passed [`validate`]; a Python
+/// controller's constructor may still fail (the error names the table).
+pub fn build(cfg: &OverloadCfg, env: &OverloadEnv) -> Result<Option<Box<dyn CreditController>>, ScenarioError> {
     match cfg {
-        OverloadCfg::None => None,
-        OverloadCfg::Breakwater(c) => Some(c.build(sessions, max_cores, rtt_ns)),
-        OverloadCfg::Protego(c) => Some(c.build(sessions, max_cores, rtt_ns)),
-        // Client-side rate limits only (the driver's `seda::Seda`): no credits.
-        OverloadCfg::Seda(_) => None,
+        OverloadCfg::None => Ok(None),
+        OverloadCfg::Python(p) => crate::plugin::python_bridge("policy.overload")?.controller(p, env).map(Some),
+        _ => Ok(cfg.registered().expect("every built-in is registered").build(env)),
     }
 }
 
@@ -164,13 +203,17 @@ mod tests {
         validate(&OverloadCfg::Breakwater(c), "policy.overload").unwrap_err()
     }
 
+    fn env() -> OverloadEnv {
+        OverloadEnv { sessions: 10, max_cores: 4, rtt_ns: 10_000, seed: 0 }
+    }
+
     #[test]
     fn defaults_validate_and_build() {
         assert!(validate(&OverloadCfg::None, "policy.overload").is_ok());
         let c = OverloadCfg::Breakwater(BreakwaterCfg::default());
         assert!(validate(&c, "policy.overload").is_ok());
-        assert!(build(&OverloadCfg::None, 10, 4, 10_000).is_none());
-        let b = build(&c, 10, 4, 10_000).expect("breakwater builds");
+        assert!(build(&OverloadCfg::None, &env()).unwrap().is_none());
+        let b = build(&c, &env()).unwrap().expect("breakwater builds");
         assert_eq!(b.name(), "breakwater");
         assert_eq!(b.pool(), 4);
         assert_eq!(b.sessions(), 10);

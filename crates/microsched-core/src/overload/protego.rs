@@ -466,3 +466,12 @@ mod tests {
         assert!(Config::default().validate("p").is_ok());
     }
 }
+
+impl super::OverloadConfig for Config {
+    fn validate(&self, field: &str) -> Result<(), crate::error::ScenarioError> {
+        Config::validate(self, field)
+    }
+    fn build(&self, env: &crate::env::OverloadEnv) -> Option<Box<dyn super::CreditController>> {
+        Some(Config::build(self, env.sessions, env.max_cores, env.rtt_ns))
+    }
+}

@@ -454,3 +454,13 @@ mod tests {
         assert!(Config::default().validate("p").is_ok());
     }
 }
+
+impl super::OverloadConfig for Config {
+    fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+        Config::validate(self, field)
+    }
+    /// SEDA limits rates at the clients (the driver's [`Seda`]): the server runs no credits.
+    fn build(&self, _env: &crate::env::OverloadEnv) -> Option<Box<dyn super::CreditController>> {
+        None
+    }
+}

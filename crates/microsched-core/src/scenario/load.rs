@@ -50,17 +50,63 @@ impl Scenario {
         for o in overrides {
             apply_override(&mut tree, o)?;
         }
-        let scenario: Scenario = deserialize(&tree)?;
+        let mut scenario: Scenario = deserialize(&tree)?;
+        scenario.resolve_python_policies(base_dir);
         // serde ignores extra keys in a field-less tagged variant (`kind = "static"`); comparing
         // the input with what was understood catches those, and any other quirk, generically.
         let understood = serde_json::to_value(&scenario).expect("scenario serialises");
         reject_unread_keys(&tree, &understood, "")?;
         scenario.validate(base_dir)?;
         super::limits::check_times(&understood, "")?;
+        scenario.fill_python_params()?;
         Ok(Loaded {
             scenario,
             base_dir: base_dir.to_path_buf(),
         })
+    }
+}
+
+impl Scenario {
+    /// Makes the file paths of Python policies absolute (relative to the scenario's folder), so
+    /// that the validated scenario names the same files wherever it runs.
+    fn resolve_python_policies(&mut self, base_dir: &Path) {
+        let allocators = std::iter::once(&mut self.policy.allocator).chain(self.applications.iter_mut().filter_map(|a| a.allocator.as_mut()));
+        for a in allocators {
+            if let crate::alloc::AllocatorCfg::Python(p) = a {
+                p.resolve(base_dir);
+            }
+        }
+        if let crate::overload::OverloadCfg::Python(p) = &mut self.policy.overload {
+            p.resolve(base_dir);
+        }
+        if let crate::sched::SchedCfg::Python(p) = &mut self.policy.sched {
+            p.resolve(base_dir);
+        }
+    }
+}
+
+impl Scenario {
+    /// Writes the parameters of each Python policy with its class's defaults filled in, so that
+    /// `microsched validate` shows, and results record, every value the policy ran with.
+    fn fill_python_params(&mut self) -> Result<(), ScenarioError> {
+        use crate::plugin::{python_bridge, PolicyKind};
+        let fill = |p: &mut crate::plugin::PythonPolicy, kind: PolicyKind| -> Result<(), ScenarioError> {
+            p.params = python_bridge(kind.field())?.validate(kind, p, kind.field())?;
+            Ok(())
+        };
+        let allocators = std::iter::once(&mut self.policy.allocator).chain(self.applications.iter_mut().filter_map(|a| a.allocator.as_mut()));
+        for a in allocators {
+            if let crate::alloc::AllocatorCfg::Python(p) = a {
+                fill(p, PolicyKind::Allocator)?;
+            }
+        }
+        if let crate::overload::OverloadCfg::Python(p) = &mut self.policy.overload {
+            fill(p, PolicyKind::Overload)?;
+        }
+        if let crate::sched::SchedCfg::Python(p) = &mut self.policy.sched {
+            fill(p, PolicyKind::Sched)?;
+        }
+        Ok(())
     }
 }
 

@@ -108,8 +108,8 @@ impl Config {
         Ok(())
     }
 
-    pub fn build(&self, sc: &Scenario) -> Concord {
-        let quantum = sc.server.preemption.build().quantum;
+    pub fn build(&self, env: &crate::env::SchedEnv) -> Concord {
+        let quantum = env.quantum;
         let threshold = match self.work_threshold_us {
             Some(t) => us(t),
             None if quantum == Nanos::MAX => us(0.5),
@@ -314,5 +314,24 @@ mod tests {
         assert_eq!(QueuePolicy::<View>::dispatcher_slack(&mut p, 11_600), Slack::Run(300));
         // Worker 0 past its quantum no longer counts; worker 1 is 4000 ns in: capped at 2 µs.
         assert_eq!(QueuePolicy::<View>::dispatcher_slack(&mut p, 15_000), Slack::Run(1500));
+    }
+}
+
+impl super::SchedChecks for Config {
+    fn validate(&self, field: &str, sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
+        Config::validate(self, field, sc)
+    }
+    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
+        DISPATCHER_ROUTES
+    }
+    fn warnings(&self, sc: &crate::scenario::Scenario) -> Vec<String> {
+        Config::missing(sc)
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = Concord;
+    fn build(&self, env: &crate::env::SchedEnv) -> Concord {
+        Config::build(self, env)
     }
 }

@@ -78,9 +78,10 @@ impl Config {
         Ok(())
     }
 
-    pub fn build(&self, sc: &Scenario) -> Darc {
-        let stats = type_stats(sc).unwrap_or_default();
-        reserve(&stats, super::worker_cores(sc) as usize, self.delta)
+    pub fn build(&self, env: &crate::env::SchedEnv) -> Darc {
+        // Validation refused empirical distributions, so every type has its mean.
+        let stats: Vec<(f64, f64)> = env.types.iter().map(|t| (t.mean_us.unwrap_or(0.0), t.ratio)).collect();
+        reserve(&stats, env.workers as usize, self.delta)
     }
 }
 
@@ -211,5 +212,21 @@ mod tests {
         // Shorts may use the longs' cores, never the reverse.
         let d = reserve(&[(0.5, 0.995), (500.0, 0.005)], 14, 0.2);
         assert!(d.serves(0, 0) && d.serves(5, 0) && d.serves(5, 1) && !d.serves(0, 1));
+    }
+}
+
+impl super::SchedChecks for Config {
+    fn validate(&self, field: &str, sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
+        Config::validate(self, field, sc)
+    }
+    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
+        DISPATCHER_ROUTES
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = Darc;
+    fn build(&self, env: &crate::env::SchedEnv) -> Darc {
+        Config::build(self, env)
     }
 }

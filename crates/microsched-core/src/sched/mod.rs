@@ -24,21 +24,101 @@
 
 pub mod asqm;
 pub mod cfcfs;
-pub mod concord;
-pub mod darc;
 pub mod dfcfs;
 pub mod dispatcher;
 pub mod mutex;
 pub mod irq;
 pub mod preemption;
 pub mod search;
-pub mod shinjuku;
-pub mod synergy;
-pub mod tiny_quanta;
 
-use crate::rng::stream;
-use crate::scenario::{QueueMode, Scenario, SchedCfg};
+use crate::env::SchedEnv;
+use crate::scenario::{QueueMode, Scenario};
 use crate::{Nanos, ScenarioError};
+
+/// The registry: one line per queueing policy, `file::Variant` (see [`crate::alloc`]'s
+/// registry). `queue` is the one `server.queue` names; `python` a policy written in Python.
+macro_rules! registry {
+    ($( $(#[$attr:meta])* $file:ident :: $Variant:ident ),* $(,)?) => {
+        $( pub mod $file; )*
+
+        /// The queueing policy: `queue` (default) is the one `server.queue` names (c-FCFS or
+        /// d-FCFS); the others bring their own parameters (see [`crate::sched`]).
+        #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+        pub enum SchedCfg {
+            /// `server.queue` decides: `central` (c-FCFS) or `per_core` (d-FCFS, `server.steal`).
+            #[default]
+            Queue,
+            $( $(#[$attr])* $Variant($file::Config), )*
+            /// A queueing policy written in Python (see the "write your own policy" docs page).
+            Python(crate::plugin::PythonPolicy),
+        }
+
+        /// The queueing policy `cfg` names, for a driver whose view is `V`.
+        pub fn build_policy<V: ServerView + 'static>(cfg: &SchedCfg, env: &SchedEnv) -> Result<Box<dyn QueuePolicy<V>>, ScenarioError> {
+            Ok(match cfg {
+                SchedCfg::Queue => queue_policy(env),
+                $( SchedCfg::$Variant(c) => Box::new(SchedConfig::build(c, env)), )*
+                SchedCfg::Python(p) => Box::new(crate::plugin::Dyn(crate::plugin::python_bridge("policy.sched")?.queue_policy(p, env)?)),
+            })
+        }
+
+        impl SchedCfg {
+            /// The built-in policy's configuration as its trait sees it, for what does not
+            /// depend on the policy type (checks, routes, warnings).
+            fn with_registered<R>(&self, f: impl FnOnce(&dyn SchedChecks) -> R) -> Option<R> {
+                match self {
+                    $( SchedCfg::$Variant(c) => Some(f(c)), )*
+                    SchedCfg::Queue | SchedCfg::Python(_) => None,
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    synergy::Synergy,
+    tiny_quanta::TinyQuanta,
+    darc::Darc,
+    shinjuku::Shinjuku,
+    concord::Concord,
+}
+
+/// What a queueing policy's configuration says of itself that does not need its policy type.
+pub trait SchedChecks {
+    /// Checks the parameters against the scenario (a policy may need parametric service times,
+    /// a quantum, a dispatcher); `field` is the table's dotted path.
+    fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError>;
+    /// Which worker events go through the dispatcher core (its artifact's loop).
+    fn dispatcher_routes(&self) -> dispatcher::Routes {
+        dispatcher::Routes::ALL
+    }
+    /// Warnings about a policy chosen without what its paper runs it with.
+    fn warnings(&self, _sc: &Scenario) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A queueing policy's `[policy.sched]` table: its checks, and how it is built from its
+/// environment. The policy works with any driver's view.
+pub trait SchedConfig: SchedChecks {
+    type Policy;
+    fn build(&self, env: &SchedEnv) -> Self::Policy;
+}
+
+/// The default `queue` policy: c-FCFS, or d-FCFS with or without stealing.
+fn queue_policy<V: ServerView + 'static>(env: &SchedEnv) -> Box<dyn QueuePolicy<V>> {
+    match env.queue {
+        QueueMode::Central => Box::new(cfcfs::CentralFcfs),
+        QueueMode::PerCore => {
+            let mut p = dfcfs::DistributedFcfs::new(env.steal, env.legacy_stream("steal"));
+            if env.steering == crate::scenario::Steering::Random {
+                p.steer_randomly(env.legacy_stream("steering"));
+            }
+            Box::new(p)
+        }
+    }
+}
 
 /// A queue of the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,39 +261,17 @@ pub enum Slack {
     After(Nanos),
 }
 
-/// The queueing policy of a scenario, for a driver whose view is `V`.
-pub fn build<V: ServerView + ?Sized>(sc: &Scenario, seed: u64) -> Box<dyn QueuePolicy<V>> {
-    match &sc.policy.sched {
-        SchedCfg::Queue => {}
-        SchedCfg::Synergy(c) => return Box::new(c.build()),
-        SchedCfg::TinyQuanta(c) => return Box::new(c.build(sc)),
-        SchedCfg::Darc(c) => return Box::new(c.build(sc)),
-        SchedCfg::Shinjuku(c) => return Box::new(c.build(sc)),
-        SchedCfg::Concord(c) => return Box::new(c.build(sc)),
-    }
-    match sc.server.queue {
-        QueueMode::Central => Box::new(cfcfs::CentralFcfs),
-        QueueMode::PerCore => {
-            let mut p = dfcfs::DistributedFcfs::new(sc.server.steal, stream(seed, "steal"));
-            if sc.server.steering == crate::scenario::Steering::Random {
-                p.steer_randomly(stream(seed, "steering"));
-            }
-            Box::new(p)
-        }
-    }
+/// The queueing policy of a scenario, for a driver whose view is `V`, on a node whose seed is
+/// `seed`.
+pub fn build<V: ServerView + 'static>(sc: &Scenario, seed: u64) -> Result<Box<dyn QueuePolicy<V>>, ScenarioError> {
+    build_policy(&sc.policy.sched, &SchedEnv::of(sc, seed))
 }
 
 /// Which worker events go through the dispatcher core, by policy (each policy file gives its
 /// own with its source); a queue policy with a dispatcher has a central dispatcher that runs the
 /// whole loop, as Shinjuku's and Concord's do.
 pub fn dispatcher_routes(sc: &Scenario) -> dispatcher::Routes {
-    match &sc.policy.sched {
-        SchedCfg::Shinjuku(_) => shinjuku::DISPATCHER_ROUTES,
-        SchedCfg::Concord(_) => concord::DISPATCHER_ROUTES,
-        SchedCfg::TinyQuanta(_) => tiny_quanta::DISPATCHER_ROUTES,
-        SchedCfg::Darc(_) => darc::DISPATCHER_ROUTES,
-        SchedCfg::Queue | SchedCfg::Synergy(_) => dispatcher::Routes::ALL,
-    }
+    sc.policy.sched.with_registered(|c| c.dispatcher_routes()).unwrap_or(dispatcher::Routes::ALL)
 }
 
 /// The dispatcher core's costs per kind of work, if the scenario has one.
@@ -239,12 +297,10 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         ));
     }
     match &sc.policy.sched {
-        SchedCfg::Queue => {}
-        SchedCfg::Synergy(c) => c.validate("policy.sched")?,
-        SchedCfg::TinyQuanta(c) => c.validate("policy.sched", sc)?,
-        SchedCfg::Darc(c) => c.validate("policy.sched", sc)?,
-        SchedCfg::Shinjuku(c) => c.validate("policy.sched", sc)?,
-        SchedCfg::Concord(c) => c.validate("policy.sched", sc)?,
+        SchedCfg::Python(p) => {
+            crate::plugin::python_bridge("policy.sched")?.validate(crate::plugin::PolicyKind::Sched, p, "policy.sched")?;
+        }
+        cfg => cfg.with_registered(|c| c.validate("policy.sched", sc)).unwrap_or(Ok(()))?,
     }
     if let Some(d) = &sc.server.dispatcher {
         d.validate("server.dispatcher", sc.server.max_cores)?;
@@ -262,12 +318,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
 /// policy with no quantum, a dispatcher-based one with no dispatcher core): the run is valid but
 /// is not the policy the name suggests. Each policy file says what it needs.
 pub fn warnings(sc: &Scenario) -> Vec<String> {
-    match &sc.policy.sched {
-        SchedCfg::Shinjuku(_) => shinjuku::Config::missing(sc),
-        SchedCfg::Concord(_) => concord::Config::missing(sc),
-        SchedCfg::TinyQuanta(_) => tiny_quanta::Config::missing(sc),
-        SchedCfg::Queue | SchedCfg::Synergy(_) | SchedCfg::Darc(_) => Vec::new(),
-    }
+    sc.policy.sched.with_registered(|c| c.warnings(sc)).unwrap_or_default()
 }
 
 /// The warnings of a policy `kind` that preempts at `server.preemption.quantum_us` (its paper's

@@ -64,8 +64,8 @@ impl Config {
         Ok(())
     }
 
-    pub fn build(&self, sc: &Scenario) -> Shinjuku {
-        let n = sc.workload.types.len();
+    pub fn build(&self, env: &crate::env::SchedEnv) -> Shinjuku {
+        let n = env.types.len();
         let slo = if self.slo_us.is_empty() { vec![1.0; n] } else { self.slo_us.clone() };
         Shinjuku { slo, times: vec![VecDeque::new(); n], now: 0, current: Vec::new(), pending: 0 }
     }
@@ -149,5 +149,24 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
         }
         self.current[core as usize] = rtype as u8;
         default
+    }
+}
+
+impl super::SchedChecks for Config {
+    fn validate(&self, field: &str, sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
+        Config::validate(self, field, sc)
+    }
+    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
+        DISPATCHER_ROUTES
+    }
+    fn warnings(&self, sc: &crate::scenario::Scenario) -> Vec<String> {
+        Config::missing(sc)
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = Shinjuku;
+    fn build(&self, env: &crate::env::SchedEnv) -> Shinjuku {
+        Config::build(self, env)
     }
 }

@@ -418,3 +418,16 @@ impl Synergy {
         best.map_or(Next::Idle, |(_, v)| Next::Steal(v))
     }
 }
+
+impl super::SchedChecks for Config {
+    fn validate(&self, field: &str, _sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
+        Config::validate(self, field)
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = Synergy;
+    fn build(&self, _env: &crate::env::SchedEnv) -> Synergy {
+        Config::build(self)
+    }
+}

@@ -97,8 +97,8 @@ impl Config {
         Ok(())
     }
 
-    pub fn build(&self, sc: &Scenario) -> TinyQuanta {
-        let n = super::worker_cores(sc) as usize;
+    pub fn build(&self, env: &crate::env::SchedEnv) -> TinyQuanta {
+        let n = env.workers as usize;
         TinyQuanta {
             cap: if self.coroutines == 0 { u32::MAX } else { self.coroutines },
             period: self.ring_poll_quanta,
@@ -232,5 +232,24 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for TinyQuanta {
         let w = self.worker(core);
         w.in_flight -= 1;
         w.serviced -= w.current as u64;
+    }
+}
+
+impl super::SchedChecks for Config {
+    fn validate(&self, field: &str, sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
+        Config::validate(self, field, sc)
+    }
+    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
+        DISPATCHER_ROUTES
+    }
+    fn warnings(&self, sc: &crate::scenario::Scenario) -> Vec<String> {
+        Config::missing(sc)
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = TinyQuanta;
+    fn build(&self, env: &crate::env::SchedEnv) -> TinyQuanta {
+        Config::build(self, env)
     }
 }

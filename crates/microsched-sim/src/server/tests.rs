@@ -153,7 +153,7 @@ fn drive(workers: usize, load: f64, long: f64, sched: &str, mut check: impl FnMu
         alloc_delay: 0,
         preemption: sc.server.preemption.build(),
     };
-    let mut s = Server::new(0, cfg, workers, microsched_core::sched::build(&sc, 1), vec![]);
+    let mut s = Server::new(0, cfg, workers, microsched_core::sched::build(&sc, 1).unwrap(), vec![]);
     let (mut slab, mut evq, mut rng) = (Slab::default(), EventQueue::with_capacity(64), stream(1, "test"));
     evq.push(0, Event::Generate { app: 0 });
     let (mut on_workers, mut on_dispatcher, mut generated, mut dispatcher_ns) = (0, 0, 0, 0);
