@@ -88,8 +88,17 @@ pub(crate) fn run(
     let mut buf = [0u8; 2048];
     let mut last_expiry = first;
     let (mut tick_start, mut tick_cpu) = (None, crate::clock::WakeupCpuMeter::default());
+    let mut alloc_calls = AllocCalls::default();
+    let mut policy_error = None;
     while !sh.stop.load(Ordering::Relaxed) {
         ticks += 1;
+        // A policy written in Python failed (its exception, or a decision out of bounds): the
+        // server stops and reports it rather than running on with neutral decisions.
+        if microsched_core::plugin::failed() {
+            policy_error = microsched_core::plugin::take_failure();
+            sh.stop.store(true, Ordering::Relaxed);
+            break;
+        }
         // Nobody polls the socket: receive for the cores.
         let searching = |sh: &Shared| sh.cores.iter().any(|c| c.parker.phase() == Phase::Search);
         if !searching(&sh) {
@@ -141,7 +150,9 @@ pub(crate) fn run(
             for c in &sh.cores {
                 c.yield_requested.store(false, Ordering::Relaxed);
             }
+            let call_start = sh.clock.now();
             let action = sh.alloc.lock().tick(&SliceView { now, cores: &obs, prev: &prev_obs });
+            alloc_calls.record(sh.clock.now().saturating_sub(call_start), alloc_iv);
             prev_obs.copy_from_slice(&obs);
             match action {
                 AllocAction::Nothing => {}
@@ -287,8 +298,32 @@ pub(crate) fn run(
             } else {
                 0.0
             },
+            alloc_call_us_mean: if alloc_calls.calls > 0 { alloc_calls.total_ns as f64 / alloc_calls.calls as f64 / 1e3 } else { 0.0 },
+            alloc_call_us_max: alloc_calls.max_ns as f64 / 1e3,
+            alloc_overruns: alloc_calls.overruns,
+            policy_error,
         },
         grants,
+    }
+}
+
+/// How long the allocator's `tick` took: a policy slower than its own interval (a Python one,
+/// say) cannot decide as often as it asks to, and the report says so instead of hiding it.
+#[derive(Default)]
+struct AllocCalls {
+    calls: u64,
+    total_ns: u64,
+    max_ns: u64,
+    /// Calls longer than the allocator's interval.
+    overruns: u64,
+}
+
+impl AllocCalls {
+    fn record(&mut self, took: Nanos, interval: Option<Nanos>) {
+        self.calls += 1;
+        self.total_ns += took;
+        self.max_ns = self.max_ns.max(took);
+        self.overruns += interval.is_some_and(|iv| took > iv) as u64;
     }
 }
 

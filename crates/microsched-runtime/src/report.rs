@@ -357,6 +357,18 @@ pub struct ControllerReport {
     pub credit_updates: u64,
     #[serde(default)]
     pub mean_credit_period_us: f64,
+    /// The core allocator's `tick` calls: mean and longest time, µs, and how many took longer
+    /// than the allocator's own interval (it then decides less often than it asks to).
+    #[serde(default)]
+    pub alloc_call_us_mean: f64,
+    #[serde(default)]
+    pub alloc_call_us_max: f64,
+    #[serde(default)]
+    pub alloc_overruns: u64,
+    /// A policy written in Python failed and stopped the server: its error (the policy, the
+    /// call, the value or the traceback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_error: Option<String>,
 }
 
 /// What `microsched serve` prints at the end (JSON).
