@@ -159,10 +159,55 @@ def outcome_of(out: Path):
 
 
 @pytest.fixture(scope="session")
-def all_quick(tmp_path_factory) -> Path:
+def all_quick(tmp_path_factory, request) -> Path:
     """`microsched reproduce --all --quick`, run once for the whole suite (the main job's
-    reproductions): OUT/summary.json, OUT/report.html and OUT/NAME/ for each reproduction."""
-    out = tmp_path_factory.mktemp("all-quick") / "papers"
-    r = run_cli("reproduce", "--all", "--quick", "--out", out, "--jobs", "2", timeout=1800)
-    assert r.code == 0, r.err[-3000:] + r.out[-3000:]
+    reproductions): OUT/summary.json, OUT/report.html and OUT/NAME/ for each reproduction.
+
+    Once for the suite also under pytest-xdist: the first worker that needs it runs it under a
+    lock in the run's shared temporary folder; the others wait for it and read the same output
+    (a failed run is reported to each of them, not run again)."""
+    import fcntl
+
+    worker = getattr(request.config, "workerinput", {}).get("workerid")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if worker else base  # xdist: pytest-N/popen-gwK -> pytest-N, one per run
+    out = shared / "all-quick" / "papers"
+    status = shared / "all-quick" / "status.json"
+    status.parent.mkdir(parents=True, exist_ok=True)
+    with open(shared / "all-quick.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not status.exists():
+            r = run_cli("reproduce", "--all", "--quick", "--out", out, "--jobs", "2", timeout=1800)
+            status.write_text(json.dumps({"code": r.code, "log": r.err[-3000:] + r.out[-3000:]}))
+        done = json.loads(status.read_text())
+    assert done["code"] == 0, done["log"]
     return out
+
+
+# Tests that measure real time (the real runtime's servers and load generators, the harvesting
+# agent) run alone (`scripts/test` runs `-m serial` after the computing tests, which run in
+# parallel): beside a CPU-bound test of the suite's own their timings would be noise. A test is
+# serial if its file is one of these, or if its own source starts such a process.
+SERIAL_FILES = {"test_runtime.py", "test_harvest_agent.py", "test_harvest_agent_safety.py", "test_limits.py"}
+SERIAL_SOURCE = ('"serve"', "'serve'", '"real"', "'real'", '"loadgen"', "_start_serve", '"harvest", "--', "overload-2x")
+
+
+def _starts_real_time(item: pytest.Item) -> bool:
+    import inspect
+
+    fn = getattr(item, "function", None)
+    try:
+        source = inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        return False
+    return any(s in source for s in SERIAL_SOURCE)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "serial: measures real time; scripts/test runs these alone, after the others")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SERIAL_FILES or _starts_real_time(item):
+            item.add_marker(pytest.mark.serial)

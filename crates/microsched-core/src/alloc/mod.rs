@@ -55,6 +55,7 @@ registry! {
     harvest_static::HarvestStatic,
     harvest_cfs::HarvestCfs,
     harvest_smart::HarvestSmart,
+    queue_threshold::QueueThreshold,
 }
 
 impl Default for AllocatorCfg {

@@ -223,6 +223,9 @@ pub(crate) struct CreditsPy {
 }
 
 impl CreditsPy {
+    // The `&mut` comes from the pointer, not from `&self`: the class only carries it (one
+    // borrow per method call, never two alive at once, on the thread of the call).
+    #[allow(clippy::mut_from_ref)]
     fn l(&self) -> PyResult<&mut dyn CreditLink> {
         // SAFETY: set from the `&mut` the driver passed to the call, which is blocked in this
         // call meanwhile, and cleared before the call returns; the class never leaves the thread.

@@ -3,7 +3,7 @@
 //! bit. The JBSQ bound and the dispatcher's slack work are checked event by event in the
 //! server's unit tests (`server::tests`).
 
-mod common;
+use crate::common;
 
 use common::run;
 

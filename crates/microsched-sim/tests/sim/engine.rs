@@ -1,7 +1,7 @@
 //! Engine properties: conservation, determinism, common random numbers, and the work-stealing
 //! premise of the papers.
 
-mod common;
+use crate::common;
 
 use common::run;
 

@@ -1,7 +1,7 @@
 //! The CoreSync artifact's Breakwater v2 details in the simulator: the worker-start drop
 //! (`policy.overload.latency_budget_us`) reported as its own counter.
 
-mod common;
+use crate::common;
 
 use common::run;
 

@@ -1,7 +1,7 @@
 //! Harvesting (HarvestContainers, issue 16) on scaled-down seeded runs of the Memcached-like
 //! Primary (8 cores, bursty arrivals): properties that must hold whatever the calibration.
 
-mod common;
+use crate::common;
 
 use common::{harvest_primary, run};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! HarvestContainers' NIC IRQ interference and steering (Fig. 8, Table 1) and several Primaries
 //! on their own core sets (Fig. 5, §5.6), on scaled-down seeded runs.
 
-mod common;
+use crate::common;
 
 use common::{harvest_primary, run};
 use microsched_core::summary::Summary;

@@ -2,7 +2,7 @@
 //! against the "none" controller, conservation with every kind of drop, determinism, and
 //! Breakwater under dynamic core allocation (with and without the simulation study's fix).
 
-mod common;
+use crate::common;
 
 use common::run;
 use microsched_core::overload::Breakwater;

@@ -3,7 +3,7 @@
 //! `configs/ws_static_config.json`: static cores, work stealing, 100 ns probes and steals, own
 //! queue re-checked every 1 µs), the anchor the search model is taken from.
 
-mod common;
+use crate::common;
 use common::run;
 
 const STATIC16: &str = r#"

@@ -2,7 +2,7 @@
 //! profile lowers the capacity to what its source measured, a dropped request pays RX and TX
 //! but not the RPC layer, and the old `packet_cost_ns` is an RX cost.
 
-mod common;
+use crate::common;
 
 use common::run;
 

@@ -3,7 +3,7 @@
 //! with preemption and locks on, yields and blocking locks that free their core. Tolerances
 //! are batch-means standard errors of the run itself (4 of them), as in theory.rs.
 
-mod common;
+use crate::common;
 
 use common::{batch_means, run, window_sojourns};
 

@@ -2,7 +2,7 @@
 //! routes them through it, completions, preempted requests to requeue and preemption signals to
 //! send, each at its `server.dispatcher` cost. Each test fails if that cost were not charged.
 
-mod common;
+use crate::common;
 
 use common::run;
 

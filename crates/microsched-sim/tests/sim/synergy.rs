@@ -3,7 +3,7 @@
 //! it is an M/G/1 FCFS queue (Pollaczek–Khinchine); Tiny Quanta on one core with a tiny quantum
 //! and no cost is processor sharing, and with one coroutine FCFS. Tolerances are 4 batch-means standard errors of the run.
 
-mod common;
+use crate::common;
 
 use common::{batch_means, run, window_sojourns};
 

@@ -2,11 +2,11 @@
 //! standard errors, and a two-sided bound of 4 standard errors (a false alarm rate below 1e-3
 //! even with the t distribution's heavier tails at 20–40 batches), never from a picked number.
 
-mod common;
+use crate::common;
 
 use common::{batch_means, run, window_qdelays};
 
-const MMC: &str = include_str!("../../../experiments/validation/mmc.toml");
+const MMC: &str = include_str!("../../../../experiments/validation/mmc.toml");
 const Z: f64 = 4.0;
 
 fn erlang_c(c: u32, a: f64) -> f64 {
