@@ -38,13 +38,17 @@ class DistributedFcfs(QueuePolicy):
         # The streams the built-in draws from, so that the draws are the same.
         self.rng = env.legacy_stream("steal")
         self.steering_rng = env.legacy_stream("steering") if env.steering == "random" else None
+        # A session's hash, computed once: the hash in Python costs more than the rest of steer.
+        self.hashes = {}
 
     def steer(self, flow, rtype, view):
         if self.steering_rng is not None:
             active = view.active()
             if active:
                 return active[self.steering_rng.randrange(len(active))]
-        h = splitmix64(flow)
+        h = self.hashes.get(flow)
+        if h is None:
+            h = self.hashes[flow] = splitmix64(flow)
         home = h % view.max_cores
         # The active set only when the home is parked.
         if view.is_active(home):

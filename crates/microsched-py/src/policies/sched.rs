@@ -145,7 +145,8 @@ impl DynQueuePolicy for PyQueuePolicy {
             if r.is_none() {
                 return Next::Idle;
             }
-            let decoded = r.extract::<(String, i64)>().map_err(|e| e.to_string()).and_then(|(what, arg)| match what.as_str() {
+            // The word borrowed from the Python string, not copied: this runs per request.
+            let decoded = r.extract::<(Bound<'_, pyo3::types::PyString>, i64)>().map_err(|e| e.to_string()).and_then(|(what, arg)| match what.to_str().unwrap_or("") {
                 "run" => place_from_py(arg, self.workers as usize).map(Next::Run),
                 "steal" if (0..self.workers as i64).contains(&arg) && arg != core as i64 => Ok(Next::Steal(arg as u16)),
                 "steal" => Err(format!("core {core} cannot steal from {arg}: use another core in 0..{}", self.workers)),
