@@ -35,17 +35,14 @@ class DistributedFcfs(QueuePolicy):
         if env.queue != "per_core":
             raise ValueError(f"d-FCFS needs server.queue = \"per_core\", not {env.queue!r}")
         self.stealing = env.steal
-        # The streams the built-in draws from, so that the draws are the same.
+        # The stream the built-in draws from, so that the draws are the same. (The built-in's
+        # `server.steering = "random"` is the simulator's option for the `queue` policy only:
+        # a Python policy always sees "rss".)
         self.rng = env.legacy_stream("steal")
-        self.steering_rng = env.legacy_stream("steering") if env.steering == "random" else None
         # A session's hash, computed once: the hash in Python costs more than the rest of steer.
         self.hashes = {}
 
     def steer(self, flow, rtype, view):
-        if self.steering_rng is not None:
-            active = view.active()
-            if active:
-                return active[self.steering_rng.randrange(len(active))]
         h = self.hashes.get(flow)
         if h is None:
             h = self.hashes[flow] = splitmix64(flow)
