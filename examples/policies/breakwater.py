@@ -52,7 +52,7 @@ class BreakwaterParams:
     initial_pool: int | None = None    # pool at the start, clamped to [floor, ceiling]
     core_fix: bool = False             # the simulation study's fix
     max_pool: int | None = None        # absolute ceiling replacing sessions × max_pool_per_session
-    core_fix_drop_gate: float | str | None = 0.05  # a fraction of the pool, or "none"
+    core_fix_drop_gate: float | str = 0.05  # a fraction of the pool, or "none" (the ungated ramp)
 
     def __post_init__(self):
         def positive(name, v):
@@ -80,9 +80,11 @@ class BreakwaterParams:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**32 - 1):
                 raise ValueError(f"{name} = {v!r} is not allowed: must be a whole number >= 1")
         gate = self.core_fix_drop_gate
-        if gate == "none":
-            self.core_fix_drop_gate = None
-        elif gate is not None:
+        if gate is None or gate == "none":
+            # Kept as the word: a None would be dropped when the resolved scenario is written
+            # as TOML (no null there), and come back as the default gate.
+            self.core_fix_drop_gate = "none"
+        else:
             if isinstance(gate, bool) or not isinstance(gate, (int, float)) or not (math.isfinite(gate) and gate >= 0):
                 raise ValueError(f"core_fix_drop_gate = {gate!r} is not allowed: a fraction of the pool >= 0, or \"none\"")
             self.core_fix_drop_gate = float(gate)
@@ -129,7 +131,7 @@ class Breakwater(Controller):
         self.aqm_drops = 0
         self.active_cores = max_cores
         self.cores_at_update = max_cores
-        self.drop_gate = p.core_fix_drop_gate if p.core_fix else None
+        self.drop_gate = p.core_fix_drop_gate if p.core_fix and p.core_fix_drop_gate != "none" else None
         self.drops_at_update = 0
         self.pending_ramp = 0
         # The driver converts back with the same rounding: us_to_ns(period_ns / 1000) == period_ns.
