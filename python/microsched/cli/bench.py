@@ -53,7 +53,7 @@ def add_commands(sub: Any) -> None:
     b = sub.add_parser("bench", help="measure simulated requests per wall-clock second",
                        description=BENCH_DESCRIPTION, formatter_class=Formatter)
     b.add_argument("--quick", action="store_true",
-                   help="short runs (mmc: 200 ms simulated; 32-core: 50 ms; 1024-core: 100 ms) for a smoke test; "
+                   help="short runs (mmc: 200 ms simulated; 32-core: 50 ms; 1024-core: 100 ms; allocators: 100 ms) for a smoke test; "
                         "the default runs are long enough for stable figures")
     b.add_argument("--seed", type=seed, metavar="N", help="seed of both runs (default: 1)")
     b.add_argument("--json", action="store_true",
