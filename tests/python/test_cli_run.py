@@ -177,6 +177,25 @@ def test_bench_quick(tmp_path):
         assert by[probe]["events_per_request"] > by[instant]["events_per_request"]
 
 
+def test_bench_python_policies_beside_their_rust_twin():
+    """`--only` picks rows; a Python policy's row gives its calls into Python and its overhead
+    per call against its Rust twin, run on the same requests."""
+    r = run_cli("bench", "--quick", "--json", "--only", "allocators-shenango,allocators-shenango-py")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)
+    assert [row["name"] for row in rows] == ["allocators-shenango", "allocators-shenango-py"]
+    rust, py = rows
+    assert py["twin"] == "allocators-shenango" and py["requests"] == rust["requests"] > 10_000
+    assert py["events"] == rust["events"], "the same run, event for event"
+    # Shenango's tick every 5 µs over 110 ms simulated (its parks use the default answer, which
+    # the bridge gives without calling Python), and the signal read at every sample.
+    assert 22_000 <= py["python_calls"] <= 22_000 + 200
+    assert py["wall_ratio"] == pytest.approx(py["wall_s"] / rust["wall_s"])
+    assert py["overhead_per_call_us"] == pytest.approx((py["wall_s"] - rust["wall_s"]) / py["python_calls"] * 1e6)
+    bad = run_cli("bench", "--only", "exp33")
+    assert bad.code != 0 and "exp33" in bad.err and "allocators-shenango-py" in bad.err
+
+
 def test_console_process_json(write_scenario):
     """Through a real process: --json puts the summary, and nothing else, on stdout."""
     r = run_cli("run", write_scenario(SMALL), "--json", subprocess_=True)

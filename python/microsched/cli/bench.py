@@ -32,6 +32,20 @@ requests generated, simulated time, wall time, simulated requests per wall-clock
 request (a model that starts scheduling more events shows here at once, whatever the
 machine). Under the table: what the default work search costs per request against the
 instant one, on 32 and on 1024 cores.
+
+--python-policies adds what a policy written in Python costs (examples/policies/), beside
+its Rust original on the same scenario and seed (both give identical results):
+
+  allocators-shenango     experiments/allocators/base.toml (16 cores, exponential 10 us,
+                          load 0.5) with Shenango's allocator in Rust
+  allocators-shenango-py  the same with examples/policies/shenango.py
+  exp32-instant-py        exp32-instant with examples/policies/dfcfs.py (d-FCFS with
+                          stealing; the probe-cost search models only the built-in policy,
+                          hence the instant search on both sides)
+
+For those rows: the calls into Python (counted in a second, identical run whose policy
+counts them) and the overhead per call, (wall time - the Rust twin's) / calls. --only
+NAME,... runs only the rows named.
 """
 
 
@@ -39,12 +53,36 @@ def add_commands(sub: Any) -> None:
     b = sub.add_parser("bench", help="measure simulated requests per wall-clock second",
                        description=BENCH_DESCRIPTION, formatter_class=Formatter)
     b.add_argument("--quick", action="store_true",
-                   help="short runs (mmc: 200 ms simulated; 32-core: 50 ms; 1024-core: 100 ms) for a smoke test; "
+                   help="short runs (mmc: 200 ms simulated; 32-core: 50 ms; 1024-core: 100 ms; allocators: 100 ms) for a smoke test; "
                         "the default runs are long enough for stable figures")
     b.add_argument("--seed", type=seed, metavar="N", help="seed of both runs (default: 1)")
     b.add_argument("--json", action="store_true",
                    help="print the measurements as a JSON list on stdout instead of a table")
+    b.add_argument("--python-policies", action="store_true",
+                   help="add the Python policies' rows (allocators-shenango, allocators-shenango-py, exp32-instant-py): "
+                        "wall time beside the Rust original, calls into Python and the overhead per call")
+    b.add_argument("--only", metavar="NAME,...", type=row_names,
+                   help="run only these rows (names as in the table, e.g. exp32-instant,exp32-instant-py)")
     b.set_defaults(func=cmd_bench)
+
+
+ALL_ROWS = ["mmc", "exp32", "exp32-instant", "wide1024", "wide1024-instant"]
+PYTHON_ROWS = ["allocators-shenango", "allocators-shenango-py", "exp32-instant-py"]
+# A Python row, the Rust row it is measured against, and the policy's table.
+PYTHON_TWINS = {
+    "allocators-shenango-py": ("allocators-shenango", "allocator", "examples/policies/shenango.py:Shenango"),
+    "exp32-instant-py": ("exp32-instant", "sched", "examples/policies/dfcfs.py:DistributedFcfs"),
+}
+
+
+def row_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in ALL_ROWS + PYTHON_ROWS:
+            raise argparse.ArgumentTypeError(f"`{n}` is not a bench row: use {', '.join(ALL_ROWS + PYTHON_ROWS)}")
+    if not names:
+        raise argparse.ArgumentTypeError(f"no row named: use {', '.join(ALL_ROWS + PYTHON_ROWS)}")
+    return names
 
 
 def repo_file(rel: str) -> Path:
@@ -89,6 +127,77 @@ def bench_scenarios(quick: bool) -> list[tuple[str, Any, list[str]]]:
             ("wide1024", wide, []), ("wide1024-instant", wide, instant)]
 
 
+def python_scenarios(quick: bool) -> list[tuple[str, Any, list[str]]]:
+    """(name, scenario, overrides) of the Python policies' rows and of their Rust twin on the
+    allocators scenario (the exp32 twin is exp32-instant)."""
+    allocators = repo_file("experiments/allocators/base.toml")
+    alloc_ovr = ["policy.allocator.kind=shenango"] + (["duration_ms=100", "warmup_ms=10"] if quick else [])
+    exp32 = dict(bench_scenarios(quick)[2][1])
+    out = [("allocators-shenango", allocators, alloc_ovr)]
+    for name, (_, kind, cls) in PYTHON_TWINS.items():
+        policy = {"kind": "python", "class": str(repo_file(cls.split(":")[0])) + ":" + cls.split(":")[1]}
+        if name.startswith("allocators"):
+            import tomllib
+
+            scen = tomllib.loads(allocators.read_text())
+            if quick:
+                scen.update(duration_ms=100, warmup_ms=10)
+            scen["policy"]["allocator"] = policy
+            out.append((name, scen, []))
+        else:
+            scen = {**exp32, "server": {**exp32["server"], "search": {"kind": "instant"}}, "policy": {kind: policy}}
+            out.append((name, scen, []))
+    return out
+
+
+# The methods the bridge calls only if the policy overrides them (crates/microsched-py/src/
+# policies/: `overrides`), per kind; the others it always calls.
+OPTIONAL_METHODS = {
+    "allocator": {"on_park_attempt", "on_park_abort", "signal"},
+    "overload": {"on_timer", "on_request", "take_wakeups", "on_cores_changed"},
+    "sched": {"notify", "steal", "requeue", "preempt_at_quantum", "clock", "quantum", "finished"},
+}
+CALLED_METHODS = {
+    "allocator": {"tick", "on_park_attempt", "on_park_abort", "signal"},
+    "overload": {"on_timer", "on_request", "on_response", "on_credit_request", "take_wakeups", "on_cores_changed",
+                 "set_pool", "pool_bounds"},
+    "sched": {"steer", "notify", "next", "steal", "requeue", "preempt_at_quantum", "clock", "quantum", "finished"},
+}
+
+
+def count_python_calls(scen: Any, kind: str, seed_: int | None) -> int:
+    """The calls into the policy's Python methods in a run of ``scen``: the run is made again
+    with each method the bridge calls wrapped in a counter (the results are the same)."""
+    import collections
+
+    from .. import policy as mp
+    from ..api import run
+
+    base = {"allocator": mp.Allocator, "overload": mp.Controller, "sched": mp.QueuePolicy}[kind]
+    counts: collections.Counter = collections.Counter()
+    original = mp.build
+
+    def counting_build(*a: Any, **k: Any) -> Any:
+        obj = original(*a, **k)
+        for m in CALLED_METHODS[kind]:
+            if m in OPTIONAL_METHODS[kind] and getattr(type(obj), m) is getattr(base, m):
+                continue  # the bridge answers it without calling Python
+
+            def counted(*args: Any, _f: Any = getattr(obj, m), _m: str = m) -> Any:
+                counts[_m] += 1
+                return _f(*args)
+
+            setattr(obj, m, counted)
+        return obj
+
+    mp.build = counting_build
+    try:
+        run(scen, seed=seed_)
+    finally:
+        mp.build = original
+    return sum(counts.values())
+
+
 # (default-search row, instant-search row, what the comparison is of)
 SEARCH_COST = [("exp32", "exp32-instant", "32 cores"), ("wide1024", "wide1024-instant", "1024 cores")]
 
@@ -109,7 +218,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ..api import run
 
     rows = []
-    for name, scen, ovr in bench_scenarios(args.quick):
+    scenarios = bench_scenarios(args.quick)
+    if args.python_policies or (args.only and set(args.only) & set(PYTHON_ROWS)):
+        scenarios += python_scenarios(args.quick)
+    if args.only:
+        scenarios = [s for s in scenarios if s[0] in args.only]
+    for name, scen, ovr in scenarios:
         try:
             res = run(scen, seed=args.seed, overrides=ovr)
         except ValueError as e:
@@ -132,6 +246,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "events_per_wall_s": events / wall if wall > 0 else 0.0,
             "events_per_request": events / int(req.get("generated", 0)) if req.get("generated") else 0.0,
         })
+        if name in PYTHON_TWINS:
+            rows[-1]["python_calls"] = count_python_calls(scen, PYTHON_TWINS[name][1], args.seed)
+    python_overheads(rows)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
@@ -150,4 +267,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
     console().print(t)
     for line in search_cost(rows):
         console().print(line)
+    if any("python_calls" in r for r in rows):
+        p = Table(title="Python policies beside their Rust originals (identical results)",
+                  caption="overhead per call: (wall s - the Rust twin's) / calls into Python")
+        for col in ["scenario", "Rust twin", "wall s", "Rust wall s", "x Rust", "calls", "calls/request",
+                    "overhead/call us"]:
+            p.add_column(col, justify="left" if col in ("scenario", "Rust twin") else "right")
+        for r in rows:
+            if "python_calls" not in r:
+                continue
+            if "twin" not in r:
+                p.add_row(r["name"], f"{PYTHON_TWINS[r['name']][0]} (not run)", f"{r['wall_s']:.3f}", "", "",
+                          f"{r['python_calls']:,}", f"{r['python_calls'] / max(r['requests'], 1):.2f}", "")
+                continue
+            p.add_row(r["name"], r["twin"], f"{r['wall_s']:.3f}", f"{r['twin_wall_s']:.3f}",
+                      f"{r['wall_ratio']:.2f}", f"{r['python_calls']:,}",
+                      f"{r['python_calls'] / max(r['requests'], 1):.2f}", f"{r['overhead_per_call_us']:.2f}")
+        console().print(p)
     return 0
+
+
+def python_overheads(rows: list[dict]) -> None:
+    """Adds, to each Python row whose Rust twin ran on the same requests, the twin's wall time,
+    the ratio and the overhead per call."""
+    by = {r["name"]: r for r in rows}
+    for r in rows:
+        twin = by.get(PYTHON_TWINS.get(r["name"], ("",))[0])
+        if "python_calls" not in r or twin is None or twin["requests"] != r["requests"]:
+            continue
+        r["twin"] = twin["name"]
+        r["twin_wall_s"] = twin["wall_s"]
+        r["wall_ratio"] = r["wall_s"] / twin["wall_s"] if twin["wall_s"] > 0 else float("nan")
+        extra = r["wall_s"] - twin["wall_s"]
+        r["overhead_per_call_us"] = extra / r["python_calls"] * 1e6 if r["python_calls"] else float("nan")

@@ -9,7 +9,7 @@ use microsched_core::{Nanos, ScenarioError};
 use pyo3::prelude::*;
 
 use super::view::{AllocViewPy, CreditsPy, Scoped};
-use super::{fail, fail_exception};
+use super::{fail, fail_exception, overrides};
 
 pub(crate) struct PyAllocator {
     obj: Py<PyAny>,
@@ -19,6 +19,11 @@ pub(crate) struct PyAllocator {
     max_cores: u32,
     /// The last time the policy was called at, for its errors.
     now: Cell<Nanos>,
+    /// Which of the optional methods the policy overrides (the others are not called: see
+    /// [`overrides`]).
+    calls_park_attempt: bool,
+    calls_park_abort: bool,
+    calls_signal: bool,
 }
 
 fn read_interval(obj: &Bound<'_, PyAny>, name: &str) -> Result<Option<Nanos>, ScenarioError> {
@@ -53,11 +58,12 @@ fn read_park_rule(obj: &Bound<'_, PyAny>, name: &str) -> Result<ParkRule, Scenar
 
 impl PyAllocator {
     pub(crate) fn new(obj: Py<PyAny>, name: &'static str, max_cores: u32) -> Result<Self, ScenarioError> {
-        let (interval, rule) = Python::with_gil(|py| {
+        let (interval, rule, [calls_park_attempt, calls_park_abort, calls_signal]) = Python::with_gil(|py| {
             let b = obj.bind(py);
-            Ok::<_, ScenarioError>((read_interval(b, name)?, read_park_rule(b, name)?))
+            let calls = ["on_park_attempt", "on_park_abort", "signal"].map(|m| overrides(b, "Allocator", m));
+            Ok::<_, ScenarioError>((read_interval(b, name)?, read_park_rule(b, name)?, calls))
         })?;
-        Ok(Self { obj, name, interval, rule, max_cores, now: Cell::new(0) })
+        Ok(Self { obj, name, interval, rule, max_cores, now: Cell::new(0), calls_park_attempt, calls_park_abort, calls_signal })
     }
 
     /// Calls `method` with a credit view (or None) that is valid only during the call.
@@ -101,7 +107,7 @@ impl CoreAllocator for PyAllocator {
                     return AllocAction::Nothing;
                 }
             };
-            let r = self.obj.call_method1(py, "tick", (v.clone(),));
+            let r = self.obj.call_method1(py, pyo3::intern!(py, "tick"), (v.clone(),));
             v.borrow().view.clear();
             let r = match r {
                 Ok(r) => r.into_bound(py),
@@ -142,6 +148,9 @@ impl CoreAllocator for PyAllocator {
         if microsched_core::plugin::failed() {
             return ParkVerdict::KeepPolling;
         }
+        if !self.calls_park_attempt {
+            return ParkVerdict::Park; // Allocator.on_park_attempt: True
+        }
         Python::with_gil(|py| {
             let r = self.with_credits(py, credits, |c| self.obj.call_method1(py, "on_park_attempt", (now, core, active, c)));
             match r.and_then(|r| r.extract::<bool>(py)) {
@@ -157,7 +166,7 @@ impl CoreAllocator for PyAllocator {
 
     fn on_park_abort(&mut self, now: Nanos, core: CoreId, credits: Option<&mut dyn CreditLink>) {
         self.now.set(now);
-        if microsched_core::plugin::failed() {
+        if microsched_core::plugin::failed() || !self.calls_park_abort {
             return;
         }
         Python::with_gil(|py| {
@@ -168,8 +177,8 @@ impl CoreAllocator for PyAllocator {
     }
 
     fn signal(&self) -> Option<f64> {
-        if microsched_core::plugin::failed() {
-            return None;
+        if microsched_core::plugin::failed() || !self.calls_signal {
+            return None; // Allocator.signal: None
         }
         Python::with_gil(|py| match self.obj.call_method0(py, "signal").and_then(|s| s.extract::<Option<f64>>(py)) {
             Ok(s) => s,

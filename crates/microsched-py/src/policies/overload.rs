@@ -7,7 +7,7 @@ use microsched_core::time::us;
 use microsched_core::{Nanos, ScenarioError};
 use pyo3::prelude::*;
 
-use super::{fail, fail_exception};
+use super::{fail, fail_exception, overrides};
 
 pub(crate) struct PyController {
     obj: Py<PyAny>,
@@ -15,6 +15,12 @@ pub(crate) struct PyController {
     timer: Option<Nanos>,
     /// The last time the controller was called at, for its errors.
     now: Cell<Nanos>,
+    /// Which of the methods with a default the controller overrides (the others are not
+    /// called: see [`overrides`]).
+    calls_timer: bool,
+    calls_request: bool,
+    calls_wakeups: bool,
+    calls_cores_changed: bool,
 }
 
 impl PyController {
@@ -28,7 +34,9 @@ impl PyController {
                 Err(e) => Err(ScenarioError::new("policy.overload", format!("{name}.timer_interval_us: {e}"))),
             }
         })?;
-        Ok(Self { obj, name, timer, now: Cell::new(0) })
+        let [calls_timer, calls_request, calls_wakeups, calls_cores_changed] =
+            Python::with_gil(|py| ["on_timer", "on_request", "take_wakeups", "on_cores_changed"].map(|m| overrides(obj.bind(py), "Controller", m)));
+        Ok(Self { obj, name, timer, now: Cell::new(0), calls_timer, calls_request, calls_wakeups, calls_cores_changed })
     }
 
     /// An integer attribute of the controller's state (pool, issued, ...).
@@ -89,7 +97,7 @@ impl CreditController for PyController {
 
     fn on_timer(&mut self, now: Nanos, delay_ns: Nanos) {
         self.now.set(now);
-        if microsched_core::plugin::failed() {
+        if microsched_core::plugin::failed() || !self.calls_timer {
             return;
         }
         Python::with_gil(|py| {
@@ -101,10 +109,10 @@ impl CreditController for PyController {
 
     fn on_request(&mut self, now: Nanos, session: SessionId, demand: u32, delay_ns: Nanos) -> Admission {
         self.now.set(now);
-        if microsched_core::plugin::failed() {
-            return Admission::Admit;
+        if microsched_core::plugin::failed() || !self.calls_request {
+            return Admission::Admit; // Controller.on_request: True
         }
-        Python::with_gil(|py| match self.obj.call_method1(py, "on_request", (now, session, demand, delay_ns)).and_then(|r| r.extract::<bool>(py)) {
+        Python::with_gil(|py| match self.obj.call_method1(py, pyo3::intern!(py, "on_request"), (now, session, demand, delay_ns)).and_then(|r| r.extract::<bool>(py)) {
             Ok(true) => Admission::Admit,
             Ok(false) => Admission::Drop,
             Err(e) => {
@@ -119,7 +127,7 @@ impl CreditController for PyController {
         if microsched_core::plugin::failed() {
             return 0;
         }
-        let r = Python::with_gil(|py| match self.obj.call_method1(py, "on_response", (now, session, dropped, delay_ns)).and_then(|r| r.extract::<i64>(py)) {
+        let r = Python::with_gil(|py| match self.obj.call_method1(py, pyo3::intern!(py, "on_response"), (now, session, dropped, delay_ns)).and_then(|r| r.extract::<i64>(py)) {
             Ok(v) => Some(v),
             Err(e) => {
                 fail_exception(py, self.name, "on_response", Some(now), e);
@@ -147,17 +155,20 @@ impl CreditController for PyController {
     }
 
     fn take_wakeups(&mut self, out: &mut Vec<(SessionId, u32)>) {
-        if microsched_core::plugin::failed() {
-            return;
+        if microsched_core::plugin::failed() || !self.calls_wakeups {
+            return; // Controller.take_wakeups: []
         }
         let now = self.now.get();
-        let r = Python::with_gil(|py| match self.obj.call_method0(py, "take_wakeups").and_then(|r| r.extract::<Vec<(i64, i64)>>(py)) {
+        let r = Python::with_gil(|py| match self.obj.call_method0(py, pyo3::intern!(py, "take_wakeups")).and_then(|r| r.extract::<Vec<(i64, i64)>>(py)) {
             Ok(v) => v,
             Err(e) => {
                 fail_exception(py, self.name, "take_wakeups", Some(now), e);
                 Vec::new()
             }
         });
+        if r.is_empty() {
+            return; // the common case: no need to read the session count
+        }
         let sessions = self.sessions() as i64;
         for (s, c) in r {
             if !(0..sessions).contains(&s) {
@@ -171,7 +182,7 @@ impl CreditController for PyController {
 
     fn on_cores_changed(&mut self, now: Nanos, active: u32) {
         self.now.set(now);
-        if microsched_core::plugin::failed() {
+        if microsched_core::plugin::failed() || !self.calls_cores_changed {
             return;
         }
         Python::with_gil(|py| {

@@ -6,7 +6,7 @@ use microsched_core::Nanos;
 use pyo3::prelude::*;
 
 use super::view::{place_to_py, Scoped, ServerViewPy};
-use super::{fail, fail_exception};
+use super::{fail, fail_exception, overrides};
 
 pub(crate) struct PyQueuePolicy {
     obj: Py<PyAny>,
@@ -14,11 +14,37 @@ pub(crate) struct PyQueuePolicy {
     workers: u32,
     /// The driver's clock as last given (`clock`), for errors.
     now: Nanos,
+    /// Which of the methods with a default the policy overrides (the others are not called:
+    /// see [`overrides`]).
+    calls: Calls,
+}
+
+struct Calls {
+    notify: bool,
+    steal: bool,
+    requeue: bool,
+    preempt_at_quantum: bool,
+    clock: bool,
+    quantum: bool,
+    finished: bool,
 }
 
 impl PyQueuePolicy {
     pub(crate) fn new(obj: Py<PyAny>, name: &'static str, workers: u32) -> Self {
-        Self { obj, name, workers, now: 0 }
+        let calls = Python::with_gil(|py| {
+            let b = obj.bind(py);
+            let o = |m| overrides(b, "QueuePolicy", m);
+            Calls {
+                notify: o("notify"),
+                steal: o("steal"),
+                requeue: o("requeue"),
+                preempt_at_quantum: o("preempt_at_quantum"),
+                clock: o("clock"),
+                quantum: o("quantum"),
+                finished: o("finished"),
+            }
+        });
+        Self { obj, name, workers, now: 0, calls }
     }
 
     /// Calls `call(policy, view)` with a view valid only during the call.
@@ -78,17 +104,17 @@ impl DynQueuePolicy for PyQueuePolicy {
             return Place::Shared;
         }
         Python::with_gil(|py| {
-            let r = self.call_with_view(py, view, |p, v| p.call_method1("steer", (flow, rtype, v)));
+            let r = self.call_with_view(py, view, |p, v| p.call_method1(pyo3::intern!(py, "steer"), (flow, rtype, v)));
             self.place(py, "steer", r, Place::Shared)
         })
     }
 
     fn notify(&mut self, place: Place, view: &dyn ServerView) -> Option<u16> {
-        if microsched_core::plugin::failed() {
-            return None;
+        if microsched_core::plugin::failed() || !self.calls.notify {
+            return None; // QueuePolicy.notify: None
         }
         Python::with_gil(|py| {
-            let r = self.call_with_view(py, view, |p, v| p.call_method1("notify", (place_to_py(place), v)));
+            let r = self.call_with_view(py, view, |p, v| p.call_method1(pyo3::intern!(py, "notify"), (place_to_py(place), v)));
             match r.and_then(|r| r.extract::<Option<i64>>()) {
                 Ok(None) => None,
                 Ok(Some(c)) if (0..self.workers as i64).contains(&c) => Some(c as u16),
@@ -109,7 +135,7 @@ impl DynQueuePolicy for PyQueuePolicy {
             return Next::Idle;
         }
         Python::with_gil(|py| {
-            let r = match self.call_with_view(py, view, |p, v| p.call_method1("next", (core, v))) {
+            let r = match self.call_with_view(py, view, |p, v| p.call_method1(pyo3::intern!(py, "next"), (core, v))) {
                 Ok(r) => r,
                 Err(e) => {
                     fail_exception(py, self.name, "next", Some(self.now), e);
@@ -119,7 +145,8 @@ impl DynQueuePolicy for PyQueuePolicy {
             if r.is_none() {
                 return Next::Idle;
             }
-            let decoded = r.extract::<(String, i64)>().map_err(|e| e.to_string()).and_then(|(what, arg)| match what.as_str() {
+            // The word borrowed from the Python string, not copied: this runs per request.
+            let decoded = r.extract::<(Bound<'_, pyo3::types::PyString>, i64)>().map_err(|e| e.to_string()).and_then(|(what, arg)| match what.to_str().unwrap_or("") {
                 "run" => place_from_py(arg, self.workers as usize).map(Next::Run),
                 "steal" if (0..self.workers as i64).contains(&arg) && arg != core as i64 => Ok(Next::Steal(arg as u16)),
                 "steal" => Err(format!("core {core} cannot steal from {arg}: use another core in 0..{}", self.workers)),
@@ -137,8 +164,8 @@ impl DynQueuePolicy for PyQueuePolicy {
     }
 
     fn steal(&mut self, thief: u16, victim: u16, len: usize) -> usize {
-        if microsched_core::plugin::failed() {
-            return len.div_ceil(2).max(1);
+        if microsched_core::plugin::failed() || !self.calls.steal {
+            return len.div_ceil(2).max(1); // QueuePolicy.steal: (n + 1) // 2
         }
         Python::with_gil(|py| match self.obj.call_method1(py, "steal", (thief, victim, len)).and_then(|r| r.extract::<i64>(py)) {
             Ok(n) if n >= 1 && n as usize <= len => n as usize,
@@ -154,8 +181,8 @@ impl DynQueuePolicy for PyQueuePolicy {
     }
 
     fn requeue(&mut self, core: u16, why: Requeue, view: &dyn ServerView) -> Place {
-        if microsched_core::plugin::failed() {
-            return Place::Core(core);
+        if microsched_core::plugin::failed() || !self.calls.requeue {
+            return Place::Core(core); // QueuePolicy.requeue: core
         }
         let why = match why {
             Requeue::Preempted => "preempted",
@@ -169,8 +196,8 @@ impl DynQueuePolicy for PyQueuePolicy {
     }
 
     fn preempt_at_quantum(&self, core: u16, view: &dyn ServerView) -> bool {
-        if microsched_core::plugin::failed() {
-            return true;
+        if microsched_core::plugin::failed() || !self.calls.preempt_at_quantum {
+            return true; // QueuePolicy.preempt_at_quantum: True
         }
         Python::with_gil(|py| match self.call_with_view(py, view, |p, v| p.call_method1("preempt_at_quantum", (core, v))).and_then(|r| r.extract::<bool>()) {
             Ok(b) => b,
@@ -183,7 +210,7 @@ impl DynQueuePolicy for PyQueuePolicy {
 
     fn clock(&mut self, now: Nanos) {
         self.now = now;
-        if microsched_core::plugin::failed() {
+        if microsched_core::plugin::failed() || !self.calls.clock {
             return;
         }
         Python::with_gil(|py| {
@@ -194,8 +221,8 @@ impl DynQueuePolicy for PyQueuePolicy {
     }
 
     fn quantum(&mut self, core: u16, rtype: u16, service: Nanos, default: Nanos) -> Nanos {
-        if microsched_core::plugin::failed() {
-            return default;
+        if microsched_core::plugin::failed() || !self.calls.quantum {
+            return default; // QueuePolicy.quantum: default_ns
         }
         Python::with_gil(|py| match self.obj.call_method1(py, "quantum", (core, rtype, service, default)).and_then(|r| r.extract::<u64>(py)) {
             Ok(q) if q >= 1 => q as Nanos,
@@ -211,7 +238,7 @@ impl DynQueuePolicy for PyQueuePolicy {
     }
 
     fn finished(&mut self, core: u16, service: Nanos) {
-        if microsched_core::plugin::failed() {
+        if microsched_core::plugin::failed() || !self.calls.finished {
             return;
         }
         Python::with_gil(|py| {
