@@ -37,6 +37,7 @@ RESULTS_FILE = "results.parquet"
 AGGREGATE_FILE = "aggregate.parquet"
 CLAIMS_FILE = "claims.json"
 META_FILE = "meta.json"
+THESIS_FILE = "thesis.json"  # the paper's thesis judged on this run, for a reproduction that declares it
 
 
 @dataclass
@@ -86,6 +87,69 @@ class Condition:
     sets: Callable[[Any], tuple[str, ...]]
 
 
+SHOWN = "shown"
+THESIS_DIRECTION = "direction"
+NOT_SHOWN = "not_shown"
+THESIS_VERDICTS = (SHOWN, THESIS_DIRECTION, NOT_SHOWN)
+
+
+@dataclass(frozen=True)
+class Thesis:
+    """A paper's central claim (the one its abstract makes), declared by one of its
+    reproductions with the ids of its claims that decide it. :meth:`judge` gives
+
+    ``shown``      every deciding claim is reproduced;
+    ``direction``  every deciding claim holds at least in direction (reproduced or direction);
+    ``not_shown``  otherwise (a claim not reproduced, out of regime, derived or not run).
+    """
+
+    statement: str
+    source: str  # where the paper makes it, e.g. "abstract"
+    claims: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.statement or not self.source:
+            raise ValueError("Thesis: statement and source must be non-empty")
+        if not self.claims:
+            raise ValueError("Thesis: claims: name the claim ids that decide it")
+
+    def judge(self, claims: Sequence[dict], error: str | None = None) -> dict:
+        """The thesis object of ``summary.json`` and ``thesis.json``, judged on ``claims`` (the
+        declaring reproduction's claims.json); ``error`` when that reproduction failed to run."""
+        from .claims import DIRECTION, REPRODUCED, fmt_number
+
+        by_id = {c["id"]: c for c in claims}
+        deciding = [by_id.get(i) for i in self.claims]
+        out = {"statement": self.statement, "source": self.source, "claims": list(self.claims)}
+        if error is not None or any(c is None for c in deciding):
+            missing = [i for i, c in zip(self.claims, deciding) if c is None]
+            why = error or f"the run has no claim {', '.join(missing)}"
+            return {**out, "verdict": NOT_SHOWN, "evidence": f"Not tested: {why}."}
+        verdicts = [c["verdict"] for c in deciding]
+        n_rep = verdicts.count(REPRODUCED)
+        if n_rep == len(verdicts):
+            verdict = SHOWN
+        elif all(v in (REPRODUCED, DIRECTION) for v in verdicts):
+            verdict = THESIS_DIRECTION
+        else:
+            verdict = NOT_SHOWN
+        n_dir = verdicts.count(DIRECTION)
+        first = f"{n_rep} of {len(verdicts)} deciding claims reproduced" + (f", {n_dir} in direction only" if n_dir else "")
+        worst = next((c for c in deciding if c["verdict"] not in (REPRODUCED, DIRECTION)), None) \
+            or next((c for c in deciding if c["verdict"] == DIRECTION), None)
+        if worst is None:
+            shown = "; ".join(f"{c['id']} {fmt_number(c.get('measured'))} (paper {fmt_number(c.get('paper'))})"
+                              for c in deciding if c.get("paper") is not None)
+            evidence = f"{first}: {shown}." if shown else f"{first}."
+        else:
+            ci = f" ± {fmt_number(worst['ci95'])}" if worst.get("ci95") is not None else ""
+            paper = f" against the paper's {fmt_number(worst['paper'])}" if worst.get("paper") is not None else ""
+            cause = ((worst.get("cause") or {}).get("text") or "").split("; ")[0]
+            evidence = (f"{first}. {worst['id']} is {worst['verdict'].replace('_', ' ')}: measured "
+                        f"{fmt_number(worst.get('measured'))}{ci}{paper}" + (f" ({cause})" if cause else "") + ".")
+        return {**out, "verdict": verdict, "evidence": evidence}
+
+
 @dataclass(frozen=True)
 class Reproduction:
     name: str
@@ -98,6 +162,7 @@ class Reproduction:
     conditions: tuple[tuple[str, Condition], ...] = ()
     claims: tuple[ClaimSpec, ...] = ()  # the claims it judges, declared before any run
     costs: tuple[Any, ...] = ()  # the model costs its verdicts may depend on (sensitivity.Cost)
+    thesis: Thesis | None = None  # its paper's central claim, when this reproduction decides it
 
     @property
     def paper_key(self) -> str:
@@ -133,16 +198,22 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              group_by: tuple[str, ...] = ("variant",),
              conditions: tuple[tuple[str, Condition], ...] = (),
              claims: Sequence[ClaimSpec] = (),
-             costs: Sequence[Any] = ()) -> Callable[[Callable[[Context], list[Claim]]],
+             costs: Sequence[Any] = (),
+             thesis: Thesis | None = None) -> Callable[[Callable[[Context], list[Claim]]],
                                                                    Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
     def deco(fn: Callable[[Context], list[Claim]]) -> Callable[[Context], list[Claim]]:
         if name in REGISTRY:
             raise ValueError(f"reproduction {name!r} registered twice")
+        if thesis is not None:
+            unknown = set(thesis.claims) - {c.id for c in claims}
+            if unknown:
+                raise ValueError(f"reproduction {name!r}: its thesis names claims it does not declare: "
+                                 f"{', '.join(sorted(unknown))}")
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
                                       spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
-                                      claims=tuple(claims), costs=tuple(costs))
+                                      claims=tuple(claims), costs=tuple(costs), thesis=thesis)
         return fn
 
     return deco
@@ -311,6 +382,11 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
                   extra=extra, jobs=jobs)
     claims = repro.analyze(ctx)
     write_claims(claims, out_dir / CLAIMS_FILE)
+    if repro.thesis is not None:
+        # claims.json stays a list (its layout is a contract): the thesis goes beside it
+        meta["thesis"] = repro.thesis.judge([c.to_dict() for c in claims])
+        (out_dir / THESIS_FILE).write_text(json.dumps(meta["thesis"], indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
     wall = time.perf_counter() - t0
     meta["wall_s"] = round(wall, 3)
     meta["figures"] = [p.name for p in ctx.figures]
@@ -469,8 +545,17 @@ def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, se
     return [runs[n] for n in todo]
 
 
+def thesis_of(paper: str) -> tuple[str, Thesis] | None:
+    """The reproduction declaring ``paper``'s thesis and the thesis; None if none does."""
+    for n in names():
+        r = REGISTRY[n]
+        if r.paper_key == paper and r.thesis is not None:
+            return n, r.thesis
+    return None
+
+
 def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dict:
-    from .claims import REPRODUCED, VERDICTS, counts
+    from .claims import DERIVED, REPRODUCED, VERDICTS, counts
 
     papers = []
     for key, title in PAPERS.items():
@@ -488,10 +573,18 @@ def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dic
                 {"reproduction": c["reproduction"], "id": c["id"], "verdict": c["verdict"], "paper": c.get("paper"),
                  "paper_ref": c.get("paper_ref"), "measured": c.get("measured"), "ci95": c.get("ci95"),
                  "unit": c.get("unit"), "cause": (c.get("cause") or {}).get("text")}
-                for c in claims if c["verdict"] not in (REPRODUCED, "model_check")],
+                for c in claims if c["verdict"] not in (REPRODUCED, "model_check", DERIVED)],
         })
+        declared = thesis_of(key)
+        run = next((r for r in mine if declared and r["name"] == declared[0]), None)
+        if run is not None:
+            papers[-1]["thesis"] = declared[1].judge(run["claims"], run.get("error"))
     total = {v: sum(p["counts"][v] for p in papers) for v in VERDICTS}
+    theses = [{"paper": p["paper"], "title": p["title"], "statement": p["thesis"]["statement"],
+               "verdict": p["thesis"]["verdict"], "evidence": p["thesis"]["evidence"]}
+              for p in papers if "thesis" in p]
     return {"quick": quick, "jobs": jobs, "wall_s": round(wall_s, 1), "counts": total, "papers": papers,
+            "theses": theses,
             "reproductions": [{k: v for k, v in r.items() if k != "claims"} | {"counts": counts(r["claims"])}
                               for r in runs],
             "microsched_version": _version(), "ok": bool(runs) and not any("error" in r for r in runs)}
@@ -503,8 +596,8 @@ def summary_markdown(summary: dict, quick: dict | None = None) -> str:
     quick_s = {p["title"]: p["wall_s"] for p in quick["papers"]} if quick else {}
     time_head, time_align = ("full (s) | quick (s)", "---:|---:") if quick else ("time (s)", "---:")
     lines = [f"| paper | reproduction (`microsched reproduce NAME`) | figures | {time_head} | reproduced | direction "
-             "| not reproduced | out of regime | model checks |",
-             f"|---|---|---|{time_align}|---:|---:|---:|---:|---:|"]
+             "| not reproduced | out of regime | model checks | derived (not judged) | thesis |",
+             f"|---|---|---|{time_align}|---:|---:|---:|---:|---:|---:|---|"]
 
     def times(full: float, q: float | None) -> str:
         return f"{full:.0f} | {q:.0f}" if quick else f"{full:.0f}"
@@ -515,9 +608,20 @@ def summary_markdown(summary: dict, quick: dict | None = None) -> str:
         lines.append(f"| {p['title']} | {', '.join(p['reproductions'])} | {figs} | "
                      f"{times(p['wall_s'], quick_s.get(p['title'], math.nan))} | "
                      f"{n['reproduced']} | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
-                     f"{n['model_check']} |")
+                     f"{n['model_check']} | {n.get('derived', 0)} | "
+                     f"{p['thesis']['verdict'].replace('_', ' ') if p.get('thesis') else '–'} |")
     n = summary["counts"]
     lines.append(f"| **all** | | | {times(summary['wall_s'], quick['wall_s'] if quick else None)} | "
                  f"**{n['reproduced']}** | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
-                 f"{n['model_check']} |")
+                 f"{n['model_check']} | {n.get('derived', 0)} | |")
+    theses = [p for p in summary["papers"] if p.get("thesis")]
+    if theses:
+        lines.append("")
+        lines.append("Each paper's thesis (its central claim, from the source named), judged on the claims that "
+                     "decide it:")
+        lines.append("")
+        for p in theses:
+            t = p["thesis"]
+            lines.append(f"- **{p['title']}** ({t['source']}): {t['statement']}. **{t['verdict'].replace('_', ' ')}**"
+                         f": {t['evidence']}")
     return "\n".join(lines) + "\n"
