@@ -136,3 +136,25 @@ def test_a_number_composed_at_different_points_is_shown_not_judged():
     assert verdict_of(judged, Measured(0.95, 0.01, 5)).verdict != REPRODUCED
     with pytest.raises(ValueError, match="derived"):
         _ratio(1.5, derived_at_one_point=True)
+
+
+def test_table_cells_are_judged_on_full_length_points_only():
+    """CoreSync's Table I/II cells (a few percent from 1) are judged on the full profile's window;
+    the quick profile's 20 ms points leave them out of regime, saying why."""
+    import tomllib
+    from dataclasses import replace as dc_replace
+
+    from claim_examples import coresync as ex
+    from microsched.reproduce import coresync as cs
+    from microsched.reproduce.claims import OUT_OF_REGIME, judge as judge_one
+    from microsched.reproduce.framework import experiments_dir
+
+    full = tomllib.loads((experiments_dir() / "coresync" / "sweep.toml").read_text(encoding="utf-8"))
+    assert f"duration_ms={cs.FULL_WINDOW_MS:g}" in full["overrides"]
+    cell = next(s for s in cs.CLAIMS if s.id == "table1/exp10/shenango@100")
+    good = ex.EXAMPLES[cell.id][0]
+    assert judge_one(cell, good).verdict == REPRODUCED
+    quick = dc_replace(good, results=good.results.assign(duration_s=0.02), _d=None)
+    c = judge_one(cell, quick)
+    assert c.verdict == OUT_OF_REGIME and c.extra["verdict_if_judged"] == REPRODUCED
+    assert "measured window" in c.extra["cause"]["text"] and "20" in c.extra["cause"]["text"]
