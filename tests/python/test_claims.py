@@ -241,3 +241,19 @@ def test_a_thesis_on_undeclared_claims_is_refused():
     with pytest.raises(ValueError, match="does not declare"):
         register("thesis-test", paper="p", figure="f", description="d", spec="x.toml", claims=[spec(RATIO, 2.0)],
                  thesis=Thesis("s", "abstract", ("nope",)))(lambda ctx: [])
+
+
+def test_reproduce_all_prints_each_thesis_with_its_verdict():
+    from rich.console import Console
+
+    from microsched.cli.reproduce import print_summary
+    from microsched.reproduce.framework import thesis_of
+
+    _, thesis = thesis_of("protego")
+    claims = [_claim(thesis.claims[0], NOT_REPRODUCED, 0.9, 3.3)] + [_claim(i, REPRODUCED) for i in thesis.claims[1:]]
+    s = make_summary([{"name": "protego", "wall_s": 1.0, "claims": claims}], quick=True, wall_s=1.0, jobs=1)
+    con = Console(record=True, width=300)
+    print_summary(s, con, "/tmp/x")
+    text = con.export_text()
+    assert "theses" in text and "not shown" in text and thesis.statement[:60] in text
+    assert s["theses"][0]["evidence"][:60] in text
