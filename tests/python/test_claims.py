@@ -228,7 +228,7 @@ def test_each_papers_thesis_is_judged_on_the_claims_that_decide_it():
     only_collapse = make_summary([{"name": "collapse", "wall_s": 1.0, "claims": []}], quick=True, wall_s=1.0, jobs=1)
     assert "thesis" not in only_collapse["papers"][0] and only_collapse["theses"] == []
     md = summary_markdown(s)
-    assert "| not shown |" in md and thesis.statement in md
+    assert md.splitlines()[0].endswith("| thesis |") and "| not shown |" in md
     # every paper has one, declared by one reproduction, on claims that reproduction declares
     for key in ("coresync", "study", "protego", "synergy", "harvest"):
         name, th = thesis_of(key)

@@ -76,7 +76,8 @@ def add_commands(sub: Any) -> None:
                          "keep-cut, capped-pool); default output results/NAME-C")
     rp.add_argument("--semantics", metavar="NAME",
                     help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
-                         "(load-shift: study = the simulation study's simulator)")
+                         "(load-shift runs under study, the simulation study's simulator, by default; ours = this "
+                         "project's own model, output results/load-shift-ours; instant, study-client)")
     rp.add_argument("--sensitivity", action="store_true",
                     help="after the reproduction, rerun it with each model cost it declares at 0.5x and 2x its "
                          "default, one at a time, and write OUT/sensitivity.json and .md: which verdicts depend on "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import time
 import tomllib
@@ -144,7 +145,8 @@ class Thesis:
         else:
             ci = f" ± {fmt_number(worst['ci95'])}" if worst.get("ci95") is not None else ""
             paper = f" against the paper's {fmt_number(worst['paper'])}" if worst.get("paper") is not None else ""
-            cause = ((worst.get("cause") or {}).get("text") or "").split("; ")[0]
+            # the cause's first clause: the evidence stays one or two sentences
+            cause = re.split(r"; |\. ", (worst.get("cause") or {}).get("text") or "")[0].rstrip(".")
             evidence = (f"{first}. {worst['id']} is {worst['verdict'].replace('_', ' ')}: measured "
                         f"{fmt_number(worst.get('measured'))}{ci}{paper}" + (f" ({cause})" if cause else "") + ".")
         return {**out, "verdict": verdict, "evidence": evidence}
@@ -163,6 +165,10 @@ class Reproduction:
     claims: tuple[ClaimSpec, ...] = ()  # the claims it judges, declared before any run
     costs: tuple[Any, ...] = ()  # the model costs its verdicts may depend on (sensitivity.Cost)
     thesis: Thesis | None = None  # its paper's central claim, when this reproduction decides it
+    # The semantics it runs under by default (a semantics-NAME.toml next to its spec): a paper whose
+    # artifact is a simulator is reproduced under that simulator's semantics, as an artifact is the
+    # default everywhere; this project's own model is then the named semantics "ours".
+    default_semantics: str | None = None
 
     @property
     def paper_key(self) -> str:
@@ -199,7 +205,8 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              conditions: tuple[tuple[str, Condition], ...] = (),
              claims: Sequence[ClaimSpec] = (),
              costs: Sequence[Any] = (),
-             thesis: Thesis | None = None) -> Callable[[Callable[[Context], list[Claim]]],
+             thesis: Thesis | None = None,
+             default_semantics: str | None = None) -> Callable[[Callable[[Context], list[Claim]]],
                                                                    Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
@@ -213,7 +220,8 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
                                  f"{', '.join(sorted(unknown))}")
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
                                       spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
-                                      claims=tuple(claims), costs=tuple(costs), thesis=thesis)
+                                      claims=tuple(claims), costs=tuple(costs), thesis=thesis,
+                                      default_semantics=default_semantics)
         return fn
 
     return deco
@@ -260,9 +268,15 @@ class Outcome:
     wall_s: float
 
 
+# The named semantics of this project's own model, for a reproduction whose default is another's.
+OURS = "ours"
+
+
 def semantics_names(repro: Reproduction) -> list[str]:
-    """The alternative semantics a reproduction offers: ``semantics-NAME.toml`` next to its spec."""
-    return sorted(p.stem.removeprefix("semantics-") for p in spec_path(repro).parent.glob("semantics-*.toml"))
+    """The alternative semantics a reproduction offers: ``semantics-NAME.toml`` next to its spec,
+    and ``ours`` (this project's model) where its default is another model's."""
+    names_ = sorted(p.stem.removeprefix("semantics-") for p in spec_path(repro).parent.glob("semantics-*.toml"))
+    return names_ + [OURS] if repro.default_semantics else names_
 
 
 def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dict:
@@ -272,6 +286,8 @@ def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dic
     if semantics not in allowed:
         raise SpecError(f"--semantics: {semantics!r} is not offered by {repro.name}: use "
                         f"{', '.join(allowed) or 'none (it has no alternative semantics)'}")
+    if semantics == OURS:
+        return {"name": OURS, "file": None, "description": "this project's own model: the sweep's overrides only"}
     p = spec_path(repro).parent / f"semantics-{semantics}.toml"
     raw = tomllib.loads(p.read_text(encoding="utf-8"))
     unknown = set(raw) - {"description", "overrides"}
@@ -279,6 +295,18 @@ def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dic
         raise SpecError(f"{p}: {sorted(unknown)[0]}: unknown field: use description, overrides")
     spec.overrides = [*spec.overrides, *raw.get("overrides", [])]
     return {"name": semantics, "file": str(p), "description": raw.get("description", "")}
+
+
+def prepared_spec(repro: Reproduction, quick: bool = False, seeds: int | None = None,
+                  semantics: str | None = None) -> tuple[SweepSpec, dict | None]:
+    """The reproduction's sweep spec as it runs: under ``semantics``, else under its default
+    semantics (``ours``: none applied); with the semantics' record for ``meta.json``."""
+    spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
+    chosen = semantics if semantics is not None else repro.default_semantics
+    sem = apply_semantics(spec, repro, chosen) if chosen else None
+    if sem is not None:
+        sem["default"] = chosen == repro.default_semantics
+    return spec, sem
 
 
 def run_reproduction(name: str, out: str | Path | None = None, quick: bool = False, jobs: int | None = None,
@@ -297,8 +325,9 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     from ..sweep.engine import PARTS_DIR, SweepError, finished_ids, point_id
 
     repro = get(name)
-    spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
-    sem = apply_semantics(spec, repro, semantics) if semantics else None
+    spec, sem = prepared_spec(repro, quick, seeds, semantics)
+    named = semantics if semantics != repro.default_semantics else None  # the default names no output
+    semantics = sem["name"] if sem else None
     if condition is not None:
         from dataclasses import replace
 
@@ -311,7 +340,7 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     points = spec.points()
     _validate_points(spec, points)
     jobs = default_jobs() if jobs is None else jobs
-    suffix = "".join(f"-{x}" for x in (semantics, condition) if x)
+    suffix = "".join(f"-{x}" for x in (named, condition) if x)
     out_dir = Path(out) if out is not None else Path("results") / f"{name}{suffix}"
     parts = out_dir / PARTS_DIR
     stamp = {"reproduction": name, "quick": quick, "condition": condition,
@@ -591,13 +620,14 @@ def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dic
 
 
 def summary_markdown(summary: dict, quick: dict | None = None) -> str:
-    """The README's reproduction table: per paper, its reproductions, figures, time and counts;
+    """The README's reproduction table: per paper, its reproductions, figures, time, counts and
+    the verdict of its thesis;
     with ``quick`` (a ``reproduce --all --quick`` summary) also the quick profiles' times."""
     quick_s = {p["title"]: p["wall_s"] for p in quick["papers"]} if quick else {}
     time_head, time_align = ("full (s) | quick (s)", "---:|---:") if quick else ("time (s)", "---:")
     lines = [f"| paper | reproduction (`microsched reproduce NAME`) | figures | {time_head} | reproduced | direction "
-             "| not reproduced | out of regime | model checks | derived (not judged) | thesis |",
-             f"|---|---|---|{time_align}|---:|---:|---:|---:|---:|---:|---|"]
+             "| not reproduced | out of regime | model checks | thesis |",
+             f"|---|---|---|{time_align}|---:|---:|---:|---:|---:|---|"]
 
     def times(full: float, q: float | None) -> str:
         return f"{full:.0f} | {q:.0f}" if quick else f"{full:.0f}"
@@ -608,20 +638,11 @@ def summary_markdown(summary: dict, quick: dict | None = None) -> str:
         lines.append(f"| {p['title']} | {', '.join(p['reproductions'])} | {figs} | "
                      f"{times(p['wall_s'], quick_s.get(p['title'], math.nan))} | "
                      f"{n['reproduced']} | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
-                     f"{n['model_check']} | {n.get('derived', 0)} | "
-                     f"{p['thesis']['verdict'].replace('_', ' ') if p.get('thesis') else '–'} |")
+                     f"{n['model_check']} | {p['thesis']['verdict'].replace('_', ' ') if p.get('thesis') else '–'} |")
     n = summary["counts"]
     lines.append(f"| **all** | | | {times(summary['wall_s'], quick['wall_s'] if quick else None)} | "
                  f"**{n['reproduced']}** | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
-                 f"{n['model_check']} | {n.get('derived', 0)} | |")
-    theses = [p for p in summary["papers"] if p.get("thesis")]
-    if theses:
-        lines.append("")
-        lines.append("Each paper's thesis (its central claim, from the source named), judged on the claims that "
-                     "decide it:")
-        lines.append("")
-        for p in theses:
-            t = p["thesis"]
-            lines.append(f"- **{p['title']}** ({t['source']}): {t['statement']}. **{t['verdict'].replace('_', ' ')}**"
-                         f": {t['evidence']}")
+                 f"{n['model_check']} | |")
+    # The theses' statements and evidence are in summary.json and printed by reproduce --all: the
+    # README's first screen has room for their verdicts only.
     return "\n".join(lines) + "\n"

@@ -725,7 +725,10 @@ THESIS = Thesis(
 @register("load-shift", paper="Core allocation vs overload control (simulation study)", figure="Fig. 1",
           description="Breakwater + Caladan-style allocation, 32 cores, bimodal 1 µs, RTT 30 µs, load "
                       "0.2→1.2→0.5→1.2 every 25 ms: baseline vs the study's core fix",
-          spec="load-shift/sweep.toml", claims=CLAIMS, thesis=THESIS)
+          spec="load-shift/sweep.toml", claims=CLAIMS, thesis=THESIS,
+          # The study is a simulation and its simulator its artifact: its semantics are the
+          # default; this project's own client and server model is --semantics ours.
+          default_semantics="study")
 def analyze(ctx: Context):
     from ..api import validate
 
