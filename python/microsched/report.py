@@ -164,11 +164,12 @@ def claims_section(claims: list[dict]) -> str:
         else:
             shown = verdict.replace("_", " ")
         rows.append([text, _e(paper_text(c)), _e(measured_text(c)), _e(c.get("tolerance") or ""), _e(shown)])
-        rcls.append({REPRODUCED: "holds", "direction": "direction", MODEL_CHECK: "check"}.get(verdict, "fails"))
+        rcls.append({REPRODUCED: "holds", "direction": "direction", MODEL_CHECK: "check", "derived": "check"}
+                    .get(verdict, "fails"))
     table = _table(["claim", "paper", "measured", "tolerance", "verdict"], rows, cls=["", "num", "num", "num", ""],
                    row_classes=rcls, table_id="claims")
     n_rep = sum(c.get("verdict") == REPRODUCED for c in claims)
-    n_paper = sum(c.get("verdict") != MODEL_CHECK for c in claims)
+    n_paper = sum(c.get("verdict") not in (MODEL_CHECK, "derived") for c in claims)
     badge = "ok" if n_rep == n_paper else "bad"
     return (f'<h2>Claims</h2><p><span class="badge {badge}">{_e(counts_line(claims))}</span> '
             f'<span class="meta">(paper: the number the paper states and where; measured: mean over seeds ± '

@@ -22,13 +22,15 @@ def spec(kind, paper=None, **kw):
 
 @pytest.mark.parametrize("kind,paper,measured,ci,verdict", [
     (RATIO, 3.3, (3.0,), 0.1, REPRODUCED),            # inside ×/÷ 1.25
-    (RATIO, 3.3, (2.55,), 0.1, REPRODUCED),           # 2.55 + 0.1 reaches 3.3 / 1.25 = 2.64
+    (RATIO, 3.3, (2.55,), 0.1, DIRECTION),            # 2.55 + 0.1 reaches 3.3 / 1.25 = 2.64, the mean does not
+    (RATIO, 3.3, (2.65,), 0.1, REPRODUCED),           # the mean inside the band
     (RATIO, 3.3, (2.5,), 0.05, DIRECTION),            # does not
     (RATIO, 3.3, (1.29,), 0.05, DIRECTION),           # Protego Fig. 6's 1.29× against 3.3×
     (RATIO, 3.3, (1.02,), 0.05, NOT_REPRODUCED),      # CI includes no effect
     (RATIO, 3.3, (0.8,), 0.05, NOT_REPRODUCED),       # the other way
     (RATIO, 0.77, (0.985,), 0.01, DIRECTION),         # below 1, but not 0.77 within ×/÷ 1.25 (> 0.9625)
-    (RATIO, 0.77, (0.9,), 0.01, REPRODUCED),
+    (RATIO, 0.77, (0.9,), 0.01, DIRECTION),           # within ×/÷ 1.25, but its effect 0.10 is < half of 0.23
+    (RATIO, 0.77, (0.85,), 0.01, REPRODUCED),         # effect 0.15: within 0.5-1.5× of 0.23
     (VALUE, 200.0, (245.0,), 5.0, REPRODUCED),        # 240 <= 250
     (VALUE, 200.0, (260.0,), 5.0, NOT_REPRODUCED),    # a value has no direction
     (FRACTION, 0.81, (0.97,), 0.01, NOT_REPRODUCED),  # headroom 0.03 against the paper's 0.19
@@ -76,7 +78,8 @@ def test_lower_bound_and_own_tolerance():
     assert near.verdict == NOT_REPRODUCED and near.extra["cause"]["text"].startswith("inconclusive")
     assert judge(spec(BOUND, 0.9, side="lower"), Measured(0.8, 0.01, 3)).verdict == NOT_REPRODUCED
     bars = spec(VALUE, 4.56, tolerance=Tolerance(abs=0.25, source="the paper's error bars"))
-    assert judge(bars, Measured(4.2, 0.2, 3)).verdict == REPRODUCED
+    assert judge(bars, Measured(4.35, 0.2, 3)).verdict == REPRODUCED
+    assert judge(bars, Measured(4.2, 0.2, 3)).verdict == NOT_REPRODUCED  # the interval touches the bars, the mean not
     assert judge(bars, Measured(3.97, 0.05, 3)).verdict == NOT_REPRODUCED
 
 
@@ -112,7 +115,8 @@ def test_unmeasured_claim_is_not_reproduced_with_the_reason():
 def test_a_claims_own_cause_follows_the_models_diagnosis():
     s = spec(RATIO, 1.113, cause="Concord's dispatcher runs requests in its slack ({slack})")
     c = judge(s, Measured(1.006, 0.027, 3, evidence={"slack": 0.02}))
-    assert c.extra["cause"]["text"].startswith("measured 1.01 ± 0.027 is within the tolerance band")
+    assert c.extra["cause"]["text"].startswith("measured 1.01 ± 0.027 is within 0.89 to 1.39 of the paper's 1.11, "
+                                               "but the interval includes no effect")
     assert c.extra["cause"]["text"].endswith("Concord's dispatcher runs requests in its slack (0.02)")
 
 
@@ -183,3 +187,73 @@ def test_summary_counts_per_paper_and_lists_what_is_not_reproduced():
     q = make_summary(runs, quick=True, wall_s=4.0, jobs=2)
     with_quick = summary_markdown(s, quick=q)
     assert "| full (s) | quick (s) |" in with_quick and "| 15 | 4 |" in with_quick
+
+
+def _claim(cid: str, verdict: str, measured: float = 1.0, paper: float = 1.5) -> dict:
+    d = {"id": cid, "claim": cid, "paper": paper, "measured": measured, "holds": verdict == REPRODUCED,
+         "verdict": verdict, "ci95": 0.01}
+    if verdict != REPRODUCED:
+        d["cause"] = {"text": f"the cause of {cid}; more", "evidence": {}}
+    return d
+
+
+def test_each_papers_thesis_is_judged_on_the_claims_that_decide_it():
+    from microsched import reproduce
+    from microsched.reproduce.framework import thesis_of
+
+    name, thesis = thesis_of("protego")
+    assert name == "protego" and thesis.source == "abstract"
+    ids = list(thesis.claims)
+    all_ok = [_claim(i, REPRODUCED) for i in ids] + [_claim("other", NOT_REPRODUCED)]
+    one_dir = [_claim(ids[0], DIRECTION, 1.2, 3.3)] + [_claim(i, REPRODUCED) for i in ids[1:]]
+    one_miss = [_claim(ids[0], NOT_REPRODUCED, 0.9, 3.3)] + [_claim(i, REPRODUCED) for i in ids[1:]]
+    verdicts = []
+    for claims in (all_ok, one_dir, one_miss):
+        s = make_summary([{"name": "protego", "wall_s": 1.0, "claims": claims}], quick=True, wall_s=1.0, jobs=1)
+        t = s["papers"][0]["thesis"]
+        assert set(t) == {"statement", "source", "verdict", "evidence", "claims"}
+        assert t["claims"] == ids and t["statement"] == thesis.statement
+        assert s["theses"] == [{"paper": "protego", "title": s["papers"][0]["title"], "statement": thesis.statement,
+                                "verdict": t["verdict"], "evidence": t["evidence"]}]
+        verdicts.append(t["verdict"])
+    assert verdicts == ["shown", "direction", "not_shown"]
+    # the evidence is read from the run: the failing claim, its measured value and its cause
+    assert ids[0] in t["evidence"] and "0.9" in t["evidence"] and f"the cause of {ids[0]}" in t["evidence"]
+    assert "more" not in t["evidence"]  # only the cause's first clause
+    # a thesis whose reproduction failed, or lacks a deciding claim, is not shown
+    failed = make_summary([{"name": "protego", "wall_s": 1.0, "error": "ValueError: boom", "claims": []}],
+                          quick=True, wall_s=1.0, jobs=1)
+    assert failed["papers"][0]["thesis"]["verdict"] == "not_shown" and "boom" in failed["papers"][0]["thesis"]["evidence"]
+    # a paper whose declaring reproduction did not run has no thesis
+    only_collapse = make_summary([{"name": "collapse", "wall_s": 1.0, "claims": []}], quick=True, wall_s=1.0, jobs=1)
+    assert "thesis" not in only_collapse["papers"][0] and only_collapse["theses"] == []
+    md = summary_markdown(s)
+    assert md.splitlines()[0].endswith("| thesis |") and "| not shown |" in md
+    # every paper has one, declared by one reproduction, on claims that reproduction declares
+    for key in ("coresync", "study", "protego", "synergy", "harvest"):
+        name, th = thesis_of(key)
+        assert set(th.claims) <= {c.id for c in reproduce.get(name).claims}
+
+
+def test_a_thesis_on_undeclared_claims_is_refused():
+    from microsched.reproduce.framework import Thesis, register
+
+    with pytest.raises(ValueError, match="does not declare"):
+        register("thesis-test", paper="p", figure="f", description="d", spec="x.toml", claims=[spec(RATIO, 2.0)],
+                 thesis=Thesis("s", "abstract", ("nope",)))(lambda ctx: [])
+
+
+def test_reproduce_all_prints_each_thesis_with_its_verdict():
+    from rich.console import Console
+
+    from microsched.cli.reproduce import print_summary
+    from microsched.reproduce.framework import thesis_of
+
+    _, thesis = thesis_of("protego")
+    claims = [_claim(thesis.claims[0], NOT_REPRODUCED, 0.9, 3.3)] + [_claim(i, REPRODUCED) for i in thesis.claims[1:]]
+    s = make_summary([{"name": "protego", "wall_s": 1.0, "claims": claims}], quick=True, wall_s=1.0, jobs=1)
+    con = Console(record=True, width=300)
+    print_summary(s, con, "/tmp/x")
+    text = con.export_text()
+    assert "theses" in text and "not shown" in text and thesis.statement[:60] in text
+    assert s["theses"][0]["evidence"][:60] in text

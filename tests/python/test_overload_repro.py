@@ -7,7 +7,8 @@ every declared claim is judged with the paper's number, that a claim that is not
 carries a cause whose numbers come from the run (its evidence), that a cause follows the
 results it is read from, and the measurement helpers. They do not pin a verdict the model could
 honestly change; where they state a measured fact (the baseline collapses in the 0.2 phase under
-the default semantics), the reason is beside it.
+this project's own semantics, `--semantics ours`), the reason is beside it. load-shift runs
+under the study simulator's semantics by default (`--semantics study`).
 """
 
 from __future__ import annotations
@@ -65,9 +66,13 @@ def _files(out: Path, names: tuple[str, ...]) -> None:
 
 
 @pytest.fixture(scope="module")
-def loadshift(all_quick):
-    """The quick reproduction, from the suite's one `reproduce --all --quick` run."""
-    return all_quick / "load-shift"
+def loadshift(tmp_path_factory):
+    """The quick reproduction under this project's own model (`--semantics ours`, a named
+    semantics since the study simulator's is the default)."""
+    out = tmp_path_factory.mktemp("load-shift-ours") / "load-shift"
+    r = run_cli("reproduce", "load-shift", "--quick", "--semantics", "ours", "--out", out, "--jobs", "1")
+    assert r.code == 0, r.err
+    return out
 
 
 def _loadshift_data(out: Path) -> dict:
@@ -143,12 +148,12 @@ def test_loadshift_cause_follows_the_results(loadshift):
     assert "12,345" in after.extra["cause"]["text"]
 
 
-def test_loadshift_study_semantics_every_miss_has_a_cause(tmp_path):
-    """`--semantics study` (the study simulator's semantics): the gain and the burst claim had
-    no cause before issue 23; now every claim not reproduced carries one from the run."""
-    out = tmp_path / "load-shift-study"
-    r = run_cli("reproduce", "load-shift", "--quick", "--semantics", "study", "--out", out, "--jobs", "1")
-    assert r.code == 0, r.err
+def test_loadshift_study_semantics_every_miss_has_a_cause(all_quick):
+    """The default, the study simulator's semantics (`--semantics study`): the gain and the burst
+    claim had no cause before issue 23; now every claim not reproduced carries one from the run."""
+    out = all_quick / "load-shift"
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    assert meta["semantics"]["name"] == "study" and meta["semantics"]["default"] is True
     c = _claims(out, "load-shift")
     gain = c["fix-throughput-improvement"]
     assert gain["semantics"] == "study"
@@ -304,3 +309,24 @@ def test_collapse_fix_with_instant_semantics(tmp_path):
     assert r.code == 0, r.err
     fix = _claims(out, "collapse")["fix-no-collapse@rtt30"]
     assert fix["measured"] > 0.7
+
+
+def test_loadshift_defaults_to_the_study_simulators_semantics_and_ours_is_named():
+    """The study is a simulation: its simulator's semantics are the reproduction's default, and
+    this project's own model is the named semantics `ours` (no overrides of its own)."""
+    from microsched.reproduce.framework import OURS, prepared_spec, semantics_names
+    from microsched.reproduce.spec import SpecError
+
+    repro = get("load-shift")
+    assert repro.default_semantics == "study" and OURS in semantics_names(repro)
+    study = tomllib.loads((REPO / "experiments" / "load-shift" / "semantics-study.toml").read_text())["overrides"]
+    default, sem = prepared_spec(repro, quick=True)
+    ours, sem_ours = prepared_spec(repro, quick=True, semantics=OURS)
+    assert sem["name"] == "study" and sem["default"] is True and sem_ours["default"] is False
+    assert default.overrides[-len(study):] == study
+    assert ours.overrides == default.overrides[:-len(study)]
+    # the other reproductions keep their own model as the default and offer no "ours"
+    assert prepared_spec(get("collapse"), quick=True)[1] is None
+    assert OURS not in semantics_names(get("collapse"))
+    with pytest.raises(SpecError, match="ours"):
+        prepared_spec(get("collapse"), quick=True, semantics=OURS)

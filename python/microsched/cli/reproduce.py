@@ -22,20 +22,24 @@ Written to OUT (default results/NAME):
   claims.json        [{"id", "claim", "paper", "measured", "holds", "verdict", "kind",
                      "paper_ref", "ci95", "tolerance", "cause": {"text", "evidence"}, ...}]
   *.png              the figures
-  meta.json          the spec as run, paper, figure, jobs, wall time
+  meta.json          the spec as run, paper, figure, jobs, wall time (and "thesis", below)
+  thesis.json        for a reproduction that declares its paper's thesis: {"statement",
+                     "source", "verdict" (shown / direction / not_shown), "evidence", "claims"}
 
-A claim's verdict: reproduced (the paper's number within the tolerance of the measured
-95 % CI), direction (the paper's direction with the CI excluding no effect, not its
-magnitude), not_reproduced, out_of_regime (a precondition of the paper's experiment does
-not hold in the run), model_check (a check of our model, not a paper claim). "holds" means
+A claim's verdict: reproduced (the measured mean inside the tolerance band of the paper's
+number, a ratio's effect within 0.5-1.5x the paper's, the 95 % CI excluding no effect),
+direction (the paper's direction with the CI excluding no effect, not its magnitude),
+not_reproduced, out_of_regime (a precondition of the paper's experiment does not hold in
+the run), model_check (a check of our model, not a paper claim), derived (a number the
+paper composes from statements at different points: shown, not judged). "holds" means
 reproduced. Every verdict other than reproduced carries a cause read from the run.
 
 The claims table is printed at the end. A claim that is not reproduced is reported, not an
 error: the exit status is 0 once the results are written.
 
 --all runs every reproduction, each into OUT/NAME (default OUT: results/all), and writes
-OUT/summary.json (per paper, the counts by verdict and the claims not reproduced with their
-causes) and OUT/report.html (the verdict tables and key figures of every paper); the exit
+OUT/summary.json (per paper, the counts by verdict, the claims not reproduced with their
+causes and its thesis; "theses": the five theses in the papers' order) and OUT/report.html (the verdict tables and key figures of every paper); the exit
 status is 1 if a reproduction failed to run.
 
 examples:
@@ -72,7 +76,8 @@ def add_commands(sub: Any) -> None:
                          "keep-cut, capped-pool); default output results/NAME-C")
     rp.add_argument("--semantics", metavar="NAME",
                     help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
-                         "(load-shift: study = the simulation study's simulator)")
+                         "(load-shift runs under study, the simulation study's simulator, by default; ours = this "
+                         "project's own model, output results/load-shift-ours; instant, study-client)")
     rp.add_argument("--sensitivity", action="store_true",
                     help="after the reproduction, rerun it with each model cost it declares at 0.5x and 2x its "
                          "default, one at a time, and write OUT/sensitivity.json and .md: which verdicts depend on "
@@ -206,6 +211,20 @@ def _run_all(args: argparse.Namespace, reproduce: Any) -> int:
     return 0 if summary["ok"] else 1
 
 
+THESIS_STYLE = {"shown": "green", "direction": "yellow", "not_shown": "bold red"}
+
+
+def print_theses(summary: dict, con: Any) -> None:
+    """Each paper's thesis (its abstract's central claim) with its verdict and the run's evidence."""
+    if not summary.get("theses"):
+        return
+    con.print("\n[bold]theses[/bold] (each paper's central claim, judged on the claims that decide it)")
+    for t in summary["theses"]:
+        style = THESIS_STYLE.get(t["verdict"], "")
+        con.print(f"  [bold]{t['title']}[/bold]: [{style}]{t['verdict'].replace('_', ' ')}[/]\n"
+                  f"    {t['statement']}\n    [dim]{t['evidence']}[/dim]")
+
+
 def print_summary(summary: dict, con: Any, out: str) -> None:
     """Per paper, the counts by verdict; then every claim not reproduced with its cause."""
     from rich.table import Table
@@ -214,16 +233,19 @@ def print_summary(summary: dict, con: Any, out: str) -> None:
 
     t = Table(title="reproductions" + (" (--quick)" if summary["quick"] else ""), title_justify="left")
     for col in ("paper", "reproductions", "time (s)", "reproduced", "direction", "not reproduced", "out of regime",
-                "model checks"):
+                "model checks", "derived"):
         t.add_column(col, justify="left" if col in ("paper", "reproductions") else "right")
     for p in summary["papers"]:
         n = p["counts"]
         t.add_row(p["title"], ", ".join(p["reproductions"]), f"{p['wall_s']:.0f}", str(n["reproduced"]),
-                  str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]))
+                  str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]),
+                  str(n.get("derived", 0)))
     n = summary["counts"]
     t.add_row("[bold]all[/bold]", "", f"{summary['wall_s']:.0f}", f"[bold]{n['reproduced']}[/bold]",
-              str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]))
+              str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]),
+              str(n.get("derived", 0)))
     con.print(t)
+    print_theses(summary, con)
     for p in summary["papers"]:
         for name, err in p["errors"].items():
             con.print(f"[bold red]{name} failed to run:[/bold red] {err}")

@@ -10,11 +10,13 @@ cause may cite and the preconditions of the paper's regime). :func:`judge` then 
 verdict:
 
 ``reproduced``
-    the paper's number lies within the tolerance of the measured value, the measured 95 %
-    confidence interval taken into account (the tolerance band around the paper's number
-    overlaps the measured interval), where the interval is no wider than the band (else the
-    run cannot tell the paper's number from others) and, where the paper states an effect
-    (a ratio other than 1, a gain other than 0), the interval excludes no effect;
+    the measured mean lies inside the tolerance band around the paper's number (an interval
+    that merely touches the band is not enough), the measured 95 % confidence interval is no
+    wider than the band (else the run cannot tell the paper's number from others) and, where
+    the paper states an effect (a ratio other than 1, a gain other than 0), the interval
+    excludes no effect. For a ratio the band is also limited by the size of the effect: its
+    effect (ratio − 1, or 1 − ratio below 1) must lie within [0.5, 1.5]× the paper's, so that
+    1.03 does not pass for the paper's 1.27 although it is within ×/÷ 1.25 of it;
 ``direction``
     the paper's direction holds with the interval excluding "no effect" (1 for a ratio, 0 for
     a gain or a difference), the magnitude does not;
@@ -24,7 +26,12 @@ verdict:
     a precondition of the paper's experiment (overloaded, CPU-bound, at the paper's load)
     does not hold in our run: the claim is not judged, its preconditions' values say why;
 ``model_check``
-    a check of our own model (accounting, conservation): never counted with the paper's claims.
+    a check of our own model (accounting, conservation): never counted with the paper's claims;
+``derived``
+    the paper's number is composed from statements at different points (``derived`` gives its
+    formula, ``derived_at_one_point`` is False): the paper does not state it, so it is measured
+    and shown but not judged, and never counted with the paper's claims. A derived number whose
+    parts the paper gives at the same point is judged as any other.
 
 A claim that is not ``reproduced`` carries a ``cause``: a text formatted only from its
 ``evidence`` map of values measured in the run (:class:`Cause` refuses a template with a
@@ -37,7 +44,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -48,8 +55,13 @@ DIRECTION = "direction"
 NOT_REPRODUCED = "not_reproduced"
 OUT_OF_REGIME = "out_of_regime"
 MODEL_CHECK = "model_check"
-VERDICTS = (REPRODUCED, DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME, MODEL_CHECK)
-PAPER_VERDICTS = VERDICTS[:4]  # what a paper's claim can get; model checks are counted apart
+DERIVED = "derived"
+VERDICTS = (REPRODUCED, DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME, MODEL_CHECK, DERIVED)
+PAPER_VERDICTS = VERDICTS[:4]  # what a paper's claim can get; model checks and derived numbers are counted apart
+
+# A ratio's effect (ratio − 1, or 1 − ratio below 1) must lie within these multiples of the
+# paper's effect (README, "How claims are judged").
+EFFECT_RANGE = (0.5, 1.5)
 
 # How a claim is compared with the paper.
 RATIO = "ratio"            # a factor between two systems (3.3× the goodput): no effect = 1
@@ -224,6 +236,11 @@ class ClaimSpec:
     side: str = "upper"  # bound/check: measured <= paper ("upper") or >= ("lower"); order: "above"/"below" no effect
     cause: CauseSpec = None
     group: str = ""  # optional grouping (a figure, a workload) for tables
+    # The paper's number is not stated but composed from two statements: its formula (e.g.
+    # "1.16 / 1.7: Caladan's and Shenango's p99, both against CoreSync's") and whether the paper
+    # gives both parts at the same point (same figure and load). Judged only if it does.
+    derived: str = ""
+    derived_at_one_point: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -239,6 +256,15 @@ class ClaimSpec:
             raise ValueError(f"claim {self.id}: a ratio must be positive")
         if isinstance(self.cause, str):
             check_template(self.cause)
+        if self.derived_at_one_point and not self.derived:
+            raise ValueError(f"claim {self.id}: derived_at_one_point needs the formula in derived")
+        if self.derived and self.kind in (ORDER, MONOTONE, CHECK):
+            raise ValueError(f"claim {self.id}: a {self.kind} claim has no paper's number to derive")
+
+    @property
+    def judged(self) -> bool:
+        """False for a number composed from statements at different points: not judged."""
+        return not self.derived or self.derived_at_one_point
 
     @property
     def tol(self) -> Tolerance | None:
@@ -288,13 +314,18 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
     ci = _finite(m.ci95)
     ci_used = ci if ci is not None else 0.0
     tol = spec.tol
-    band = tol.band(spec.paper, share=spec.kind == FRACTION) if tol is not None and spec.paper is not None else None
+    band = claim_band(spec)
     extra: dict[str, Any] = {
         "kind": spec.kind, "paper_ref": spec.paper_ref, "ci95": rounded(ci), "n": m.n,
         "tolerance": tol.text() if tol is not None and spec.kind not in (ORDER, MONOTONE) else None,
     }
     if band is not None and spec.kind not in (BOUND, CHECK):
         extra["band"] = [rounded(band[0]), rounded(band[1])]
+        if spec.kind == RATIO and effect_band(spec) is not None:
+            extra["effect_band"] = [rounded(x) for x in effect_band(spec)]
+    if spec.derived:
+        extra["derived"] = spec.derived
+        extra["derived_at_one_point"] = spec.derived_at_one_point
     for k, v in (("quote", spec.quote), ("unit", spec.unit), ("measure", spec.how), ("group", spec.group)):
         if v:
             extra[k] = v
@@ -310,13 +341,17 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
     if spec.kind == CHECK:
         verdict = MODEL_CHECK
         extra["passed"] = value is not None and _satisfies(spec, lo, hi, band)
+    elif not spec.judged:
+        verdict = DERIVED
+        extra["verdict_if_judged"] = verdict_of(replace(spec, derived_at_one_point=True), m, data).verdict
     elif value is None:
         verdict = NOT_REPRODUCED
     elif failed:
         verdict = OUT_OF_REGIME
     elif spec.kind in (ORDER, MONOTONE):
         verdict = REPRODUCED if _beyond_no_effect(spec, lo, hi) else NOT_REPRODUCED
-    elif _satisfies(spec, lo, hi, band) and _effect_shown(spec, lo, hi) and _precise(spec, ci, band):
+    elif _satisfies(spec, lo, hi, band) and _mean_inside(spec, value, band) and _effect_shown(spec, lo, hi) \
+            and _precise(spec, ci, band):
         verdict = REPRODUCED
     elif spec.kind in (RATIO, GAIN, DIFFERENCE) and _beyond_no_effect(spec, lo, hi):
         verdict = DIRECTION
@@ -326,6 +361,10 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
     cause = None
     if verdict in (DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME) or (verdict == MODEL_CHECK and not extra["passed"]):
         cause = _cause(spec, m, data, value, ci, band, failed)
+    if verdict == DERIVED:
+        cause = Cause("not judged: the paper does not state this number; it is derived as {formula}, from statements "
+                      "at different points (judged all the same it would be {if_judged})",
+                      {"formula": spec.derived, "if_judged": extra["verdict_if_judged"].replace("_", " ")})
     if verdict == OUT_OF_REGIME:
         # Not judged; what it would be if it were, for the reader who wants to know all the same.
         inner = verdict_of(spec, Measured(m.value, m.ci95, m.n, m.evidence, [], {}, m.missing), data)
@@ -338,6 +377,39 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
         extra["cause"] = cause.to_dict()
     return Claim(id=spec.id, claim=spec.claim, paper=spec.paper, measured=rounded(value), verdict=verdict,
                  extra=extra)
+
+
+def effect_band(spec: ClaimSpec) -> tuple[float, float] | None:
+    """The ratios whose effect (ratio − 1, or 1 − ratio below 1) is within :data:`EFFECT_RANGE`
+    of the paper's; None where the paper states no effect (a ratio of 1) or for other kinds."""
+    if spec.kind != RATIO or spec.paper is None or spec.paper == 1.0:
+        return None
+    effect = spec.paper - 1.0
+    a, b = 1.0 + EFFECT_RANGE[0] * effect, 1.0 + EFFECT_RANGE[1] * effect
+    return (min(a, b), max(a, b))
+
+
+def claim_band(spec: ClaimSpec) -> tuple[float, float] | None:
+    """The values within tolerance of the paper's number: the tolerance's band, for a ratio
+    narrowed to the ratios whose effect is within :data:`EFFECT_RANGE` of the paper's."""
+    tol = spec.tol
+    if tol is None or spec.paper is None:
+        return None
+    band = tol.band(spec.paper, share=spec.kind == FRACTION)
+    eff = effect_band(spec)
+    if eff is not None:
+        band = (max(band[0], eff[0]), min(band[1], eff[1]))
+    return band
+
+
+def _mean_inside(spec: ClaimSpec, value: float, band: tuple[float, float] | None) -> bool:
+    """The measured mean itself inside the band: an interval that only touches the band leaves
+    the best estimate outside it."""
+    if band is None:
+        return False
+    if spec.kind in (BOUND, CHECK):
+        return True  # a bound asks the whole interval on its side (_satisfies)
+    return band[0] <= value <= band[1]
 
 
 def _satisfies(spec: ClaimSpec, lo: float, hi: float, band: tuple[float, float] | None) -> bool:
@@ -424,8 +496,26 @@ def _diagnosis(spec: ClaimSpec, value: float, ci: float | None, band: tuple[floa
             return Cause("inconclusive: the mean {measured} meets the bound {paper} but its interval "
                          "(± {ci95}) crosses it", ev)
         return None
+    eff = effect_band(spec)
+    if eff is not None and not eff[0] <= value <= eff[1]:
+        factor = spec.tol.band(spec.paper)
+        if factor[0] <= value <= factor[1]:
+            # within ×/÷ the factor of the paper's number, but not the size of its effect
+            ev["paper_effect"], ev["measured_effect"] = abs(spec.paper - 1.0), value - 1.0
+            ev["effect_lo"], ev["effect_hi"] = EFFECT_RANGE
+            ev["factor_lo"], ev["factor_hi"] = factor
+            if not _beyond_no_effect(spec, value - c, value + c):
+                ev["no_effect"] = spec.no_effect
+                return Cause("measured {measured} ± {ci95} is within {factor_lo} to {factor_hi} of the paper's {paper}, "
+                             "but the interval includes no effect ({no_effect}): the paper's effect is not shown", ev)
+            return Cause("measured {measured} ± {ci95}: within {factor_lo} to {factor_hi} of the paper's {paper}, but "
+                         "its effect ({measured_effect}) is not within {effect_lo}× to {effect_hi}× the paper's "
+                         "({paper_effect}): the band is {band_lo} to {band_hi}", ev)
     if not _satisfies(spec, value - c, value + c, band):
         return None
+    if not _mean_inside(spec, value, band):
+        return Cause("the measured mean {measured} is outside the tolerance band {band_lo} to {band_hi}; its "
+                     "interval (± {ci95}) only touches it", ev)
     if not _precise(spec, ci, band):
         ev["half_band"] = (band[1] - band[0]) / 2
         return Cause("inconclusive: the measured interval {measured} ± {ci95} is wider than the tolerance band "
@@ -562,7 +652,7 @@ def fmt_number(v: Any) -> str:
 
 
 VERDICT_STYLE = {REPRODUCED: "green", DIRECTION: "yellow", NOT_REPRODUCED: "bold red", OUT_OF_REGIME: "magenta",
-                 MODEL_CHECK: "dim"}
+                 MODEL_CHECK: "dim", DERIVED: "dim"}
 
 
 def measured_text(c: Mapping[str, Any]) -> str:
@@ -620,4 +710,5 @@ def counts_line(claims: Sequence[Mapping[str, Any]]) -> str:
     n = counts(claims)
     paper = sum(n[v] for v in PAPER_VERDICTS)
     return (f"{n[REPRODUCED]} of {paper} paper claims reproduced, {n[DIRECTION]} direction only, "
-            f"{n[NOT_REPRODUCED]} not reproduced, {n[OUT_OF_REGIME]} out of regime; {n[MODEL_CHECK]} model checks")
+            f"{n[NOT_REPRODUCED]} not reproduced, {n[OUT_OF_REGIME]} out of regime; {n[MODEL_CHECK]} model checks"
+            + (f", {n[DERIVED]} derived numbers not judged" if n[DERIVED] else ""))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import time
 import tomllib
@@ -37,6 +38,7 @@ RESULTS_FILE = "results.parquet"
 AGGREGATE_FILE = "aggregate.parquet"
 CLAIMS_FILE = "claims.json"
 META_FILE = "meta.json"
+THESIS_FILE = "thesis.json"  # the paper's thesis judged on this run, for a reproduction that declares it
 
 
 @dataclass
@@ -86,6 +88,70 @@ class Condition:
     sets: Callable[[Any], tuple[str, ...]]
 
 
+SHOWN = "shown"
+THESIS_DIRECTION = "direction"
+NOT_SHOWN = "not_shown"
+THESIS_VERDICTS = (SHOWN, THESIS_DIRECTION, NOT_SHOWN)
+
+
+@dataclass(frozen=True)
+class Thesis:
+    """A paper's central claim (the one its abstract makes), declared by one of its
+    reproductions with the ids of its claims that decide it. :meth:`judge` gives
+
+    ``shown``      every deciding claim is reproduced;
+    ``direction``  every deciding claim holds at least in direction (reproduced or direction);
+    ``not_shown``  otherwise (a claim not reproduced, out of regime, derived or not run).
+    """
+
+    statement: str
+    source: str  # where the paper makes it, e.g. "abstract"
+    claims: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.statement or not self.source:
+            raise ValueError("Thesis: statement and source must be non-empty")
+        if not self.claims:
+            raise ValueError("Thesis: claims: name the claim ids that decide it")
+
+    def judge(self, claims: Sequence[dict], error: str | None = None) -> dict:
+        """The thesis object of ``summary.json`` and ``thesis.json``, judged on ``claims`` (the
+        declaring reproduction's claims.json); ``error`` when that reproduction failed to run."""
+        from .claims import DIRECTION, REPRODUCED, fmt_number
+
+        by_id = {c["id"]: c for c in claims}
+        deciding = [by_id.get(i) for i in self.claims]
+        out = {"statement": self.statement, "source": self.source, "claims": list(self.claims)}
+        if error is not None or any(c is None for c in deciding):
+            missing = [i for i, c in zip(self.claims, deciding) if c is None]
+            why = error or f"the run has no claim {', '.join(missing)}"
+            return {**out, "verdict": NOT_SHOWN, "evidence": f"Not tested: {why}."}
+        verdicts = [c["verdict"] for c in deciding]
+        n_rep = verdicts.count(REPRODUCED)
+        if n_rep == len(verdicts):
+            verdict = SHOWN
+        elif all(v in (REPRODUCED, DIRECTION) for v in verdicts):
+            verdict = THESIS_DIRECTION
+        else:
+            verdict = NOT_SHOWN
+        n_dir = verdicts.count(DIRECTION)
+        first = f"{n_rep} of {len(verdicts)} deciding claims reproduced" + (f", {n_dir} in direction only" if n_dir else "")
+        worst = next((c for c in deciding if c["verdict"] not in (REPRODUCED, DIRECTION)), None) \
+            or next((c for c in deciding if c["verdict"] == DIRECTION), None)
+        if worst is None:
+            shown = "; ".join(f"{c['id']} {fmt_number(c.get('measured'))} (paper {fmt_number(c.get('paper'))})"
+                              for c in deciding if c.get("paper") is not None)
+            evidence = f"{first}: {shown}." if shown else f"{first}."
+        else:
+            ci = f" ± {fmt_number(worst['ci95'])}" if worst.get("ci95") is not None else ""
+            paper = f" against the paper's {fmt_number(worst['paper'])}" if worst.get("paper") is not None else ""
+            # the cause's first clause: the evidence stays one or two sentences
+            cause = re.split(r"; |\. ", (worst.get("cause") or {}).get("text") or "")[0].rstrip(".")
+            evidence = (f"{first}. {worst['id']} is {worst['verdict'].replace('_', ' ')}: measured "
+                        f"{fmt_number(worst.get('measured'))}{ci}{paper}" + (f" ({cause})" if cause else "") + ".")
+        return {**out, "verdict": verdict, "evidence": evidence}
+
+
 @dataclass(frozen=True)
 class Reproduction:
     name: str
@@ -98,6 +164,11 @@ class Reproduction:
     conditions: tuple[tuple[str, Condition], ...] = ()
     claims: tuple[ClaimSpec, ...] = ()  # the claims it judges, declared before any run
     costs: tuple[Any, ...] = ()  # the model costs its verdicts may depend on (sensitivity.Cost)
+    thesis: Thesis | None = None  # its paper's central claim, when this reproduction decides it
+    # The semantics it runs under by default (a semantics-NAME.toml next to its spec): a paper whose
+    # artifact is a simulator is reproduced under that simulator's semantics, as an artifact is the
+    # default everywhere; this project's own model is then the named semantics "ours".
+    default_semantics: str | None = None
 
     @property
     def paper_key(self) -> str:
@@ -133,16 +204,24 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              group_by: tuple[str, ...] = ("variant",),
              conditions: tuple[tuple[str, Condition], ...] = (),
              claims: Sequence[ClaimSpec] = (),
-             costs: Sequence[Any] = ()) -> Callable[[Callable[[Context], list[Claim]]],
+             costs: Sequence[Any] = (),
+             thesis: Thesis | None = None,
+             default_semantics: str | None = None) -> Callable[[Callable[[Context], list[Claim]]],
                                                                    Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
     def deco(fn: Callable[[Context], list[Claim]]) -> Callable[[Context], list[Claim]]:
         if name in REGISTRY:
             raise ValueError(f"reproduction {name!r} registered twice")
+        if thesis is not None:
+            unknown = set(thesis.claims) - {c.id for c in claims}
+            if unknown:
+                raise ValueError(f"reproduction {name!r}: its thesis names claims it does not declare: "
+                                 f"{', '.join(sorted(unknown))}")
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
                                       spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
-                                      claims=tuple(claims), costs=tuple(costs))
+                                      claims=tuple(claims), costs=tuple(costs), thesis=thesis,
+                                      default_semantics=default_semantics)
         return fn
 
     return deco
@@ -189,9 +268,15 @@ class Outcome:
     wall_s: float
 
 
+# The named semantics of this project's own model, for a reproduction whose default is another's.
+OURS = "ours"
+
+
 def semantics_names(repro: Reproduction) -> list[str]:
-    """The alternative semantics a reproduction offers: ``semantics-NAME.toml`` next to its spec."""
-    return sorted(p.stem.removeprefix("semantics-") for p in spec_path(repro).parent.glob("semantics-*.toml"))
+    """The alternative semantics a reproduction offers: ``semantics-NAME.toml`` next to its spec,
+    and ``ours`` (this project's model) where its default is another model's."""
+    names_ = sorted(p.stem.removeprefix("semantics-") for p in spec_path(repro).parent.glob("semantics-*.toml"))
+    return names_ + [OURS] if repro.default_semantics else names_
 
 
 def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dict:
@@ -201,6 +286,8 @@ def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dic
     if semantics not in allowed:
         raise SpecError(f"--semantics: {semantics!r} is not offered by {repro.name}: use "
                         f"{', '.join(allowed) or 'none (it has no alternative semantics)'}")
+    if semantics == OURS:
+        return {"name": OURS, "file": None, "description": "this project's own model: the sweep's overrides only"}
     p = spec_path(repro).parent / f"semantics-{semantics}.toml"
     raw = tomllib.loads(p.read_text(encoding="utf-8"))
     unknown = set(raw) - {"description", "overrides"}
@@ -208,6 +295,18 @@ def apply_semantics(spec: SweepSpec, repro: Reproduction, semantics: str) -> dic
         raise SpecError(f"{p}: {sorted(unknown)[0]}: unknown field: use description, overrides")
     spec.overrides = [*spec.overrides, *raw.get("overrides", [])]
     return {"name": semantics, "file": str(p), "description": raw.get("description", "")}
+
+
+def prepared_spec(repro: Reproduction, quick: bool = False, seeds: int | None = None,
+                  semantics: str | None = None) -> tuple[SweepSpec, dict | None]:
+    """The reproduction's sweep spec as it runs: under ``semantics``, else under its default
+    semantics (``ours``: none applied); with the semantics' record for ``meta.json``."""
+    spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
+    chosen = semantics if semantics is not None else repro.default_semantics
+    sem = apply_semantics(spec, repro, chosen) if chosen else None
+    if sem is not None:
+        sem["default"] = chosen == repro.default_semantics
+    return spec, sem
 
 
 def run_reproduction(name: str, out: str | Path | None = None, quick: bool = False, jobs: int | None = None,
@@ -226,8 +325,9 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     from ..sweep.engine import PARTS_DIR, SweepError, finished_ids, point_id
 
     repro = get(name)
-    spec = SweepSpec.load(spec_path(repro), quick=quick, seeds=seeds)
-    sem = apply_semantics(spec, repro, semantics) if semantics else None
+    spec, sem = prepared_spec(repro, quick, seeds, semantics)
+    named = semantics if semantics != repro.default_semantics else None  # the default names no output
+    semantics = sem["name"] if sem else None
     if condition is not None:
         from dataclasses import replace
 
@@ -240,7 +340,7 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     points = spec.points()
     _validate_points(spec, points)
     jobs = default_jobs() if jobs is None else jobs
-    suffix = "".join(f"-{x}" for x in (semantics, condition) if x)
+    suffix = "".join(f"-{x}" for x in (named, condition) if x)
     out_dir = Path(out) if out is not None else Path("results") / f"{name}{suffix}"
     parts = out_dir / PARTS_DIR
     stamp = {"reproduction": name, "quick": quick, "condition": condition,
@@ -311,6 +411,11 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
                   extra=extra, jobs=jobs)
     claims = repro.analyze(ctx)
     write_claims(claims, out_dir / CLAIMS_FILE)
+    if repro.thesis is not None:
+        # claims.json stays a list (its layout is a contract): the thesis goes beside it
+        meta["thesis"] = repro.thesis.judge([c.to_dict() for c in claims])
+        (out_dir / THESIS_FILE).write_text(json.dumps(meta["thesis"], indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
     wall = time.perf_counter() - t0
     meta["wall_s"] = round(wall, 3)
     meta["figures"] = [p.name for p in ctx.figures]
@@ -469,8 +574,17 @@ def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, se
     return [runs[n] for n in todo]
 
 
+def thesis_of(paper: str) -> tuple[str, Thesis] | None:
+    """The reproduction declaring ``paper``'s thesis and the thesis; None if none does."""
+    for n in names():
+        r = REGISTRY[n]
+        if r.paper_key == paper and r.thesis is not None:
+            return n, r.thesis
+    return None
+
+
 def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dict:
-    from .claims import REPRODUCED, VERDICTS, counts
+    from .claims import DERIVED, REPRODUCED, VERDICTS, counts
 
     papers = []
     for key, title in PAPERS.items():
@@ -488,23 +602,32 @@ def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dic
                 {"reproduction": c["reproduction"], "id": c["id"], "verdict": c["verdict"], "paper": c.get("paper"),
                  "paper_ref": c.get("paper_ref"), "measured": c.get("measured"), "ci95": c.get("ci95"),
                  "unit": c.get("unit"), "cause": (c.get("cause") or {}).get("text")}
-                for c in claims if c["verdict"] not in (REPRODUCED, "model_check")],
+                for c in claims if c["verdict"] not in (REPRODUCED, "model_check", DERIVED)],
         })
+        declared = thesis_of(key)
+        run = next((r for r in mine if declared and r["name"] == declared[0]), None)
+        if run is not None:
+            papers[-1]["thesis"] = declared[1].judge(run["claims"], run.get("error"))
     total = {v: sum(p["counts"][v] for p in papers) for v in VERDICTS}
+    theses = [{"paper": p["paper"], "title": p["title"], "statement": p["thesis"]["statement"],
+               "verdict": p["thesis"]["verdict"], "evidence": p["thesis"]["evidence"]}
+              for p in papers if "thesis" in p]
     return {"quick": quick, "jobs": jobs, "wall_s": round(wall_s, 1), "counts": total, "papers": papers,
+            "theses": theses,
             "reproductions": [{k: v for k, v in r.items() if k != "claims"} | {"counts": counts(r["claims"])}
                               for r in runs],
             "microsched_version": _version(), "ok": bool(runs) and not any("error" in r for r in runs)}
 
 
 def summary_markdown(summary: dict, quick: dict | None = None) -> str:
-    """The README's reproduction table: per paper, its reproductions, figures, time and counts;
+    """The README's reproduction table: per paper, its reproductions, figures, time, counts and
+    the verdict of its thesis;
     with ``quick`` (a ``reproduce --all --quick`` summary) also the quick profiles' times."""
     quick_s = {p["title"]: p["wall_s"] for p in quick["papers"]} if quick else {}
     time_head, time_align = ("full (s) | quick (s)", "---:|---:") if quick else ("time (s)", "---:")
     lines = [f"| paper | reproduction (`microsched reproduce NAME`) | figures | {time_head} | reproduced | direction "
-             "| not reproduced | out of regime | model checks |",
-             f"|---|---|---|{time_align}|---:|---:|---:|---:|---:|"]
+             "| not reproduced | out of regime | model checks | thesis |",
+             f"|---|---|---|{time_align}|---:|---:|---:|---:|---:|---|"]
 
     def times(full: float, q: float | None) -> str:
         return f"{full:.0f} | {q:.0f}" if quick else f"{full:.0f}"
@@ -515,9 +638,11 @@ def summary_markdown(summary: dict, quick: dict | None = None) -> str:
         lines.append(f"| {p['title']} | {', '.join(p['reproductions'])} | {figs} | "
                      f"{times(p['wall_s'], quick_s.get(p['title'], math.nan))} | "
                      f"{n['reproduced']} | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
-                     f"{n['model_check']} |")
+                     f"{n['model_check']} | {p['thesis']['verdict'].replace('_', ' ') if p.get('thesis') else '–'} |")
     n = summary["counts"]
     lines.append(f"| **all** | | | {times(summary['wall_s'], quick['wall_s'] if quick else None)} | "
                  f"**{n['reproduced']}** | {n['direction']} | {n['not_reproduced']} | {n['out_of_regime']} | "
-                 f"{n['model_check']} |")
+                 f"{n['model_check']} | |")
+    # The theses' statements and evidence are in summary.json and printed by reproduce --all: the
+    # README's first screen has room for their verdicts only.
     return "\n".join(lines) + "\n"

@@ -39,7 +39,7 @@ import pandas as pd
 from .claims import (BOUND, CHECK, FRACTION, GAIN, ORDER, RATIO, VALUE, Claim, ClaimSpec, Condition, Measured,
                      judge_all)
 from .framework import Condition as RunCondition
-from .framework import Context, experiments_dir, register
+from .framework import Context, Thesis, experiments_dir, register
 from .loadshift import setup_plt
 from .runner import aggregate, mean_ci95
 from .sensitivity import Cost
@@ -693,9 +693,10 @@ CLAIMS: list[ClaimSpec] = [
               "one) holds {artifact_pool} credits and loses {artifact_loss} at {at_krps} kRPS, goodput "
               "{artifact_goodput_top_krps} kRPS at {top_krps} kRPS"),
     ClaimSpec(
-        id="fig9-protego-drop-rate", paper=0.40, kind=BOUND, side="upper", unit="of the requests the server receives",
+        # "up to 40 %" is the largest drop rate over the paper's sweep, a value: 5.8 % is not it
+        id="fig9-protego-drop-rate", paper=0.40, kind=VALUE, unit="of the requests the server receives",
         paper_ref="Fig. 9, §5.4", quote="maintaining latency within the target delay by dropping up to 40% of incoming requests",
-        claim="Protego drops at most 40 % of the requests the server receives",
+        claim="Protego's drop rate peaks at 40 % of the requests the server receives (the largest over the demands)",
         how="max over demands of Protego's server drop rate (lock drops / (completed + lock drops), the paper's "
             "definition, §5.1), mean over seeds; requests clients drop for lack of a credit are counted apart",
         measure=_drop_rate_max("main", "protego"),
@@ -1143,12 +1144,23 @@ COSTS = (
 )
 
 
+# The paper's central claim, as its abstract makes it: the abstract's 12.2× is its Memcached/Lucene
+# summary; the claim judged is Lucene's (Fig. 6), where the 3.3× comes from.
+THESIS = Thesis(
+    statement="Under lock contention, performance-driven admission control with ASQM achieves up to 3.3× more "
+              "goodput and a many times lower p99 than the state-of-the-art overload controllers while avoiding "
+              "congestion collapse, which Breakwater's CPU-queueing signal does not",
+    source="abstract",
+    claims=("fig6-lucene-goodput-vs-seda", "fig6-lucene-p99-vs-seda", "fig9-breakwater-collapse",
+            "fig9-protego-p99-within-target"))
+
+
 @register("protego", paper="Protego (NSDI'23)", figure="Fig. 3, 5, 6, 7, 8, 9, 10, 11, 12, 13",
           description="Overload control under lock contention: Breakwater's collapse when only locks are congested, "
                       "SEDA's conservative rate limits, try_lock's drops, Protego's performance-driven admission "
                       "control with ASQM, on the synthetic two-path application, Lucene-like and Memcached-like "
                       "servers",
-          spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS)
+          spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
     data: dict[str, Any] = {"main": ctx.results, **run_subs(ctx, SUBSWEEPS),

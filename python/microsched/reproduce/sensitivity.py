@@ -86,7 +86,7 @@ def _with_costs() -> list[str]:
     return sorted(n for n, r in REGISTRY.items() if r.costs)
 
 
-SHORT = {"reproduced": "✓", "direction": "~", "not_reproduced": "✗", "out_of_regime": "∅", "model_check": "·", None: "–"}
+SHORT = {"reproduced": "✓", "direction": "~", "not_reproduced": "✗", "out_of_regime": "∅", "model_check": "·", "derived": "≈", None: "–"}
 
 
 def markdown(result: dict) -> str:

@@ -66,7 +66,7 @@ BASE: dict[str, dict] = {
     },
     # Fig. 6: Lucene-like; the hot lock saturates at ~1.67 k req/s
     "fig6": {
-        ("seda", 1000): r(900, 200000, cdr=0.1, cores=10), ("seda", 2000): r(1300, 450000, cdr=0.35, cores=10),
+        ("seda", 1000): r(900, 200000, cdr=0.1, cores=10), ("seda", 2000): r(1380, 450000, cdr=0.35, cores=10),
         ("seda", 3000): r(700, 500000, cdr=0.7, cores=10),
         ("protego", 1000): r(950, 25000, cores=10), ("protego", 2000): r(1500, 30000, sdr=0.2, cores=10),
         ("protego", 3000): r(2400, 30000, sdr=0.2, cores=10),
