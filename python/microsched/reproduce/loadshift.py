@@ -34,7 +34,7 @@ import pandas as pd
 
 from .claims import (BOUND, GAIN, ORDER, RATIO, VALUE, Cause, ClaimSpec, Condition, Measured, judge_all,
                      rounded as _r)
-from .framework import Context, register
+from .framework import Context, Figure, register
 from .runner import default_jobs, mean_ci95
 from .spec import Point
 
@@ -712,10 +712,21 @@ CLAIMS: list[ClaimSpec] = [
 # parameters, not costs measured on or fitted to a testbed: halving one would change the
 # experiment, not test a cost the verdicts rest on. No network stack cost is charged (the study
 # has none).
+FIGURES = (
+    Figure("loadshift_phases.png", "Throughput per load phase as a fraction of capacity, per policy (mean over "
+           "seeds, bars: 95 % CI): the study's Fig. 1 comparison"),
+    Figure("loadshift_timeseries.png", "A whole run over time (100 µs bins, one seed): throughput, credit pool, LC "
+           "cores allocated and queued tasks, the load shifts marked in red"),
+    Figure("loadshift_closeup.png", "Close-up of one load shift (every sample, one seed): queue, cores, drops and "
+           "credit pool in the microseconds after the shift"),
+)
+
+
 @register("load-shift", paper="Core allocation vs overload control (simulation study)", figure="Fig. 1",
           description="Breakwater + Caladan-style allocation, 32 cores, bimodal 1 µs, RTT 30 µs, load "
                       "0.2→1.2→0.5→1.2 every 25 ms: baseline vs the study's core fix",
-          spec="load-shift/sweep.toml", claims=CLAIMS)
+          spec="load-shift/sweep.toml", claims=CLAIMS,
+          figures=FIGURES)
 def analyze(ctx: Context):
     from ..api import validate
 

@@ -39,7 +39,7 @@ import pandas as pd
 from .claims import (BOUND, CHECK, FRACTION, GAIN, ORDER, RATIO, VALUE, Claim, ClaimSpec, Condition, Measured,
                      judge_all)
 from .framework import Condition as RunCondition
-from .framework import Context, experiments_dir, register
+from .framework import Context, Figure, experiments_dir, register
 from .loadshift import setup_plt
 from .runner import aggregate, mean_ci95
 from .sensitivity import Cost
@@ -1143,12 +1143,29 @@ COSTS = (
 )
 
 
+FIGURES = (
+    Figure("protego_fig9_fig11.png", "Fig. 9 and 11 (headline): synthetic two-path application, p = 50 %, 10 µs: "
+           "goodput, p99, server and client drop rates and busy cores against demand, per overload controller "
+           "(mean over seeds, bars: 95 % CI)"),
+    Figure("protego_fig3.png", "Fig. 3: synthetic, p = 20 %, 100 µs: the same five panels against demand"),
+    Figure("protego_fig5.png", "Fig. 5: synthetic, p = 20 %, 10 µs, ASQM only: the same five panels"),
+    Figure("protego_fig6.png", "Fig. 6: Lucene-like server: the same five panels against demand"),
+    Figure("protego_fig7.png", "Fig. 7 and 8: Memcached-like server, VAR workload: the same five panels"),
+    Figure("protego_fig10.png", "Fig. 10: synthetic, p = 50 %, 1 µs: the same five panels against demand"),
+    Figure("protego_fig12.png", "Fig. 12: Protego's sensitivity to its efficiency threshold t_e (goodput, drop "
+           "rates at the server and at the clients)"),
+    Figure("protego_fig13.png", "Fig. 13: Memcached-like, USR, 3.6 M req/s demand: goodput, p99 and drop rates per "
+           "controller (bars: 95 % CI)"),
+)
+
+
 @register("protego", paper="Protego (NSDI'23)", figure="Fig. 3, 5, 6, 7, 8, 9, 10, 11, 12, 13",
           description="Overload control under lock contention: Breakwater's collapse when only locks are congested, "
                       "SEDA's conservative rate limits, try_lock's drops, Protego's performance-driven admission "
                       "control with ASQM, on the synthetic two-path application, Lucene-like and Memcached-like "
                       "servers",
-          spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS)
+          spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS,
+          figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
     data: dict[str, Any] = {"main": ctx.results, **run_subs(ctx, SUBSWEEPS),
