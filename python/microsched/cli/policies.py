@@ -44,11 +44,14 @@ def cmd_policies(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from .render import console
+    from ..reproduce.claims import PIPE_TABLE_WIDTH
+    from .render import UNWRAPPED_WIDTH, console
 
     con = console()
+    # In a pipe the console is unbounded; the description column would stretch to fill it.
+    width = PIPE_TABLE_WIDTH if con.width >= UNWRAPPED_WIDTH else None
     for family, rows in families.items():
-        t = Table(title=f"{family}: policy.{family}.kind = ...", title_justify="left", show_lines=False)
+        t = Table(title=f"{family}: policy.{family}.kind = ...", title_justify="left", show_lines=False, width=width)
         t.add_column("kind / parameter", no_wrap=True)
         t.add_column("default", overflow="fold")
         t.add_column("unit")
