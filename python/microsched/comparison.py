@@ -148,6 +148,12 @@ def compare(scenario: str | os.PathLike | Mapping[str, Any], variants: Mapping[s
     base = baseline if baseline is not None else next(iter(var))
     if base not in var:
         raise CompareError(f"baseline: {base!r} is not a variant: use one of {', '.join(var)}")
+    if isinstance(seeds, bool) or int(seeds) != seeds or seeds < 2:
+        raise CompareError(f"seeds: {seeds!r}: use 2 or more (a confidence interval needs two seeds)")
+    seeds = int(seeds)
+    load_list = [float(x) for x in loads] if loads else None
+    if load_list is not None and any(not math.isfinite(x) or x <= 0 for x in load_list):
+        raise CompareError(f"loads: {loads!r}: every load must be a positive number")
     for name, sets in var.items():
         # A variant that sets what the baseline sets (nothing, usually) runs the baseline again
         # under another name and compares it with itself: "0 ± 0", never what was meant.
@@ -156,12 +162,6 @@ def compare(scenario: str | os.PathLike | Mapping[str, Any], variants: Mapping[s
             raise CompareError(
                 f"--variant {name!r} sets nothing the baseline {base!r} does not, so it would run the baseline "
                 f"again: give its settings as NAME:KEY=VALUE,... (e.g. {example})")
-    if isinstance(seeds, bool) or int(seeds) != seeds or seeds < 2:
-        raise CompareError(f"seeds: {seeds!r}: use 2 or more (a confidence interval needs two seeds)")
-    seeds = int(seeds)
-    load_list = [float(x) for x in loads] if loads else None
-    if load_list is not None and any(not math.isfinite(x) or x <= 0 for x in load_list):
-        raise CompareError(f"loads: {loads!r}: every load must be a positive number")
 
     with tempfile.TemporaryDirectory(prefix="microsched-compare-") as tmp:
         base_path = _scenario_file(scenario, Path(tmp))

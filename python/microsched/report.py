@@ -572,8 +572,12 @@ def build_all_report(d: Path, summary: dict, out: str | os.PathLike | None = Non
     ids = _Ids()
     labels = {v: v.replace("_", " ") for v in VERDICTS}
     papers = [dict(p) for p in summary.get("papers", []) if isinstance(p, dict)]
+    # The theses may also come as the top-level list only (the contract has both).
+    listed = {t.get("paper"): t for t in summary.get("theses") or [] if isinstance(t, dict)}
     for p in papers:
         p["_anchor"] = ids("paper", p.get("paper"))
+        if _thesis_of(p) is None and isinstance(listed.get(p.get("paper")), dict):
+            p["thesis"] = listed[p.get("paper")]
     n = summary.get("counts", {})
     body = [theses_section(dict(summary, papers=papers), ids)]
 

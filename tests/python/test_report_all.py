@@ -236,3 +236,16 @@ def test_docs_pages_show_the_same_figures_and_counts(all_dir: Path, tmp_path: Pa
     hooks.copy_reproduction_figures()
     text = hooks.reproduction_section("synergy")
     assert "- `maxload_vs_paper.png`: ◆ Maximum load" in text and "reproduced**" in text
+
+
+def test_theses_from_the_top_level_list(all_dir: Path, tmp_path: Path) -> None:
+    """summary["theses"] alone (no per-paper thesis) is read too."""
+    d = tmp_path / "top"
+    shutil.copytree(all_dir, d)
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+    for p in summary["papers"]:
+        p.pop("thesis")
+    (d / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert run_cli("report", d).code == 0
+    page = (d / "report.html").read_text(encoding="utf-8")
+    assert "thesis not declared" not in page and all(t in page for t in STATEMENTS.values())

@@ -38,8 +38,10 @@ def test_compare_variant_without_settings_is_an_error():
     # a variant with no settings against a baseline with some is the scenario as written: allowed
     from microsched.comparison import CompareError, compare
 
-    with pytest.raises(CompareError, match="seeds"):  # gets past the variant check, stops at the next one
-        compare(MMC, ["tuned:server.steal=true", "plain"], seeds=1)
+    with pytest.raises(ValueError, match="server.nope"):  # past the variant check, stops at validation
+        compare(MMC, ["tuned:server.steal=true", "plain"], seeds=2, overrides=["server.nope=1"])
+    with pytest.raises(CompareError, match="sets nothing"):
+        compare(MMC, {"a": [], "b": []}, seeds=2)
 
 
 def _bad_toml(tmp_path: Path) -> Path:

@@ -403,6 +403,7 @@ pub enum Dist {
     },
     /// Two point masses; their probabilities must sum to 1.
     Bimodal {
+        /// The two modes, each a service time and its probability.
         modes: Vec<Mode>,
     },
     /// Log-normal with the given mean and sigma of the underlying normal.

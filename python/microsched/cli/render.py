@@ -157,7 +157,7 @@ def print_summary(s: dict) -> None:
                        f"connects) and {num(client['datagrams_in'], ',.0f')} received")
         else:
             traffic = f"{num(sim.get('events'), ',.0f')} datagrams sent and received together"
-        con.print(f"load generator, whole run (warm-up and drain included): {traffic} in "
+        con.print(f"load generator: {traffic} over the whole run (warm-up and drain included), "
                   f"{num(sim.get('wall_s'), '.3f')} s; {num(sim.get('requests_per_wall_s'), ',.0f')} requests generated / s")
     else:
         con.print(f"simulator: {num(sim.get('events'), ',.0f')} events, {num(sim.get('wall_s'), '.3f')} s wall, "
