@@ -299,11 +299,19 @@ def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = N
             figures += [(p, _CAPTIONS.get(k, k)) for p in paths if p.suffix == ".png"]
     elif plot_dir.is_dir():
         figures += [(p, p.stem) for p in sorted(plot_dir.glob("*.png"))]
-    for p in sorted(d.glob("*.png")):  # a reproduction's figures, a run's latency CDF
-        figures.append((p, p.stem.replace("_", " ")))
+    extra_figures = ""
+    if meta.get("reproduction") and claims_path.is_file():
+        # A reproduction's own figures, in its declared order and with its captions.
+        claims = _read_json(claims_path)
+        claims = [c for c in claims if isinstance(c, dict)] if isinstance(claims, list) else []
+        extra_figures = "".join(figure_html(p, c, link=p.name, paper_numbers=pn)
+                                for p, c, pn in reproduction_figures(d, str(meta["reproduction"]), claims))
+    else:
+        for p in sorted(d.glob("*.png")):  # a run's latency CDF
+            figures.append((p, p.stem.replace("_", " ")))
 
-    if figures:
-        body.append("<h2>Figures</h2>" + "".join(_img(p, c) for p, c in figures))
+    if figures or extra_figures:
+        body.append("<h2>Figures</h2>" + extra_figures + "".join(_img(p, c) for p, c in figures))
     if isinstance(data, P.SweepData):
         body.append(results_section(data.df, data.params))
     elif isinstance(data, P.RunData):

@@ -252,3 +252,30 @@ def test_theses_from_the_top_level_list(all_dir: Path, tmp_path: Path) -> None:
 
     assert "thesis not declared" not in page
     assert all(html.escape(t, quote=True) in page for t in STATEMENTS.values())
+
+
+def test_each_reproduction_declares_the_figures_it_draws() -> None:
+    """Every PNG name a reproduction's code saves is in its declared figure list (with a caption),
+    so the report shows it captioned; a declared figure names a file the code saves."""
+    import inspect
+
+    from microsched.reproduce import framework
+    from microsched.reproduce.paper_figure import FILENAME
+
+    modules = {"allocators": ["allocators"], "coresync": ["coresync", "coresync_report", "coresync_timeseries"],
+               "collapse": ["collapse"], "load-shift": ["loadshift"], "protego": ["protego"],
+               "synergy": ["synergy"], "harvest": ["harvest"]}
+    for name, mods in modules.items():
+        repro = framework.get(name)
+        source = "".join(inspect.getsource(__import__(f"microsched.reproduce.{m}", fromlist=["x"])) for m in mods)
+        saved = set(re.findall(r'"([A-Za-z0-9_]+\.png)"', source))
+        declared = {f.file for f in repro.figures}
+        assert saved <= declared, (name, saved - declared)
+        assert all(f.caption and not f.caption.endswith(".png") for f in repro.figures), name
+        for f in declared - saved:  # built names (protego_{name}.png): their stem is in the code
+            assert f.removesuffix(".png").split("_", 1)[-1] in source, (name, f)
+        listed = repro.figure_list([FILENAME, *sorted(declared), "extra.png"])
+        assert listed[0]["file"] == FILENAME and listed[-1] == {"file": "extra.png", "caption": "",
+                                                                "paper_numbers": False}
+        assert [f["paper_numbers"] for f in listed[:-1]] == sorted((f["paper_numbers"] for f in listed[:-1]),
+                                                                   reverse=True)
