@@ -1192,7 +1192,10 @@ def plot_vs_load(ctx: Context, df: pd.DataFrame, name: str, title: str, filename
         return
     plt = setup_plt()
     agg = aggregate(derived(df), ["variant", LOAD])
-    fig, axes = plt.subplots(1, len(_PANELS), figsize=(22, 4.2), constrained_layout=True)
+    # Two rows of three: five panels in one row shrink below reading size in the report; the
+    # sixth cell holds the legend.
+    fig, grid = plt.subplots(2, 3, figsize=(15, 7.6), constrained_layout=True)
+    axes = list(grid.flat[:len(_PANELS)])
     for v in sorted(set(agg["variant"])):
         c = agg[agg["variant"] == v].sort_values(LOAD)
         for ax, (m, lab) in zip(axes, _PANELS):
@@ -1208,7 +1211,10 @@ def plot_vs_load(ctx: Context, df: pd.DataFrame, name: str, title: str, filename
     for ax in axes:
         ax.set_xlabel("clients' demand (kRPS)")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    spare = grid.flat[len(_PANELS)]
+    spare.axis("off")
+    handles, labels = axes[1].get_legend_handles_labels()
+    spare.legend(handles, labels, loc="center", fontsize=9)
     fig.suptitle(f"{title}; mean over seeds, bars: 95 % CI", fontsize=10)
     ctx.save_figure(fig, filename)
 
