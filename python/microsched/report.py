@@ -435,9 +435,9 @@ def theses_section(summary: dict, ids: "_Ids") -> str:
 
 
 def why_claims_miss(claims: Sequence[dict]) -> str:
-    """Two or three lines on why the paper's claims miss, from their causes: how many are
-    inconclusive (interval wider than the band), show no effect, fall outside the regime or
-    measure another number, and the causes that recur most."""
+    """Two or three lines on why the paper's claims miss, from their causes: how many measure
+    another number, are inconclusive (interval wider than the band), show only the direction, or
+    fall outside the regime, and the cause that recurs most (numbers aside), in its own words."""
     import re
     from collections import Counter
 
@@ -448,32 +448,38 @@ def why_claims_miss(claims: Sequence[dict]) -> str:
     recurring: Counter = Counter()
     example: dict[str, str] = {}
     for c in misses:
-        text = str((c.get("cause") or {}).get("text") or "")
+        text = " ".join(str((c.get("cause") or {}).get("text") or "").split())
         if c.get("verdict") == "out_of_regime":
-            kinds["outside the paper's regime (not judged)"] += 1
+            kinds["fall outside the paper's regime (not judged)"] += 1
         elif c.get("verdict") == "direction":
-            kinds["the effect's direction but not its size"] += 1
+            kinds["show the effect's direction, not its size"] += 1
         elif text.startswith("inconclusive"):
-            kinds["inconclusive (the interval is wider than the tolerance band)"] += 1
+            kinds["are inconclusive (the interval is wider than the tolerance band)"] += 1
         elif text.startswith("not measured"):
-            kinds["not measured"] += 1
+            kinds["are not measured"] += 1
         elif "the paper's effect is not shown" in text:
-            kinds["within the band but no effect shown"] += 1
+            kinds["lie within the band but show no effect"] += 1
         else:
-            kinds["a different number"] += 1
-        # The claim's own cause (after the verdict model's diagnosis), numbers stripped: the same
+            kinds["measure a different number"] += 1
+        # The claim's own cause, after the verdict model's diagnosis; numbers stripped, the same
         # mechanism named by several claims is what the reader should know first.
-        own = text.split("; ", 1)[1] if text.startswith(("inconclusive", "measured ")) and "; " in text else text
-        key = re.sub(r"[-+]?\d[\d,.]*(?:e[-+]?\d+)?", "#", own)[:120]
-        if own and not own.startswith(("measured ", "inconclusive", "not measured")):
+        own = text
+        for end in ("would decide; ", "is not shown; ", "crosses it; "):
+            if end in own:
+                own = own.split(end, 1)[1]
+                break
+        else:
+            if own.startswith(("inconclusive", "measured ", "not measured")):
+                own = ""
+        if own:
+            key = re.sub(r"[-+]?\d[\d,.]*(?:e[-+]?\d+)?", "#", own)[:100]
             recurring[key] += 1
             example.setdefault(key, own)
-    parts = [f"{n} {k}" for k, n in kinds.most_common()]
-    line = f"Of {len(misses)} claims that miss: " + "; ".join(parts) + "."
-    top = [(k, n) for k, n in recurring.most_common(2) if n >= 1]
-    if top:
-        line += " Most frequent causes: " + "; ".join(
-            f"“{_shorten(example[k], 180)}”" + (f" (×{n})" if n > 1 else "") for k, n in top) + "."
+    line = f"Of {len(misses)} claims that miss, " + ", ".join(f"{n} {k}" for k, n in kinds.most_common()) + "."
+    if recurring:
+        key, n = recurring.most_common(1)[0]
+        line += (" Most frequent cause" if n > 1 else " For example") + f": “{_shorten(example[key], 200)}”" \
+            + (f" (×{n})." if n > 1 else ".")
     return line
 
 

@@ -59,7 +59,7 @@ def draw(claims: Sequence[Mapping[str, Any]], title: str, highlight: Sequence[st
         return None
     starred = set(highlight)
     rows = sorted(rows, key=lambda c: (c.get("id") not in starred,))  # the thesis's claims first, else in order
-    height = 0.28 * len(rows) + 1.4
+    height = 0.28 * len(rows) + 1.9
     fig, ax = plt.subplots(figsize=(11, height))
     for i, c in enumerate(rows):
         paper, measured = float(c["paper"]), float(c["measured"])
@@ -77,7 +77,8 @@ def draw(claims: Sequence[Mapping[str, Any]], title: str, highlight: Sequence[st
         ax.plot([xc], [i], marker=("<" if x < X_MIN else ">") if clipped else "o", color=colour, ms=6)
         ax.plot([1.0], [i], marker="D", color="black", ms=4)
         unit = f" {c['unit']}" if c.get("unit") else ""
-        ax.text(1.01, i, f"paper {_short(paper)}{unit}, ours {_short(measured)} ± {_short(ci)}",
+        bound = {"upper": "≤ ", "lower": "≥ "}.get(str(c.get("side")), "") if c.get("kind") in ("bound", "check") else ""
+        ax.text(1.01, i, f"paper {bound}{_short(paper)}{unit}, ours {_short(measured)} ± {_short(ci)}",
                 va="center", fontsize=7, color="#333", transform=ax.get_yaxis_transform())
     ax.axvline(1.0, color="black", lw=0.6, ls=":")
     ax.axvline(0.0, color="#999", lw=0.5)
@@ -89,10 +90,11 @@ def draw(claims: Sequence[Mapping[str, Any]], title: str, highlight: Sequence[st
     ax.grid(axis="x", alpha=0.3)
     handles = [plt.Line2D([], [], marker="o", ls="", color=col, label=VERDICT_LABELS[v])
                for v, col in VERDICT_COLOURS.items() if any(c["verdict"] == v for c in rows)]
-    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.0 + 0.9 / height),
-              ncol=len(handles), frameon=False)
-    ax.set_title(title, fontsize=10, pad=22)
-    fig.subplots_adjust(left=0.2, right=0.7, top=1 - 1.0 / height, bottom=0.7 / height)
+    # Title, then the legend, above the axes, each on its own line.
+    fig.suptitle(title, fontsize=10, y=1 - 0.12 / height, va="top")
+    fig.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.45, 1 - 0.5 / height),
+               ncol=len(handles), frameon=False)
+    fig.subplots_adjust(left=0.2, right=0.7, top=1 - 1.05 / height, bottom=0.75 / height)
     return fig
 
 
