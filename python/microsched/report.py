@@ -10,7 +10,13 @@ URIs, the CSS is inline. It holds, depending on what ``DIR`` contains:
 * ``summary.json`` (a run directory of ``microsched run --out``): the summary metrics and the
   time-series figure;
 * the spec and the scenario as run (``spec.toml``, ``base.toml``, ``scenario.json``,
-  ``meta.json`` / ``sweep.json``), and every other PNG in ``DIR`` (a reproduction's figures).
+  ``meta.json`` / ``sweep.json``), and every other PNG in ``DIR`` (a reproduction's figures, in
+  the order and with the captions it declares: :class:`~microsched.reproduce.framework.Figure`).
+
+The page of ``reproduce --all`` (``summary.json`` with ``papers``, :func:`build_all_report`) reads
+like a paper's evaluation: the five theses and their verdicts on its first screen, then per paper
+its thesis, why its claims miss, its figures (the paper's numbers beside ours first; none
+dropped) and its claims folded by verdict.
 """
 
 from __future__ import annotations
