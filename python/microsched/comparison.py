@@ -154,21 +154,34 @@ def compare(scenario: str | os.PathLike | Mapping[str, Any], variants: Mapping[s
     load_list = [float(x) for x in loads] if loads else None
     if load_list is not None and any(not math.isfinite(x) or x <= 0 for x in load_list):
         raise CompareError(f"loads: {loads!r}: every load must be a positive number")
+    for name, sets in var.items():
+        # A variant that sets what the baseline sets (nothing, usually) runs the baseline again
+        # under another name and compares it with itself: "0 ± 0", never what was meant.
+        if name != base and sorted(sets) == sorted(var[base]):
+            example = f"{name}:policy.allocator.kind={name}" if not sets else f"{name}:KEY=VALUE"
+            raise CompareError(
+                f"--variant {name!r} sets nothing the baseline {base!r} does not, so it would run the baseline "
+                f"again: give its settings as NAME:KEY=VALUE,... (e.g. {example})")
 
     with tempfile.TemporaryDirectory(prefix="microsched-compare-") as tmp:
         base_path = _scenario_file(scenario, Path(tmp))
+        # Errors name what the user gave (their scenario file, the --variant), never the
+        # temporary sweep spec compare writes for itself.
+        source = str(base_path) if not isinstance(scenario, Mapping) and base_path.parent != Path(tmp) \
+            else "the scenario"
         raw: dict[str, Any] = {"base": str(base_path), "seeds": seeds, "overrides": list(overrides),
                                "variants": [{"name": n, "set": s} for n, s in var.items()]}
         if load_list:
             raw["grid"] = {load_key: load_list}
+        spec_path = Path(tmp) / "compare.toml"
         try:
-            spec = SweepSpec.from_dict(raw, path=Path(tmp) / "compare.toml")
+            spec = SweepSpec.from_dict(raw, path=spec_path)
         except SpecError as e:
-            raise CompareError(str(e)) from None
+            raise CompareError(str(e).replace(f"{spec_path}: ", "", 1)) from None
         from .sweep.engine import validate_points
 
         points = spec.points()
-        validate_points(spec, points)
+        validate_points(spec, points, source=source)
         df = run_points(points, jobs=default_jobs() if jobs is None else jobs, progress=progress)
     key = load_key if load_list else None
     if key is None:
@@ -182,7 +195,9 @@ def paired_table(df: pd.DataFrame, baseline: str, load_key: str, metrics: Sequen
     """Per load, metric and non-baseline variant: the paired difference and ratio over seeds."""
     rows = []
     present = [m for m in metrics if m in df.columns]
-    loads = sorted(set(df[load_key].astype(float)), key=lambda x: (math.isnan(x), x))
+    values = df[load_key].astype(float)
+    # NaN (the scenario's own load) once: a set of floats keeps every NaN apart.
+    loads = sorted(set(values.dropna())) + ([math.nan] if values.isna().any() else [])
     for at in loads:
         here = df[df[load_key].isna()] if math.isnan(at) else df[df[load_key].astype(float) == at]
         b = here[here["variant"] == baseline].set_index("seed")

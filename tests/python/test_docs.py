@@ -45,6 +45,27 @@ def test_readme_table_is_generated_from_a_summary(tmp_path):
         assert all(row.count("|") == rows[0].count("|") for row in rows)
 
 
+def test_readme_opening_states_the_counts_of_its_own_table():
+    """The first paragraph once said microsched "reproduces five papers" above a table of 110
+    claims reproduced and 153 not: it now states the table's "all" row, and scripts/readme-table
+    rewrites both together."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    opening = " ".join(readme.split("\n\n")[1].split())
+    assert "reproduces five papers" not in opening
+    m = re.search(r"Of the (\d+) claims judged, (\d+) reproduce the paper's number, (\d+) only its direction and "
+                  r"(\d+) do not \(the table below, with the cause of each miss; (\d+) more fall outside", opening)
+    assert m, opening
+    judged, reproduced, direction, not_reproduced, out_of_regime = map(int, m.groups())
+    row = next(line for line in readme.splitlines() if line.startswith("| **all** |"))
+    cells = [c.strip().strip("*") for c in row.strip().strip("|").split("|")]
+    # the last five columns: reproduced, direction, not reproduced, out of regime, model checks
+    table = [int(c) for c in cells[-5:-1]]
+    assert [reproduced, direction, not_reproduced, out_of_regime] == table
+    assert judged == reproduced + direction + not_reproduced
+
+
 @pytest.mark.skipif(shutil.which("mkdocs") is None and not any(
     (Path(p) / "mkdocs").exists() for p in os.environ.get("PATH", "").split(":")), reason="mkdocs not installed")
 def test_docs_site_builds_strictly(tmp_path):

@@ -51,7 +51,9 @@ pub struct LockCfg {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HotKeys {
+    /// The fraction of the keys that are hot, in (0, 1].
     pub hot_keys: f64,
+    /// The share of the accesses that go to the hot keys, in [0, 1].
     pub hot_share: f64,
 }
 
@@ -59,8 +61,10 @@ pub struct HotKeys {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathCfg {
+    /// Probability of this path (the paths' probabilities are normalised over the type).
     #[serde(default = "one_f64")]
     pub prob: f64,
+    /// The steps a request on this path runs, in order.
     pub steps: Vec<StepCfg>,
 }
 
@@ -71,16 +75,21 @@ pub struct PathCfg {
 pub enum StepCfg {
     /// Work on the core.
     Compute {
+        /// Share of the request's sampled service time this step takes (default 1).
         #[serde(default)]
         share: Option<f64>,
+        /// The step's own CPU-time distribution, instead of `share`.
         #[serde(default)]
         time: Option<Dist>,
     },
     /// Acquire `lock`, do the work holding it, release it.
     Lock {
+        /// The name of the lock (a `workload.locks[].name`).
         lock: String,
+        /// Share of the request's sampled service time spent holding the lock (default 1).
         #[serde(default)]
         share: Option<f64>,
+        /// The critical section's own CPU-time distribution, instead of `share`.
         #[serde(default)]
         time: Option<Dist>,
     },

@@ -53,15 +53,21 @@ pub struct Scenario {
     /// evaluation.
     #[serde(default)]
     pub slo_us: Option<f64>,
+    /// The server: its cores, queues, work stealing, preemption and the costs the model charges.
     pub server: Server,
+    /// The network between the clients and the server.
     #[serde(default)]
     pub network: Network,
+    /// The open-loop clients: sessions, their credit queues, timeouts and retries.
     #[serde(default)]
     pub clients: Clients,
     pub load: Load,
+    /// The request mix: request types, their service times and handler paths, and the locks.
     pub workload: Workload,
+    /// The policies: the core allocator, the overload controller and the queueing policy.
     #[serde(default)]
     pub policy: Policy,
+    /// What a run records besides its summary: the sampled time series and per-request records.
     #[serde(default)]
     pub metrics: MetricsCfg,
     /// Co-tenant applications after the first (whose workload, load, clients and SLO are the
@@ -297,10 +303,13 @@ fn default_client_timeout_us() -> f64 {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
+    /// Offered load as a fraction of capacity (1.0 = max_cores / mean service time).
     #[serde(default)]
     pub fraction: Option<f64>,
+    /// Offered load in requests per second.
     #[serde(default)]
     pub rps: Option<f64>,
+    /// Changes of the offered load over time, each from its `at_ms` on.
     #[serde(default)]
     pub schedule: Vec<LoadStep>,
     /// Bursty arrivals: the rate in force (`fraction`/`rps` and the schedule) alternates
@@ -316,6 +325,7 @@ pub struct Load {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OnOff {
+    /// Length of one ON and OFF cycle.
     pub period_ms: f64,
     /// Fraction of each period that is ON, in (0, 1].
     pub duty: f64,
@@ -334,9 +344,12 @@ fn default_on_off_until_ms() -> f64 {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadStep {
+    /// When the step takes effect (ms from the start of the simulation, warm-up included).
     pub at_ms: f64,
+    /// The load from `at_ms` on, as a fraction of capacity (exactly one of `fraction` and `rps`).
     #[serde(default)]
     pub fraction: Option<f64>,
+    /// The load from `at_ms` on, in requests per second.
     #[serde(default)]
     pub rps: Option<f64>,
 }
@@ -347,6 +360,7 @@ pub struct LoadStep {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
+    /// The request types of the mix (at least one).
     pub types: Vec<RequestType>,
     /// Mutexes that request programs take (see [`crate::program`]).
     #[serde(default)]
@@ -356,10 +370,12 @@ pub struct Workload {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestType {
+    /// The type's name, as per-type statistics report it.
     pub name: String,
     /// Relative weight in the mix (normalised over all types).
     #[serde(default = "default_ratio")]
     pub ratio: f64,
+    /// The type's service time (CPU time a request needs, µs).
     pub service: Dist,
     /// The handler's paths (compute, critical sections, yield points), one drawn per request;
     /// none: the request computes its service time (see [`crate::program`]).
@@ -375,25 +391,34 @@ fn default_ratio() -> f64 {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Dist {
+    /// Every request takes `value_us`.
     Constant {
+        /// The service time.
         value_us: f64,
     },
+    /// Exponentially distributed.
     Exponential {
+        /// The mean.
         mean_us: f64,
     },
     /// Two point masses; their probabilities must sum to 1.
     Bimodal {
+        /// The two modes, each a service time and its probability.
         modes: Vec<Mode>,
     },
     /// Log-normal with the given mean and sigma of the underlying normal.
     Lognormal {
+        /// The distribution's mean (not the underlying normal's).
         mean_us: f64,
+        /// σ of the underlying normal.
         sigma: f64,
     },
     /// Samples (µs) read from a CSV file, path relative to the scenario file. The first column,
     /// or `column` by header name; a header row is detected and skipped.
     Empirical {
+        /// Path of the CSV file, relative to the scenario file.
         csv: String,
+        /// Header name of the column to read; default: the first column.
         #[serde(default)]
         column: Option<String>,
     },
@@ -402,7 +427,9 @@ pub enum Dist {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Mode {
+    /// The service time of this mode.
     pub value_us: f64,
+    /// Its probability.
     pub prob: f64,
 }
 

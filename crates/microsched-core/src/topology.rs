@@ -22,9 +22,13 @@ use crate::ScenarioError;
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplicationCfg {
+    /// The application's name, as per-application statistics report it.
     pub name: String,
+    /// Its request mix (fields as the top-level `workload`).
     pub workload: Workload,
+    /// Its offered load (fields as the top-level `load`).
     pub load: Load,
+    /// Its clients (fields as the top-level `clients`).
     #[serde(default)]
     pub clients: Clients,
     /// Its latency objective for goodput; default 10 × (its mean service time + RTT).

@@ -28,14 +28,24 @@ const Z99: f64 = 2.326_347_874_040_841;
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WakeLatency {
     /// Every wake-up takes `value_us` (the same as `server.allocation_delay_us`).
-    Constant { value_us: f64 },
+    Constant {
+        /// The wake-up latency.
+        value_us: f64,
+    },
     /// Log-normal with this mean and 99th percentile (p99_us ≥ mean_us; p99/mean ≤ 15).
-    Lognormal { mean_us: f64, p99_us: f64 },
+    Lognormal {
+        /// The mean wake-up latency.
+        mean_us: f64,
+        /// Its 99th percentile.
+        p99_us: f64,
+    },
     /// Measured wake-ups (µs) read from a CSV file, path relative to the scenario file: the first
     /// column, or `column` by header name (e.g. the `wake_us` column a `microsched serve` report
     /// writes).
     Empirical {
+        /// Path of the CSV file, relative to the scenario file.
         csv: String,
+        /// Header name of the column to read; default: the first column.
         #[serde(default)]
         column: Option<String>,
     },

@@ -19,7 +19,7 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import bench, compare, harvest, maxload, real, reproduce, run, validate
+from . import bench, compare, harvest, maxload, policies, real, reproduce, run, validate
 from .args import Formatter, Parser
 from .errors import EXIT_INTERNAL, PROG, CliError, fail
 from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=Parser)
     run.add_commands(sub)
     validate.add_commands(sub)
+    policies.add_commands(sub)
     bench.add_commands(sub)
     reproduce.add_commands(sub)
     maxload.add_commands(sub)

@@ -92,13 +92,17 @@ def print_paired(cmp: Any, con: Any) -> None:
     from ..reproduce.claims import fmt_number
 
     p = cmp.paired
-    for at in sorted(set(p[cmp.load_key].astype(float)), key=lambda x: (math.isnan(x), x)):
+    metric_width = max((len(str(m)) for m in p["metric"]), default=6) if len(p) else 6
+    for at in _loads_of(p[cmp.load_key]):
         here = p[p[cmp.load_key].isna()] if math.isnan(at) else p[p[cmp.load_key].astype(float) == at]
         title = f"{cmp.load_key} = {fmt_number(at)}" if not math.isnan(at) else "the scenario's load"
         t = Table(title=f"{title}: each variant against {cmp.baseline}, paired by seed (n = "
                         f"{int(here['n'].max()) if len(here) else 0})", title_justify="left")
-        for col in ("metric", "variant", cmp.baseline, "variant mean", "difference", "ratio"):
-            t.add_column(col, justify="left" if col in ("metric", "variant") else "right")
+        # On a narrow terminal the numbers fold onto two lines; the metric's name never gets cut
+        # ("latency_us.…" names no metric).
+        t.add_column("metric", no_wrap=True, min_width=metric_width)
+        for col in ("variant", cmp.baseline, "variant mean", "difference", "ratio"):
+            t.add_column(col, justify="left" if col == "variant" else "right", overflow="fold")
         for _, r in here.iterrows():
             star = " *" if r["significant"] else ""
             t.add_row(r["metric"], r["variant"], fmt_number(r["baseline_mean"]), fmt_number(r["mean"]),
@@ -106,3 +110,11 @@ def print_paired(cmp: Any, con: Any) -> None:
                       f"{fmt_number(r['ratio'])} ± {fmt_number(r['ratio_ci95'])}")
         con.print(t)
     con.print("* the 95 % CI of the paired difference excludes 0")
+
+
+def _loads_of(column: Any) -> list[float]:
+    """The distinct loads of a column, NaN (the scenario's own load) once and last: a ``set`` of
+    floats keeps every NaN apart, which printed the same table once per seed."""
+    values = [float(x) for x in column]
+    distinct = sorted({x for x in values if not math.isnan(x)})
+    return distinct + ([math.nan] if any(math.isnan(x) for x in values) else [])

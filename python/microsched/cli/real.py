@@ -275,22 +275,62 @@ def cmd_real(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
         print_summary(res.summary)
-        rt = res.summary.get("runtime", {})
-        acc = rt.get("accounting", {})
-        be = rt.get("be", {})
-        lag = (rt.get("client") or {}).get("schedule_lag_us") or {}
-        console().print(f"real runtime: client sent {acc.get('client_sent')}, server received "
-                         f"{acc.get('server_requests')} (agree: {acc.get('agree')}); best-effort "
-                         f"{num(be.get('ops_per_s'), ',.0f')} sqrt/s; load generator's schedule lag p99 "
-                         f"{num(lag.get('p99'))} µs")
+        console().print(runtime_line(res.summary))
         if sim is not None:
             print_comparison(res.summary, sim, sim_harness)
         if args.out:
             console().print(f"results written to [bold]{args.out}/[/bold]")
-    lag_warning = _schedule_lag_warning(res.summary)
-    if lag_warning:
-        sys.stderr.write(f"microsched: warning: {lag_warning}\n")
+    for warning in (_schedule_lag_warning(res.summary), _starvation_warning(res.summary, _cpus())):
+        if warning:
+            sys.stderr.write(f"microsched: warning: {warning}\n")
     return 0
+
+
+def _cpus() -> int:
+    from ..sweep.runner import default_jobs
+
+    return default_jobs()
+
+
+# CPUs' worth of demand beyond the machine's before `real` warns: the harness's own measurement
+# varies by a few hundredths, and a warning that flickers would teach users to ignore it.
+STARVATION_MARGIN_CPUS = 0.1
+
+
+def _starvation_warning(summary: dict, cpus: int) -> str | None:
+    """A warning when the workers' cores (they spin while allocated) and the load generator's and
+    controller's CPU (``runtime.harness.measured.cpus``) add up to more than the machine's CPUs:
+    then the harness ran on the workers' CPUs and stretched the requests they served, so the
+    latencies measure the machine's contention as much as the policies."""
+    measured = (((summary.get("runtime") or {}).get("harness") or {}).get("measured")) or {}
+    harness = measured.get("cpus")
+    allocated = (summary.get("cores") or {}).get("allocated_mean")
+    if not isinstance(harness, (int, float)) or not isinstance(allocated, (int, float)) or cpus <= 0:
+        return None
+    if allocated + harness <= cpus + STARVATION_MARGIN_CPUS:
+        return None
+    return (f"the load generator and the controller used {harness:.2f} CPUs while the workers held "
+            f"{allocated:.2f} cores on this {cpus}-CPU machine: they ran on the workers' CPUs and stretched the "
+            f"requests served, so the latencies include that contention (`--compare-sim` replays it in the "
+            f"sim+harness column; run `microsched loadgen --addr` from another machine to avoid it)")
+
+
+def runtime_line(summary: dict) -> str:
+    """The real runtime's own line: request accounting, best-effort work, the load generator's
+    lag. Best-effort threads compute square roots; their rate is named as such, and a run
+    without them says so rather than printing a rate of 0."""
+    rt = summary.get("runtime", {}) or {}
+    acc = rt.get("accounting", {}) or {}
+    be = rt.get("be", {}) or {}
+    lag = (rt.get("client") or {}).get("schedule_lag_us") or {}
+    if be.get("threads"):
+        best_effort = (f"best-effort work {num(be.get('ops_per_s'), ',.0f')} square roots/s on "
+                       f"{be.get('threads')} thread(s)")
+    else:
+        best_effort = "no best-effort threads (runtime.be_threads = 0)"
+    return (f"real runtime: requests the client sent {acc.get('client_sent')}, the server received "
+            f"{acc.get('server_requests')} (agree: {acc.get('agree')}); {best_effort}; load generator's "
+            f"schedule lag p99 {num(lag.get('p99'))} µs")
 
 
 def _simulate(args: argparse.Namespace, extra: list[str] | None = None) -> dict:

@@ -63,6 +63,15 @@ def print_summary(s: dict) -> None:
     t.add_column("value", justify="right")
     cores = s.get("cores", {}) or {}
     req = s.get("requests", {}) or {}
+    real = "runtime" in s
+    be = (s.get("runtime") or {}).get("be")
+    # `cpu_utilization` is the share of the cores allocated to the latency-critical application
+    # (allocated / max), not how busy they were: `busy` above says that. On the real runtime the
+    # cores no application holds are parked; they are best-effort cores only with BE threads.
+    if real and isinstance(be, dict) and not be.get("threads"):
+        be_row = ("parked cores (mean; no best-effort threads)", num(s.get("be_cores_mean"), ".2f"))
+    else:
+        be_row = ("best-effort cores (mean)", num(s.get("be_cores_mean"), ".2f"))
     for k, v in [
         ("offered load", f"{num(s.get('offered_rps'), ',.0f')} req/s"),
         ("throughput", f"{num(s.get('throughput_rps'), ',.0f')} req/s"),
@@ -70,8 +79,8 @@ def print_summary(s: dict) -> None:
         ("drop rate", pct(s.get("drop_rate"))),
         ("cores: max / allocated / busy (mean)",
          f"{cores.get('max', '-')} / {num(cores.get('allocated_mean'), '.2f')} / {num(cores.get('busy_mean'), '.2f')}"),
-        ("CPU utilization (LC share)", pct(s.get("cpu_utilization"))),
-        ("best-effort cores (mean)", num(s.get("be_cores_mean"), ".2f")),
+        ("cores allocated to LC (share of max)", pct(s.get("cpu_utilization"))),
+        be_row,
         ("requests generated", num(req.get("generated"), ",.0f")),
         ("  completed / dropped / in flight",
          f"{num(req.get('completed'), ',.0f')} / {num(req.get('dropped'), ',.0f')} / {num(req.get('in_flight'), ',.0f')}"),
@@ -142,8 +151,14 @@ def print_summary(s: dict) -> None:
 
     sim = s.get("sim", {}) or {}
     if "runtime" in s:  # the real runtime (`real`, `loadgen`): its `sim` counts the load generator's datagrams
-        con.print(f"load generator: {num(sim.get('events'), ',.0f')} datagrams sent and received in "
-                  f"{num(sim.get('wall_s'), '.3f')} s ({num(sim.get('requests_per_wall_s'), ',.0f')} requests generated / s)")
+        client = (s.get("runtime") or {}).get("client") or {}
+        if "datagrams_out" in client and "datagrams_in" in client:
+            traffic = (f"{num(client['datagrams_out'], ',.0f')} datagrams sent (requests, credit requests, "
+                       f"connects) and {num(client['datagrams_in'], ',.0f')} received")
+        else:
+            traffic = f"{num(sim.get('events'), ',.0f')} datagrams sent and received together"
+        con.print(f"load generator: {traffic} over the whole run (warm-up and drain included), "
+                  f"{num(sim.get('wall_s'), '.3f')} s; {num(sim.get('requests_per_wall_s'), ',.0f')} requests generated / s")
     else:
         con.print(f"simulator: {num(sim.get('events'), ',.0f')} events, {num(sim.get('wall_s'), '.3f')} s wall, "
                   f"{num(sim.get('requests_per_wall_s'), ',.0f')} sim. requests / wall s")

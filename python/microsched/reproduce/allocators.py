@@ -35,7 +35,7 @@ import pandas as pd
 
 from .claims import (BOUND, CHECK, MONOTONE, ORDER, RATIO, Cause, Claim, ClaimSpec, Condition, Measured,
                      judge_all)
-from .framework import Context, register
+from .framework import Context, Figure, register
 from .stats import Seeds, safe_ratio
 from ..sweep.runner import mean_ci95
 
@@ -606,11 +606,20 @@ CLAIMS: list[ClaimSpec] = [
 ]
 
 
+FIGURES = (
+    Figure("latency_vs_utilization.png", "p99 latency against CPU utilization per policy at each load (mean over seeds, "
+           "bars: 95 % CI): the paper's Fig. 1 / Fig. 3 trade-off, lower-left is better"),
+    Figure("cores_vs_load.png", "Cores against load: allocated to the latency-critical application, given to the "
+           "best-effort co-tenant, and allocated but not busy (spinning or searching), per policy"),
+)
+
+
 @register("allocators", paper="CoreSync (Pardeshi et al.)", figure="Fig. 1 and Fig. 3 (baselines)",
           description="p99 latency vs CPU utilization of Static, Shenango, Caladan (poll 2/5/10/20 µs, threshold "
                       "5/10 µs), Utilization Range and Delay Range; 16 cores, exp. 10 µs, loads 0.1–0.9, no overload "
                       "control",
-          spec="allocators/sweep.toml", claims=CLAIMS)
+          spec="allocators/sweep.toml", claims=CLAIMS,
+          figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     df = ctx.results
     _require(df, ctx)

@@ -45,7 +45,7 @@ import pandas as pd
 from .claims import (BOUND, CHECK, DIFFERENCE, GAIN, ORDER, RATIO, Cause, Claim, ClaimSpec, Condition, Measured,
                      Tolerance, judge_all, rounded)
 from .framework import Condition as RunCondition
-from .framework import Context, Thesis, register
+from .framework import Context, Figure, Thesis, register
 from .sensitivity import Cost
 from .stats import Seeds, safe_ratio
 from ..sweep.runner import mean_ci95
@@ -1365,13 +1365,30 @@ THESIS = Thesis(
     claims=("table1/bim-gain-vs-shenango", "fig3/p99-shenango-vs-coresync", "fig3/util-urange-vs-coresync",
             "pareto/coresync-on-frontier"))
 
+FIGURES = (
+    Figure("fig3_exp10.png", "Fig. 3 (headline): exponential 10 µs: p99 latency against CPU utilization per policy, "
+           "one panel per load (mean over seeds, bars: 95 % CI; lower-left is better)"),
+    Figure("fig4_bimodal10.png", "Fig. 4: bimodal 10 µs: p99 latency against CPU utilization per policy and load"),
+    Figure("fig5_1us.png", "Fig. 5: 1 µs requests: p99 latency against CPU utilization per policy and load"),
+    Figure("fig6_memcached.png", "Fig. 6: Memcached-like: p99 latency against the best-effort co-tenant's "
+           "throughput below capacity (lower-right is better)"),
+    Figure("fig1_caladan_poll.png", "Fig. 1: CoreSync against Caladan's poll periods, exponential 10 µs: p99 "
+           "against CPU utilization, labelled by load"),
+    Figure("fig7_r_sensitivity.png", "Fig. 7: CoreSync's proportionality parameter R: throughput, p99 latency and "
+           "CPU utilization against load, one line per R"),
+    Figure("fig8_sessions.png", "Fig. 8: p99 against CPU utilization across session counts at loads 0.2, 0.5, 0.8"),
+    Figure("fig_coresync_timeseries.png", "Why CoreSync parks or not: issued credits against the parking bound "
+           "R·K and the cores allocated over time, at each load"),
+)
+
 
 @register("coresync", paper="CoreSync (Pardeshi et al., ICNP'25)",
           figure="§II-B, §IV: Fig. 1, 3, 4, 5, 6, 7, 8, Table I, Table II",
           description="CoreSync vs Shenango, Caladan, Utilization Range, Delay Range, all with Breakwater; "
                       "16 cores, 100 sessions; exp./bimodal 10 µs and 1 µs, Memcached-like; R and session sweeps",
           spec="coresync/sweep.toml", group_by=("variant",), conditions=CONDITIONS, claims=CLAIMS,
-          costs=COSTS, thesis=THESIS)
+          costs=COSTS, thesis=THESIS,
+          figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     from . import coresync_report as report
     from . import coresync_timeseries as series

@@ -153,6 +153,16 @@ class Thesis:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A figure a reproduction draws, as its report shows it: the file, a caption that says what
+    is shown, and whether it draws the paper's own numbers beside ours (those lead the list)."""
+
+    file: str
+    caption: str
+    paper_numbers: bool = False
+
+
+@dataclass(frozen=True)
 class Reproduction:
     name: str
     paper: str
@@ -169,6 +179,24 @@ class Reproduction:
     # artifact is a simulator is reproduced under that simulator's semantics, as an artifact is the
     # default everywhere; this project's own model is then the named semantics "ours".
     default_semantics: str | None = None
+
+    figures: tuple[Figure, ...] = ()  # the figures it draws, with their captions, in the report's order
+
+    def figure_list(self, drawn: Sequence[str]) -> list[dict[str, Any]]:
+        """The figures drawn (file names), in the order the report shows them: the paper's
+        numbers beside ours first (the claims figure, then the declared ones), then the rest as
+        declared, then any figure drawn but not declared (caption empty: the report says so)."""
+        from .paper_figure import CAPTION, FILENAME
+
+        declared = {f.file: f for f in self.figures}
+        if FILENAME not in declared:
+            declared = {FILENAME: Figure(FILENAME, CAPTION, paper_numbers=True), **declared}
+        order = [f for f in declared.values() if f.paper_numbers] + [f for f in declared.values() if not f.paper_numbers]
+        there = set(drawn)
+        out = [{"file": f.file, "caption": f.caption, "paper_numbers": f.paper_numbers} for f in order
+               if f.file in there]
+        out += [{"file": name, "caption": "", "paper_numbers": False} for name in drawn if name not in declared]
+        return out
 
     @property
     def paper_key(self) -> str:
@@ -206,8 +234,9 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              claims: Sequence[ClaimSpec] = (),
              costs: Sequence[Any] = (),
              thesis: Thesis | None = None,
-             default_semantics: str | None = None) -> Callable[[Callable[[Context], list[Claim]]],
-                                                                   Callable[[Context], list[Claim]]]:
+             default_semantics: str | None = None,
+             figures: Sequence[Figure] = ()) -> Callable[[Callable[[Context], list[Claim]]],
+                                                         Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
     def deco(fn: Callable[[Context], list[Claim]]) -> Callable[[Context], list[Claim]]:
@@ -221,7 +250,7 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
                                       spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
                                       claims=tuple(claims), costs=tuple(costs), thesis=thesis,
-                                      default_semantics=default_semantics)
+                                      default_semantics=default_semantics, figures=tuple(figures))
         return fn
 
     return deco
@@ -416,9 +445,17 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
         meta["thesis"] = repro.thesis.judge([c.to_dict() for c in claims])
         (out_dir / THESIS_FILE).write_text(json.dumps(meta["thesis"], indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
+
+    from . import paper_figure
+
+    drawn = paper_figure.save([c.to_dict() for c in claims], out_dir / paper_figure.FILENAME,
+                              f"{repro.paper}, {name}: the paper's numbers beside ours")
+    if drawn is not None:
+        ctx.figures.insert(0, drawn)
     wall = time.perf_counter() - t0
     meta["wall_s"] = round(wall, 3)
     meta["figures"] = [p.name for p in ctx.figures]
+    meta["figure_list"] = repro.figure_list(meta["figures"])
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return Outcome(name=name, out=out_dir, claims=[c.to_dict() for c in claims], figures=list(ctx.figures),
                    n_points=len(points), jobs=jobs, wall_s=wall)

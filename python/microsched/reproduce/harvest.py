@@ -41,7 +41,7 @@ import pandas as pd
 
 from .claims import (BOUND, CHECK, FRACTION, GAIN, MONOTONE, ORDER, VALUE, Cause, Claim, ClaimSpec, Condition,
                      Measured, judge_all, rounded)
-from .framework import Context, Thesis, register
+from .framework import Context, Figure, Thesis, register
 from .sensitivity import Cost
 from .runner import mean_ci95
 from .stats import Seeds, safe_ratio
@@ -1002,13 +1002,25 @@ THESIS = Thesis(
     source="abstract",
     claims=("harvest-up-to-75pct/acbf", "p99-within-4pct/acbf"))
 
+FIGURES = (
+    Figure("harvest_by_primary.png", "Fig. 5, 6, 10, 11 shape: cores harvested and the Primary's p99 cost per "
+           "Primary application, load and harvesting policy"),
+    Figure("harvest_memcached_80k.png", "Fig. 7 and 11: Memcached-like Primary at 80 k RPS, two-phase affinity "
+           "against cpuset: cores harvested and p99"),
+    Figure("harvest_irq.png", "Fig. 8 shape: NIC interrupt interference with and without IRQ steering, p99 and "
+           "cores harvested per Primary"),
+    Figure("harvest_three_primaries.png", "Fig. 5, §5.6: three Primaries together, 8 cores each, with CPUBully: p99 "
+           "against standalone and cores harvested per Primary"),
+)
+
 
 @register("harvest", paper="HarvestContainers (Hall et al., NSDI'26)", figure="Fig. 2, 3, 5, 6, 7, 8, 10, 11-12, Table 1",
           description="cores harvested from an 8-core Primary (Memcached/MySQL/Xapian-like, low/mid/high load) "
                       "for CPUBully and the Primary's p99 vs standalone: ACBF (paper, artifact), static buffers, "
                       "cgroups quota, SmartHarvest-like, cpuset vs two-phase affinity, NIC IRQs with and without "
                       "steering, three Primaries together",
-          spec="harvest/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS)
+          spec="harvest/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS,
+          figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     df = ctx.results
     missing = needed_variants() - set(df["variant"])

@@ -34,7 +34,7 @@ import pandas as pd
 
 from .claims import (BOUND, GAIN, ORDER, RATIO, VALUE, Cause, ClaimSpec, Condition, Measured, judge_all,
                      rounded as _r)
-from .framework import Context, Thesis, register
+from .framework import Context, Figure, Thesis, register
 from .runner import default_jobs, mean_ci95
 from .spec import Point
 
@@ -721,6 +721,15 @@ THESIS = Thesis(
     source="abstract (the question), §2–3 (the finding)",
     claims=("pool-tracks-allocated-cores", "baseline-slow-ramp", "fix-throughput-improvement"))
 
+FIGURES = (
+    Figure("loadshift_phases.png", "Throughput per load phase as a fraction of capacity, per policy (mean over "
+           "seeds, bars: 95 % CI): the study's Fig. 1 comparison"),
+    Figure("loadshift_timeseries.png", "A whole run over time (100 µs bins, one seed): throughput, credit pool, LC "
+           "cores allocated and queued tasks, the load shifts marked in red"),
+    Figure("loadshift_closeup.png", "Close-up of one load shift (every sample, one seed): queue, cores, drops and "
+           "credit pool in the microseconds after the shift"),
+)
+
 
 @register("load-shift", paper="Core allocation vs overload control (simulation study)", figure="Fig. 1",
           description="Breakwater + Caladan-style allocation, 32 cores, bimodal 1 µs, RTT 30 µs, load "
@@ -728,7 +737,8 @@ THESIS = Thesis(
           spec="load-shift/sweep.toml", claims=CLAIMS, thesis=THESIS,
           # The study is a simulation and its simulator its artifact: its semantics are the
           # default; this project's own client and server model is --semantics ours.
-          default_semantics="study")
+          default_semantics="study",
+          figures=FIGURES)
 def analyze(ctx: Context):
     from ..api import validate
 

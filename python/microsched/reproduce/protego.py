@@ -39,7 +39,7 @@ import pandas as pd
 from .claims import (BOUND, CHECK, FRACTION, GAIN, ORDER, RATIO, VALUE, Claim, ClaimSpec, Condition, Measured,
                      judge_all)
 from .framework import Condition as RunCondition
-from .framework import Context, Thesis, experiments_dir, register
+from .framework import Context, Figure, Thesis, experiments_dir, register
 from .loadshift import setup_plt
 from .runner import aggregate, mean_ci95
 from .sensitivity import Cost
@@ -1154,13 +1154,29 @@ THESIS = Thesis(
     claims=("fig6-lucene-goodput-vs-seda", "fig6-lucene-p99-vs-seda", "fig9-breakwater-collapse",
             "fig9-protego-p99-within-target"))
 
+FIGURES = (
+    Figure("protego_fig9_fig11.png", "Fig. 9 and 11 (headline): synthetic two-path application, p = 50 %, 10 µs: "
+           "goodput, p99, server and client drop rates and busy cores against demand, per overload controller "
+           "(mean over seeds, bars: 95 % CI)"),
+    Figure("protego_fig3.png", "Fig. 3: synthetic, p = 20 %, 100 µs: the same five panels against demand"),
+    Figure("protego_fig5.png", "Fig. 5: synthetic, p = 20 %, 10 µs, ASQM only: the same five panels"),
+    Figure("protego_fig6.png", "Fig. 6: Lucene-like server: the same five panels against demand"),
+    Figure("protego_fig7.png", "Fig. 7 and 8: Memcached-like server, VAR workload: the same five panels"),
+    Figure("protego_fig10.png", "Fig. 10: synthetic, p = 50 %, 1 µs: the same five panels against demand"),
+    Figure("protego_fig12.png", "Fig. 12: Protego's sensitivity to its efficiency threshold t_e (goodput, drop "
+           "rates at the server and at the clients)"),
+    Figure("protego_fig13.png", "Fig. 13: Memcached-like, USR, 3.6 M req/s demand: goodput, p99 and drop rates per "
+           "controller (bars: 95 % CI)"),
+)
+
 
 @register("protego", paper="Protego (NSDI'23)", figure="Fig. 3, 5, 6, 7, 8, 9, 10, 11, 12, 13",
           description="Overload control under lock contention: Breakwater's collapse when only locks are congested, "
                       "SEDA's conservative rate limits, try_lock's drops, Protego's performance-driven admission "
                       "control with ASQM, on the synthetic two-path application, Lucene-like and Memcached-like "
                       "servers",
-          spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS)
+          spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS,
+          figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
     data: dict[str, Any] = {"main": ctx.results, **run_subs(ctx, SUBSWEEPS),
@@ -1187,7 +1203,10 @@ def plot_vs_load(ctx: Context, df: pd.DataFrame, name: str, title: str, filename
         return
     plt = setup_plt()
     agg = aggregate(derived(df), ["variant", LOAD])
-    fig, axes = plt.subplots(1, len(_PANELS), figsize=(22, 4.2), constrained_layout=True)
+    # Two rows of three: five panels in one row shrink below reading size in the report; the
+    # sixth cell holds the legend.
+    fig, grid = plt.subplots(2, 3, figsize=(15, 7.6), constrained_layout=True)
+    axes = list(grid.flat[:len(_PANELS)])
     for v in sorted(set(agg["variant"])):
         c = agg[agg["variant"] == v].sort_values(LOAD)
         for ax, (m, lab) in zip(axes, _PANELS):
@@ -1203,7 +1222,10 @@ def plot_vs_load(ctx: Context, df: pd.DataFrame, name: str, title: str, filename
     for ax in axes:
         ax.set_xlabel("clients' demand (kRPS)")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    spare = grid.flat[len(_PANELS)]
+    spare.axis("off")
+    handles, labels = axes[1].get_legend_handles_labels()
+    spare.legend(handles, labels, loc="center", fontsize=9)
     fig.suptitle(f"{title}; mean over seeds, bars: 95 % CI", fontsize=10)
     ctx.save_figure(fig, filename)
 

@@ -43,7 +43,7 @@ import pandas as pd
 
 from .claims import (BOUND, DIFFERENCE, FRACTION, GAIN, MONOTONE, ORDER, RATIO, VALUE, Cause, Claim, ClaimSpec,
                      Condition, Measured, judge_all)
-from .framework import Context, Thesis, register
+from .framework import Context, Figure, Thesis, register
 from .sensitivity import Cost
 from .runner import mean_ci95
 
@@ -1069,13 +1069,26 @@ THESIS = Thesis(
     source="abstract; §I (Extreme: 24–43 % over prior systems)",
     claims=("maxload/extreme/synergy-vs-shinjuku-ci", "maxload/extreme/synergy-vs-concord"))
 
+FIGURES = (
+    Figure("maxload_vs_paper.png", "Maximum load at the p99.9 slowdown SLO per workload and system: the paper's "
+           "(from its kRPS) beside ours, as fractions of the workers' capacity", paper_numbers=True),
+    Figure("fig3_high.png", "Fig. 3, High workload: p99.9 slowdown and latency against load per system (SLO dashed)"),
+    Figure("fig4_extreme.png", "Fig. 4, Extreme workload: p99.9 slowdown and latency against load per system"),
+    Figure("fig5_zippydb.png", "Fig. 5, ZippyDB workload: p99.9 slowdown and latency against load per system"),
+    Figure("fig6_leveldb.png", "Fig. 6, LevelDB workload: p99.9 slowdown and latency against load per system"),
+    Figure("fig7_ladder.png", "Fig. 7: the ablation ladder on ZippyDB, each rung's p99.9 slowdown against load"),
+    Figure("fig8_knobs.png", "Fig. 8: the wait queue's congestion knobs on Extreme: p99.9 slowdown and latency"),
+    Figure("fig11_scaling.png", "Fig. 11: p99.9 slowdown at 50 % load against the number of workers (ZippyDB)"),
+)
+
 
 @register("synergy", paper="Synergy (IFIP Networking 2026)", figure="Fig. 3-11",
           description="Synergy vs Shinjuku, Shinjuku-CI, Concord, Tiny Quanta, Perséphone, c-FCFS, d-FCFS on High, "
                       "Extreme, ZippyDB and LevelDB (p99.9 slowdown and latency at the paper's loads, max load at "
                       "slowdown <= 50), the ablation ladder, the congestion knobs, interrupt mechanisms, 8 vs 512 "
                       "flows, scaling",
-          spec="synergy/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS)
+          spec="synergy/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS,
+          figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     data = build_data(ctx)
     plot_curves(ctx, ctx.aggregate)

@@ -50,12 +50,16 @@ examples:
 REPORT_DESCRIPTION = """\
 Write one self-contained HTML page (no network needed: figures embedded, inline CSS, no
 JavaScript) of a sweep, reproduction or run directory: for a reproduction, the claims table
-(paper vs measured, holds or not); the figures; the results aggregated over seeds and every
-run; the spec and the scenario as run.
+(paper vs measured, holds or not); the figures (a reproduction's in the order and with the
+captions it declares, the paper's numbers beside ours first); the results aggregated over seeds
+and every run; the spec and the scenario as run. For a `reproduce --all` directory
+(summary.json with papers): the five theses and their verdicts first, then per paper its
+thesis, why its claims miss, every figure of its reproductions and its claims folded by verdict.
 
 examples:
   microsched report out/smoke                 # out/smoke/report.html
   microsched reproduce allocators --quick --out out/alloc && microsched report out/alloc
+  microsched report out/papers                # the page of `reproduce --all`
 """
 
 

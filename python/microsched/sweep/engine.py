@@ -164,12 +164,14 @@ def _where(p: Point) -> str:
 # validation
 
 
-def validate_points(spec: SweepSpec, points: Iterable[Point], force: bool = False) -> None:
+def validate_points(spec: SweepSpec, points: Iterable[Point], force: bool = False, source: str | None = None) -> None:
     """Validates every distinct scenario of the sweep with the native validator before
     anything runs (seeds do not change validity), and checks that every overridden key is a
     setting of the resolved scenario: a key the scenario would silently ignore (a parameter of
     another policy kind) is an unknown parameter too. Raises ``ValueError`` naming the field,
-    the spec and the point. ``force`` skips the simulator's cost estimate (real-runtime points)."""
+    the spec (or ``source``, what the user gave when the spec is a temporary one of
+    ``compare``'s) and the point. ``force`` skips the simulator's cost estimate (real-runtime
+    points)."""
     from ..api import validate
 
     seen: set[tuple[str, ...]] = set()
@@ -182,7 +184,10 @@ def validate_points(spec: SweepSpec, points: Iterable[Point], force: bool = Fals
             check_keys_used(resolved, p.overrides)
         except ValueError as e:
             where = ", ".join(f"{k}={v}" for k, v in p.params.items() if k != "seed")
-            raise ValueError(f"{e} (in {spec.path}, point {where or 'base'})") from None
+            if source is not None:
+                where = ", ".join(f"--variant {v}" if k == "variant" else f"{k}={v}"
+                                  for k, v in p.params.items() if k != "seed")
+            raise ValueError(f"{e} (in {source or spec.path}, {'' if source else 'point '}{where or 'base'})") from None
 
 
 def check_keys_used(resolved: Mapping[str, Any], overrides: Iterable[str]) -> None:

@@ -82,6 +82,7 @@ pub struct Timeshare {
     /// The Primary's first turn after its thread wakes on the core is uniform on
     /// [`first_turn_min_us`, `first_turn_max_us`] (its slice, then the scheduler tick's phase), µs.
     pub first_turn_min_us: f64,
+    /// The upper end of the Primary's first turn (see `first_turn_min_us`), µs.
     pub first_turn_max_us: f64,
 }
 

@@ -32,7 +32,7 @@ impl Scenario {
         let mut tree: serde_json::Value = match format {
             Format::Toml => {
                 let v: toml::Value = toml::from_str(text).map_err(|e| {
-                    ScenarioError::new("scenario", format!("invalid TOML: {}", e.message()))
+                    ScenarioError::new("scenario", format!("invalid TOML{}: {}", toml_position(text, &e), e.message()))
                 })?;
                 // JSON has no NaN or infinity: serde_json would turn them into `null`, i.e.
                 // "unset", silently. Refuse them here, while the TOML tree still holds them.
@@ -401,4 +401,14 @@ fn apply_override(tree: &mut serde_json::Value, spec: &str) -> Result<(), Scenar
 /// The JSON Schema of a scenario.
 pub fn json_schema() -> String {
     serde_json::to_string_pretty(&schemars::schema_for!(Scenario)).expect("schema serialises")
+}
+
+/// " at line L, column C" of a TOML syntax error (1-based, columns in characters), so the
+/// user can find it; empty when the parser gives no position.
+fn toml_position(text: &str, e: &toml::de::Error) -> String {
+    let Some(span) = e.span() else { return String::new() };
+    let before = text.get(..span.start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    format!(" at line {line}, column {column}")
 }

@@ -48,6 +48,8 @@ use crate::{Nanos, ScenarioError};
 /// the dispatcher) and is the one that writes `concord_preempt_now` when a quantum has passed.
 pub const DISPATCHER_ROUTES: super::dispatcher::Routes = super::dispatcher::Routes::ALL;
 
+/// Concord (Iyer et al., SOSP'23): a dispatcher with one central FCFS queue, JBSQ(k) mailboxes,
+/// and cooperative preemption at the quantum.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -28,6 +28,8 @@ use crate::ScenarioError;
 pub const DISPATCHER_ROUTES: super::dispatcher::Routes =
     super::dispatcher::Routes { completions: true, preempted: false, signals: false };
 
+/// Perséphone's DARC (Demoulin et al., SOSP'21): per-type central queues and cores reserved per
+/// group of types by their share of CPU time, never preempted.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -20,12 +20,17 @@ pub struct PreemptionCfg {
     /// a blocking lock or yield point).
     #[serde(default)]
     pub quantum_us: Option<f64>,
+    /// Cost of sending an interrupt, spent by the sender (a timer or dispatcher core, counted
+    /// apart from the workers).
     #[serde(default)]
     pub send_ns: f64,
+    /// Time from the send until the interrupt lands; the request keeps running meanwhile.
     #[serde(default)]
     pub propagation_ns: f64,
+    /// The worker's cost of taking the interrupt and switching away (overhead on that core).
     #[serde(default)]
     pub receive_ns: f64,
+    /// The cost of resuming a preempted request on whichever core takes it again (overhead).
     #[serde(default)]
     pub return_ns: f64,
     /// A named interrupt mechanism whose measured costs (Synergy Table I) replace the four

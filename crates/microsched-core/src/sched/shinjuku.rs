@@ -32,6 +32,8 @@ use crate::{Nanos, ScenarioError};
 /// posted IPI it sends when a worker's quantum has passed).
 pub const DISPATCHER_ROUTES: super::dispatcher::Routes = super::dispatcher::Routes::ALL;
 
+/// Shinjuku (Kaffes et al., NSDI'19): a dispatcher, per-type queues picked by wait / SLO, and
+/// preemption at the quantum back to the tail of the type's queue.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -52,6 +52,8 @@ use crate::scenario::{non_negative, positive};
 use crate::time::us;
 use crate::{Nanos, ScenarioError};
 
+/// Synergy (Berghetti et al.): per-worker queues fed by RSS, work stealing, a global wait queue
+/// of preempted requests, conditional preemption of requests the application reports as long.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

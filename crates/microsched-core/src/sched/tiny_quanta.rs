@@ -40,6 +40,8 @@ use crate::{Nanos, ScenarioError};
 /// dispatcher as per-worker counters it reads after each burst, not as work per completion.
 pub const DISPATCHER_ROUTES: super::dispatcher::Routes = super::dispatcher::Routes::ARRIVALS_ONLY;
 
+/// Tiny Quanta (Luo et al., ASPLOS'24): a JSQ dispatcher and workers that time-slice a few
+/// requests each with a tiny quantum (compiler interrupts).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
