@@ -19,7 +19,7 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import bench, compare, harvest, maxload, real, reproduce, run, validate
+from . import bench, check_policy, compare, harvest, maxload, real, reproduce, run, validate
 from .args import Formatter, Parser
 from .errors import EXIT_INTERNAL, PROG, CliError, fail
 from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_commands(sub)
     maxload.add_commands(sub)
     compare.add_commands(sub)
+    check_policy.add_commands(sub)
 
     from ..sweep.commands import add_commands  # sweep, plot, report
 
