@@ -273,7 +273,9 @@ def fit_params(cls: type, given: dict, field: str) -> tuple[Any, dict]:
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if want is not None and not isinstance(value, want) or (want in (int, float) and isinstance(value, bool)):
-            raise PolicyError(f"{field}.params.{key}", f"{value!r} is not allowed: use a {want.__name__ if want else 'value'}")
+            wanted = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
+                want, f"a {want.__name__}" if want else "a value")
+            raise PolicyError(f"{field}.params.{key}", f"{value!r} is not allowed: use {wanted}")
         values[key] = value
     try:
         params = params_cls(**values)
