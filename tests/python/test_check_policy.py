@@ -32,18 +32,19 @@ def failing(report: dict) -> set[str]:
     return {name for name, v in report["invariants"].items() if v["holds"] is False}
 
 
-@pytest.mark.parametrize("target, invariant", [
-    (f"{POLICIES / 'leaky.py'}:LeakCores", "keeps-up"),
-    (f"{POLICIES / 'nondeterministic.py'}:CoinFlip", "deterministic"),
-    (f"{POLICIES / 'starving.py'}:StarveType1", "no-starvation"),
+@pytest.mark.parametrize("target, invariant, also", [
+    (f"{POLICIES / 'leaky.py'}:LeakCores", "keeps-up", set()),
+    (f"{POLICIES / 'nondeterministic.py'}:CoinFlip", "deterministic", set()),
+    # The starved type's requests also stay in flight: 10 % of the mix, over keeps-up's 2 %.
+    (f"{POLICIES / 'starving.py'}:StarveType1", "no-starvation", {"keeps-up"}),
 ])
-def test_each_planted_fault_is_flagged_by_its_invariant(target: str, invariant: str) -> None:
+def test_each_planted_fault_is_flagged_by_its_invariant(target: str, invariant: str, also: set) -> None:
     code, report, err = check(target)
     assert code == 1, err
     assert not report["ok"]
     assert invariant in failing(report), report["invariants"]
-    # The fault is the policy's only one: the invariants it does not break hold.
-    assert failing(report) == {invariant}, report["invariants"]
+    # The invariants the fault does not break hold.
+    assert failing(report) == {invariant} | also, report["invariants"]
     fails = report["invariants"][invariant]["failures"]
     assert {f["seed"] for f in fails} == {1, 2}  # every seed shows it, each named
     assert all(f["scenario"] in report["scenarios"] and f["detail"] for f in fails)

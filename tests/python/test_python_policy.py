@@ -128,3 +128,14 @@ def test_ctrl_c_during_a_python_policy_stops_cleanly(tmp_path: Path) -> None:
             assert json.loads(out)["sim"]["interrupted_at_ms"] > 0
         else:
             assert "interrupted" in err
+
+
+def test_a_class_of_another_kind_is_refused_also_once_loaded(tmp_path: Path) -> None:
+    # Loaded as a queueing policy first, the class is cached; as an allocator it is still refused.
+    queue_policy = f"{REPO / 'tests' / 'python' / 'policies' / 'starving.py'}:StarveType1"
+    s = small()
+    s["policy"] = {"sched": {"kind": "python", "class": queue_policy}}
+    microsched.validate(s)
+    s["policy"] = {"allocator": {"kind": "python", "class": queue_policy}}
+    with pytest.raises(ValueError, match=r"policy.allocator.class: .* is not a subclass of microsched.policy.Allocator"):
+        microsched.validate(s)
