@@ -139,3 +139,23 @@ def test_a_class_of_another_kind_is_refused_also_once_loaded(tmp_path: Path) -> 
     s["policy"] = {"allocator": {"kind": "python", "class": queue_policy}}
     with pytest.raises(ValueError, match=r"policy.allocator.class: .* is not a subclass of microsched.policy.Allocator"):
         microsched.validate(s)
+
+
+def test_a_policy_failing_in_a_worker_process_is_reported_as_in_run(tmp_path: Path) -> None:
+    # The failure crosses a process boundary (pickled), in a sweep and in compare.
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'''name = "broken"
+base = "{REPO / 'experiments' / 'allocators' / 'base.toml'}"
+seeds = 2
+overrides = ["duration_ms=5", "warmup_ms=1", "policy.allocator.kind=python", "policy.allocator.class={BROKEN}:Raises"]
+''', encoding="utf-8")
+    r = cli("sweep", spec, "--out", tmp_path / "out", "--jobs", "2")
+    assert r.returncode == 2, r.stderr
+    first, *rest = r.stderr.strip().splitlines()
+    assert first.startswith("microsched: error: point ") and "policy Raises: tick at simulated time 2.0" in first
+    assert "RuntimeError: bad policy state" in first and "--resume" in first
+    assert rest[0] == "Traceback (most recent call last):" and "in decide" in "\n".join(rest), r.stderr
+    r = cli("compare", REPO / "examples" / "my-server.toml", "--variant", "static",
+            "--variant", f"core99:policy.allocator.kind=python,policy.allocator.class={BROKEN}:Core99",
+            "--seeds", "2", "--jobs", "2", "--set", "duration_ms=5")
+    one_line_error(r, "policy Core99: tick at simulated time 2.0", "Yield(99), but the cores are 0..8")
