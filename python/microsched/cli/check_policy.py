@@ -36,11 +36,12 @@ twice), and print which of the model's invariants hold:
 
 Each failure is printed with its scenario and seed. The policy's kind is read from its base
 class (microsched.policy.Allocator, Controller or QueuePolicy); a built-in policy of the
-engine is named `builtin:KIND` (`builtin:shenango`, `builtin:breakwater`, `builtin:d-fcfs`...).
+engine is named `builtin:KIND` (`builtin:shenango`, `builtin:breakwater`, `builtin:queue`: the
+server's own queues, d-FCFS with stealing here).
 
 The scenarios (8 cores, per-core queues with stealing, 100 sessions, RTT 10 us, 20 ms measured):
   allocator   alloc-load0.3, alloc-load0.9 (exponential 5 us), alloc-mix (1 us / 50 us, load 0.7)
-  overload    credits-load0.5, credits-load1.5 (Breakwater-like overload), credits-mix (load 1.2)
+  overload    credits-load0.5, credits-load1.5 (overloaded), credits-mix (load 1.2)
   sched       sched-load0.5 (exponential 5 us), sched-mix (1 us / 50 us, load 0.8)
 
 Exit status: 0 if every invariant holds, 1 if one does not, 2 for bad input (a policy that
