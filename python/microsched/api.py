@@ -233,6 +233,9 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
         ValueError: the scenario is invalid; the message starts with the field at fault
             (``"server.max_cores: 0 is not allowed: use 1..=1024"``).
         FileNotFoundError: the scenario file does not exist.
+        microsched._native.PolicyFailed: a policy written in Python raised or made a decision
+            out of bounds (a ``RuntimeError``; the message names the policy, the call, the
+            simulated time and the value, followed by the traceback if it raised).
         KeyboardInterrupt: Ctrl-C during the run (unless ``keep_partial``).
 
     Warns:

@@ -221,8 +221,13 @@ _loaded: dict[str, type] = {}
 def load_class(class_path: str, kind: str, field: str) -> type:
     """The class ``class_path`` names (``FILE.py:Class`` or ``module:Class``), checked to be a
     policy of ``kind`` ("allocator", "overload", "sched"). A file is loaded once per process."""
+    base = _BASES[kind]
     if class_path in _loaded:
-        return _loaded[class_path]
+        cls = _loaded[class_path]
+        # The cache holds the class, not its kind: a class of another kind is still refused.
+        if not issubclass(cls, base):
+            raise PolicyError(f"{field}.class", f"`{class_path}` is not a subclass of microsched.policy.{base.__name__}")
+        return cls
     where, sep, name = class_path.rpartition(":")
     if not sep or not where or not name.isidentifier():
         raise PolicyError(f"{field}.class", f"`{class_path}` is not allowed: use FILE.py:Class or module:Class")
@@ -245,7 +250,6 @@ def load_class(class_path: str, kind: str, field: str) -> type:
         except Exception as e:
             raise PolicyError(f"{field}.class", f"importing `{where}` failed: {type(e).__name__}: {e}") from e
     cls = getattr(module, name, None)
-    base = _BASES[kind]
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise PolicyError(f"{field}.class", f"`{class_path}` is not a subclass of microsched.policy.{base.__name__}")
     _loaded[class_path] = cls
@@ -273,7 +277,9 @@ def fit_params(cls: type, given: dict, field: str) -> tuple[Any, dict]:
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if want is not None and not isinstance(value, want) or (want in (int, float) and isinstance(value, bool)):
-            raise PolicyError(f"{field}.params.{key}", f"{value!r} is not allowed: use a {want.__name__ if want else 'value'}")
+            wanted = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
+                want, f"a {want.__name__}" if want else "a value")
+            raise PolicyError(f"{field}.params.{key}", f"{value!r} is not allowed: use {wanted}")
         values[key] = value
     try:
         params = params_cls(**values)

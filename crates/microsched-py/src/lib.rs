@@ -155,7 +155,7 @@ fn schema() -> String {
     json_schema()
 }
 
-pyo3::create_exception!(_native, PolicyFailed, pyo3::exceptions::PyRuntimeError, "A policy written in Python raised an exception or made a decision out of bounds during a run (the message names the policy, the call, the value and the simulated time).");
+pyo3::create_exception!(microsched._native, PolicyFailed, pyo3::exceptions::PyRuntimeError, "A policy written in Python raised an exception or made a decision out of bounds during a run (the message names the policy, the call, the value and the simulated time).");
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -19,9 +19,9 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import bench, compare, harvest, maxload, policies, real, reproduce, run, validate
+from . import bench, check_policy, compare, harvest, maxload, policies, real, reproduce, run, validate
 from .args import Formatter, Parser
-from .errors import EXIT_INTERNAL, PROG, CliError, fail
+from .errors import EXIT_INTERNAL, PROG, CliError, fail, fail_policy, is_policy_failure
 from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
 
 DESCRIPTION = """\
@@ -33,6 +33,9 @@ core allocators and overload controllers), and a real runtime of the same polici
 EPILOG = """\
 Run `microsched COMMAND --help` for the manual of a command.
 Bad input exits with status 2 and one line on stderr: `microsched: error: <message>`.
+A policy written in Python that fails during a run (an exception, a decision out of bounds)
+also exits with status 2: one such line naming the policy, the call and the simulated time,
+then the policy's traceback if it raised.
 """
 
 
@@ -49,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_commands(sub)
     maxload.add_commands(sub)
     compare.add_commands(sub)
+    check_policy.add_commands(sub)
 
     from ..sweep.commands import add_commands  # sweep, plot, report
 
@@ -121,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as e:  # a panic in the native code (pyo3 PanicException) or a bug
         if isinstance(e, (SystemExit, GeneratorExit)):
             raise
+        if is_policy_failure(e):  # a Python policy raised or decided out of bounds: its author's bug
+            fail_policy(e)
         if os.environ.get("MICROSCHED_DEBUG"):
             raise
         fail(f"internal error ({type(e).__name__}): {e}; please report it "

@@ -185,8 +185,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except (SpecError, engine.SweepError) as e:
         raise CliError(e) from None
     except engine.PointFailed as e:
-        raise CliError(f"{e}; the {state['done']} finished points are kept in {out}/parts: "
-                       f"fix the cause and run again with --resume") from None
+        msg = f"{e}; the {state['done']} finished points are kept in {out}/parts: fix the cause and run again with --resume"
+        if e.traceback:  # a Python policy raised: the line, then its traceback
+            import sys
+
+            from ..cli.errors import EXIT_USAGE, PROG, one_line
+
+            sys.stderr.write(f"{PROG}: error: {one_line(msg)}\n{e.traceback}\n")
+            raise SystemExit(EXIT_USAGE)
+        raise CliError(msg) from None
     except KeyboardInterrupt:
         if state["total"]:
             err_con.print(f"interrupted: {state['done']} of {state['total']} points saved in {out}/parts; "

@@ -62,7 +62,15 @@ class SweepError(ValueError):
 
 
 class PointFailed(RuntimeError):
-    """A point failed while running; the points finished before it are saved."""
+    """A point failed while running; the points finished before it are saved. ``traceback``:
+    the traceback of a Python policy that raised, to print after the one-line message."""
+
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(message, traceback)
+        self.traceback = traceback
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,7 +344,12 @@ def _guard(t: Task, fn: Callable[[Task], dict]) -> dict:
 
 
 def _failed(t: Task, exc: BaseException) -> PointFailed:
+    from ..cli.errors import is_policy_failure, policy_failure_lines
+
     where = ", ".join(f"{k}={v}" for k, v in t.params.items())
+    if is_policy_failure(exc):  # a Python policy's failure: its one line, and its traceback apart
+        line, tb = policy_failure_lines(exc)
+        return PointFailed(f"point {t.id} ({where}) failed: {line}", tb)
     return PointFailed(f"point {t.id} ({where}) failed: {' '.join(str(exc).split()) or type(exc).__name__}")
 
 

@@ -82,6 +82,25 @@ def format_value(v: Any) -> str:
     raise TypeError(f"grid values must be numbers, booleans or strings, not {type(v).__name__}")
 
 
+def policy_file_absolute(override: str, folder: Path) -> str:
+    """``policy.X.class=FILE.py:Class`` with a relative FILE made absolute: beside ``folder``
+    (the spec's) if it is there, else from the current directory. A point runs in a worker
+    process, on a Ray node in another directory even: the path must not depend on where."""
+    key, sep, value = override.partition("=")
+    if not sep or not key.strip().endswith(".class"):
+        return override
+    text = parse_value(value.strip())
+    if not isinstance(text, str):
+        return override
+    file, colon, cls = text.rpartition(":")
+    if not colon or not file.endswith(".py") or Path(file).is_absolute():
+        return override
+    for where in (folder / file, Path(file)):
+        if where.is_file():
+            return f"{key}={where.resolve()}:{cls}"
+    return override  # not found: the scenario loader names the field and the path
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -254,8 +273,9 @@ class SweepSpec:
                     params.update(var_params)
                     params.update(dict(zip(keys, combo)))
                     params["seed"] = seed
-                    out.append(Point(index=len(out), scenario=str(self.base), seed=seed,
-                                     overrides=tuple(self.overrides) + var.set + tuple(grid_ovr), params=params))
+                    ovr = tuple(self.overrides) + var.set + tuple(grid_ovr)
+                    ovr = tuple(policy_file_absolute(o, self.path.parent) for o in ovr)
+                    out.append(Point(index=len(out), scenario=str(self.base), seed=seed, overrides=ovr, params=params))
         return out
 
     def to_dict(self) -> dict:

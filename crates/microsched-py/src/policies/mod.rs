@@ -59,7 +59,9 @@ fn scenario_error(py: Python<'_>, e: PyErr, field: &str) -> ScenarioError {
 pub(crate) fn traceback(py: Python<'_>, e: &PyErr) -> String {
     let formatted = py
         .import("traceback")
-        .and_then(|tb| tb.call_method1("format_exception", (e.value(py),)))
+        // The frames travel in the error, not always on the value's __traceback__ (Python
+        // < 3.12 keeps them apart): hand both over, or the policy's own lines are lost.
+        .and_then(|tb| tb.call_method1("format_exception", (e.get_type(py), e.value(py), e.traceback(py))))
         .and_then(|lines| lines.extract::<Vec<String>>());
     match formatted {
         Ok(lines) => lines.concat().trim_end().to_string(),
@@ -219,5 +221,13 @@ pub(crate) fn overrides(obj: &Bound<'_, PyAny>, base: &str, method: &str) -> boo
 
 /// [`fail`] for an exception raised by the policy's code.
 pub(crate) fn fail_exception(py: Python<'_>, name: &str, call: &str, now: Option<Nanos>, e: PyErr) {
+    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        // Ctrl-C landed while the policy's code ran (its Python code runs on the main thread,
+        // where the handler fires): not the policy's failure. Re-arm it, so that the driver's
+        // next signal check stops the run as it stops any other (status 130, --keep-partial).
+        // SAFETY: called with the GIL held; only sets the interpreter's "SIGINT tripped" flag.
+        unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+        return;
+    }
     fail(name, call, now, format!("raised an exception:\n{}", traceback(py, &e)));
 }
