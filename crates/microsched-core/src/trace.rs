@@ -35,6 +35,7 @@ pub mod counter {
     pub const CORES_ALLOCATED: &str = "cores allocated";
     pub const CORES_BUSY: &str = "cores busy";
     pub const QUEUE_LENGTH: &str = "queue length";
+    /// In whole µs (it grows at every event while a request waits).
     pub const OLDEST_DELAY_US: &str = "oldest queueing delay (us)";
     pub const CREDIT_POOL: &str = "credit pool";
     pub const CREDITS_ISSUED: &str = "credits issued";
@@ -45,7 +46,8 @@ pub mod counter {
 pub mod instant {
     /// A core parked; argument `reason`: the park gate's verdict.
     pub const PARK: &str = "park";
-    /// A park attempt that kept the core polling; argument `reason`.
+    /// A park attempt that kept the core polling; argument `reason`. Recorded for the first
+    /// veto of an idle stretch and at each change of reason, not at every poll.
     pub const PARK_VETOED: &str = "park vetoed";
     /// CoreSync withheld credits at a park attempt; argument `credits`.
     pub const CREDIT_CUT: &str = "credit cut";
@@ -374,6 +376,34 @@ struct Us(Nanos);
 impl std::fmt::Display for Us {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+    }
+}
+
+/// Why the parks of one attempt parked (CoreSync's gate; Caladan parks without one).
+pub fn park_reason(g: &crate::summary::ParkGate, gated: bool) -> &'static str {
+    if !gated {
+        "idle (no gate)"
+    } else if g.parked_at_once > 0 {
+        "parked at once"
+    } else if g.parked_after_cut > 0 {
+        "parked after cut"
+    } else {
+        "parked without credits"
+    }
+}
+
+/// Why an attempt kept the core polling, if it did.
+pub fn veto_reason(g: &crate::summary::ParkGate) -> Option<&'static str> {
+    if g.vetoed_drained > 0 {
+        Some("a session is drained")
+    } else if g.waited_for_parker > 0 {
+        Some("another core is parking")
+    } else if g.waited_for_revocation > 0 {
+        Some("waiting for credits to come back")
+    } else if g.cuts > 0 {
+        Some("cut credits")
+    } else {
+        None
     }
 }
 

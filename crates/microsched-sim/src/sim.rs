@@ -305,8 +305,11 @@ impl Sim {
     #[cold]
     #[inline(never)]
     fn step_traced(&mut self, ev: Event) {
-        if let (Event::ServerArrive { req, .. }, Some(r)) = (ev, self.trace.as_deref_mut()) {
-            r.arrive(req, self.now);
+        if let Some(r) = self.trace.as_deref_mut() {
+            r.before(self.now, &self.nodes, &self.slab);
+            if let Event::ServerArrive { req, .. } = ev {
+                r.arrive(req, self.now);
+            }
         }
         self.step(ev);
         let about = match ev {

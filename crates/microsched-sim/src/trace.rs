@@ -8,8 +8,8 @@
 //! `Option` check, so they pay nothing measurable and give identical results: the recorder only
 //! reads the simulation's state, never changes it.
 
-use microsched_core::summary::{ParkGate, Parking};
-use microsched_core::trace::{counter, instant, Arg, CoreActivity, DispatcherActivity, Trace};
+use microsched_core::summary::Parking;
+use microsched_core::trace::{counter, instant, park_reason, veto_reason, Arg, CoreActivity, DispatcherActivity, Trace};
 use microsched_core::Nanos;
 
 use crate::node::Node;
@@ -36,6 +36,9 @@ struct Seen {
     /// The dispatcher's activity (None: polling) and since when; None: no dispatcher.
     dispatcher: Option<(Option<(DispatcherActivity, u32)>, Nanos)>,
     counters: [f64; COUNTERS.len()],
+    /// Per core: the reason of the last park veto recorded in its current idle stretch (a
+    /// gate that vetoes every poll would otherwise fill the trace).
+    vetoed: Vec<Option<&'static str>>,
     parking: Parking,
     preemptions: u64,
 }
@@ -63,6 +66,7 @@ impl Recorder {
                     cores: vec![(CoreActivity::Searching, NONE, 0); cores],
                     dispatcher: n.server.dispatcher_activity().map(|_| (None, 0)),
                     counters: [f64::NAN; COUNTERS.len()],
+                    vetoed: vec![None; cores],
                     parking: n.parking_now(),
                     preemptions: n.server.counters.preemptions,
                 }
@@ -97,31 +101,33 @@ impl Recorder {
         }
     }
 
+    /// Before the event at `now`: at the window's start, what each core does then (the state
+    /// the previous events left) opens its first slice.
+    pub fn before(&mut self, now: Nanos, nodes: &[Node], slab: &Slab) {
+        let start = self.trace.window().0;
+        if self.started || now < start {
+            return;
+        }
+        self.started = true;
+        for (i, n) in nodes.iter().enumerate() {
+            let seen = &mut self.nodes[i];
+            for (c, s) in seen.cores.iter_mut().enumerate() {
+                let (what, slot) = activity(n, c as u16, slab);
+                *s = (what, slot, start);
+            }
+            if let Some(d) = &mut seen.dispatcher {
+                *d = (n.server.dispatcher_activity().flatten(), start);
+            }
+            seen.parking = n.parking_now();
+            seen.preemptions = n.server.counters.preemptions;
+        }
+    }
+
     /// After an event at `now` (about core `core` of node `at_node`, if it names one): records
     /// what changed.
     pub fn poll(&mut self, now: Nanos, nodes: &[Node], slab: &Slab, event_core: Option<(u16, u16)>) {
-        let (start, end) = self.trace.window();
-        if now < start || self.trace.full() {
+        if !self.started || now >= self.trace.window().1 || self.trace.full() {
             return;
-        }
-        if now >= end {
-            return;
-        }
-        if !self.started {
-            // The window starts: the state at its start is what the cores were doing.
-            self.started = true;
-            for (i, n) in nodes.iter().enumerate() {
-                let seen = &mut self.nodes[i];
-                for (c, s) in seen.cores.iter_mut().enumerate() {
-                    let (what, slot) = activity(n, c as u16, slab);
-                    *s = (what, slot, start);
-                }
-                if let Some(d) = &mut seen.dispatcher {
-                    *d = (n.server.dispatcher_activity().flatten(), start);
-                }
-                seen.parking = n.parking_now();
-                seen.preemptions = n.server.counters.preemptions;
-            }
         }
         for (i, n) in nodes.iter().enumerate() {
             let node = i as u16;
@@ -133,6 +139,7 @@ impl Recorder {
                     let id = self.id(was_slot);
                     self.trace.core_slice(node, c as u16, was, id.filter(|_| was_slot != NONE), since, now);
                     self.nodes[i].cores[c] = (what, slot, now);
+                    self.nodes[i].vetoed[c] = None;
                     if what == CoreActivity::Stealing {
                         self.trace.instant(node, Some(c as u16), instant::STEAL, now, None);
                     }
@@ -171,13 +178,21 @@ impl Recorder {
     }
 
     fn park_instants(&mut self, node: u16, core: Option<u16>, now: Nanos, d: &Parking) {
+        let n = node as usize;
         let g = d.gate.unwrap_or_default();
         let park_reason = park_reason(&g, d.gate.is_some());
         for _ in 0..d.parks {
             self.trace.instant(node, core, instant::PARK, now, Some(("reason", Arg::Str(park_reason))));
         }
         if let Some(reason) = veto_reason(&g) {
-            self.trace.instant(node, core, instant::PARK_VETOED, now, Some(("reason", Arg::Str(reason))));
+            // The first veto of an idle stretch, and each change of reason.
+            let last = core.map(|c| &mut self.nodes[n].vetoed[c as usize]);
+            if let Some(last) = last {
+                if *last != Some(reason) {
+                    *last = Some(reason);
+                    self.trace.instant(node, core, instant::PARK_VETOED, now, Some(("reason", Arg::Str(reason))));
+                }
+            }
         }
         if g.cuts > 0 {
             self.trace.instant(node, core, instant::CREDIT_CUT, now, Some(("credits", Arg::Int(g.credits_cut))));
@@ -205,34 +220,6 @@ impl Recorder {
     }
 }
 
-/// Why the parks of one attempt parked (CoreSync's gate; Caladan parks without one).
-fn park_reason(g: &ParkGate, gated: bool) -> &'static str {
-    if !gated {
-        "idle (no gate)"
-    } else if g.parked_at_once > 0 {
-        "parked at once"
-    } else if g.parked_after_cut > 0 {
-        "parked after cut"
-    } else {
-        "parked without credits"
-    }
-}
-
-/// Why an attempt kept the core polling, if it did.
-fn veto_reason(g: &ParkGate) -> Option<&'static str> {
-    if g.vetoed_drained > 0 {
-        Some("a session is drained")
-    } else if g.waited_for_parker > 0 {
-        Some("another core is parking")
-    } else if g.waited_for_revocation > 0 {
-        Some("waiting for credits to come back")
-    } else if g.cuts > 0 {
-        Some("cut credits")
-    } else {
-        None
-    }
-}
-
 /// What core `c` of `n` does, and for which request slot.
 fn activity(n: &Node, c: u16, slab: &Slab) -> (CoreActivity, u32) {
     let core = n.server.core(c);
@@ -257,7 +244,8 @@ fn counters(n: &Node, now: Nanos, slab: &Slab) -> [f64; COUNTERS.len()] {
         (s.core_count() - parked) as f64,
         busy as f64,
         s.queued_total() as f64,
-        s.max_delay(now, slab) as f64 / 1e3,
+        // In whole µs: the age of a waiting request grows at every event.
+        (s.max_delay(now, slab) as f64 / 1e3).round(),
         credit.map_or(f64::NAN, |c| c.pool as f64),
         credit.map_or(f64::NAN, |c| c.issued as f64),
         s.dispatcher_snapshot(now).map_or(f64::NAN, |(_, q)| q as f64),
