@@ -199,10 +199,15 @@ def render_timelines(traces: Iterable[tuple[str | os.PathLike, str | None]], png
 
     handles += [Line2D([], [], marker="v", linestyle="", color="black", label="park"),
                 Line2D([], [], marker="x", linestyle="", color="#d62728", label="credit cut")]
-    fig.legend(handles=handles, loc="upper center", ncol=min(6, len(handles)), fontsize=8, frameon=False)
+    # Title, then the legend, above the panels (in inches from the top, whatever the height).
+    height = fig.get_size_inches()[1]
+    top = 1.0
     if suptitle:
-        fig.suptitle(suptitle, y=0.995, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+        fig.suptitle(suptitle, y=1 - 0.08 / height, fontsize=10, va="top")
+        top -= 0.3 / height
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, top - 0.02 / height),
+               ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, top - 0.35 / height))
     out = Path(png_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

@@ -120,3 +120,15 @@ def test_real_trace_on_loopback_has_the_simulators_layout(tmp_path):
     assert len(done) > 500 and len(done) <= completed
     assert set(done["request"]) <= set(served["request"])
     assert "cores allocated" in set(tl.counters["name"])
+
+
+def test_coresync_timeline_figure_draws_both_policies(tmp_path):
+    from microsched.reproduce import coresync_timeline
+
+    assert coresync_timeline.main([str(tmp_path)]) == 0
+    png = tmp_path / coresync_timeline.FIGURE
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    cs = read_trace(tmp_path / "trace_exp10_coresync_0.5.json")
+    sh = read_trace(tmp_path / "trace_exp10_shenango_0.5.json")
+    assert cs.meta["allocator"] == "coresync" and sh.meta["allocator"] != "coresync"
+    assert cs.meta["window_ms"] == sh.meta["window_ms"] == list(coresync_timeline.WINDOW_MS)

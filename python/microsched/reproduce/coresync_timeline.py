@@ -1,6 +1,6 @@
 """The timeline figure of ``microsched reproduce coresync`` (issue 45): CoreSync and Shenango at
 load 0.5 (exponential 10 µs, 16 cores, 100 sessions, Breakwater), one above the other over the
-same 2 ms of the measured window: what each core does (running, polling, parked, waking), where
+same 1 ms of the measured window: what each core does (running, polling, parked, waking), where
 the cores park and where CoreSync's gate cuts credits, with cores allocated, queue length and
 the credit pool and issued credits below.
 
@@ -21,7 +21,7 @@ LOAD = 0.5
 # A short run: the base scenario starts the credit pool at its ceiling (its steady state), so a
 # few ms after a short warm-up show the policies as the measured window does.
 WARMUP_MS, DURATION_MS = 20, 5
-WINDOW_MS = (WARMUP_MS + 1.0, WARMUP_MS + 3.0)
+WINDOW_MS = (WARMUP_MS + 1.0, WARMUP_MS + 2.0)
 FIGURE = "fig_timeline_load0.5.png"
 
 
@@ -51,3 +51,29 @@ def write(ctx: Context, variants: tuple[str, ...] = VARIANTS, load: float = LOAD
                                     f"(seed 1; simulated ms {WINDOW_MS[0]:g}–{WINDOW_MS[1]:g})")
     ctx.figures.append(out)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m microsched.reproduce.coresync_timeline OUT_DIR``: the figure and its traces
+    alone, without the reproduction (how docs/img/timeline-coresync-shenango.png is made)."""
+    import sys
+    from types import SimpleNamespace
+
+    from ..sweep.spec import SweepSpec
+    from .framework import experiments_dir
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m microsched.reproduce.coresync_timeline OUT_DIR\n")
+        return 2
+    out = Path(args[0])
+    out.mkdir(parents=True, exist_ok=True)
+    spec = SweepSpec.load(experiments_dir() / "coresync" / "sweep.toml")
+    ctx = SimpleNamespace(spec=spec, semantics=None, out=out, figures=[])
+    path = write(ctx)  # type: ignore[arg-type]
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
