@@ -47,7 +47,7 @@ pub mod instant {
     /// A core parked; argument `reason`: the park gate's verdict.
     pub const PARK: &str = "park";
     /// A park attempt that kept the core polling; argument `reason`. Recorded for the first
-    /// veto of an idle stretch and at each change of reason, not at every poll.
+    /// veto of each reason in an idle stretch, not at every poll.
     pub const PARK_VETOED: &str = "park vetoed";
     /// CoreSync withheld credits at a park attempt; argument `credits`.
     pub const CREDIT_CUT: &str = "credit cut";
@@ -389,6 +389,16 @@ pub fn park_reason(g: &crate::summary::ParkGate, gated: bool) -> &'static str {
         "parked after cut"
     } else {
         "parked without credits"
+    }
+}
+
+/// A bit per veto reason, so that a core records each reason once per idle stretch.
+pub fn veto_bit(reason: &str) -> u8 {
+    match reason {
+        "a session is drained" => 1,
+        "another core is parking" => 2,
+        "waiting for credits to come back" => 4,
+        _ => 8,
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use microsched_core::summary::{ParkGate, Parking};
-use microsched_core::trace::{counter, instant, park_reason, veto_reason, Arg, CoreActivity, Trace};
+use microsched_core::trace::{counter, instant, park_reason, veto_bit, veto_reason, Arg, CoreActivity, Trace};
 use microsched_core::Nanos;
 
 use crate::park::Phase;
@@ -24,8 +24,8 @@ pub struct TraceSink {
     trace: Mutex<Trace>,
     /// Per worker: what it does, for which request, since when.
     cores: Vec<Mutex<(CoreActivity, Option<u64>, Nanos)>>,
-    /// Per worker: the reason of the last park veto recorded in its current idle stretch.
-    vetoed: Vec<Mutex<Option<&'static str>>>,
+    /// Per worker: the park veto reasons recorded in its current idle stretch ([`veto_bit`]).
+    vetoed: Vec<Mutex<u8>>,
     /// The controller's last counter values.
     last: Mutex<[f64; 6]>,
     closed: AtomicBool,
@@ -45,7 +45,7 @@ impl TraceSink {
         Self {
             trace: Mutex::new(trace),
             cores: initial.iter().map(|&p| Mutex::new((activity(p), None, 0))).collect(),
-            vetoed: initial.iter().map(|_| Mutex::new(None)).collect(),
+            vetoed: initial.iter().map(|_| Mutex::new(0)).collect(),
             last: Mutex::new([f64::NAN; 6]),
             closed: AtomicBool::new(false),
             window,
@@ -66,7 +66,7 @@ impl TraceSink {
         }
         *slot = (what, req, now);
         drop(slot);
-        *self.vetoed[core].lock() = None;
+        *self.vetoed[core].lock() = 0;
         if now > self.window.0 && since < self.window.1 && !self.closed.load(Ordering::Relaxed) {
             self.trace.lock().core_slice(NODE, core as u16, was, was_req, since, now);
         }
@@ -107,11 +107,11 @@ impl TraceSink {
         if parked {
             self.instant(Some(core), instant::PARK, at, Some(("reason", Arg::Str(park_reason(&g, d.is_some())))));
         } else if let Some(r) = veto_reason(&g) {
-            // The first veto of an idle stretch, and each change of reason.
-            let mut last = self.vetoed[core].lock();
-            if *last != Some(r) {
-                *last = Some(r);
-                drop(last);
+            // The first veto of each reason in an idle stretch.
+            let mut seen = self.vetoed[core].lock();
+            if *seen & veto_bit(r) == 0 {
+                *seen |= veto_bit(r);
+                drop(seen);
                 self.instant(Some(core), instant::PARK_VETOED, at, Some(("reason", Arg::Str(r))));
             }
         }

@@ -9,7 +9,7 @@
 //! reads the simulation's state, never changes it.
 
 use microsched_core::summary::Parking;
-use microsched_core::trace::{counter, instant, park_reason, veto_reason, Arg, CoreActivity, DispatcherActivity, Trace};
+use microsched_core::trace::{counter, instant, park_reason, veto_bit, veto_reason, Arg, CoreActivity, DispatcherActivity, Trace};
 use microsched_core::Nanos;
 
 use crate::node::Node;
@@ -36,9 +36,9 @@ struct Seen {
     /// The dispatcher's activity (None: polling) and since when; None: no dispatcher.
     dispatcher: Option<(Option<(DispatcherActivity, u32)>, Nanos)>,
     counters: [f64; COUNTERS.len()],
-    /// Per core: the reason of the last park veto recorded in its current idle stretch (a
+    /// Per core: the park veto reasons recorded in its current idle stretch ([`veto_bit`]; a
     /// gate that vetoes every poll would otherwise fill the trace).
-    vetoed: Vec<Option<&'static str>>,
+    vetoed: Vec<u8>,
     parking: Parking,
     preemptions: u64,
 }
@@ -66,7 +66,7 @@ impl Recorder {
                     cores: vec![(CoreActivity::Searching, NONE, 0); cores],
                     dispatcher: n.server.dispatcher_activity().map(|_| (None, 0)),
                     counters: [f64::NAN; COUNTERS.len()],
-                    vetoed: vec![None; cores],
+                    vetoed: vec![0; cores],
                     parking: n.parking_now(),
                     preemptions: n.server.counters.preemptions,
                 }
@@ -139,7 +139,7 @@ impl Recorder {
                     let id = self.id(was_slot);
                     self.trace.core_slice(node, c as u16, was, id.filter(|_| was_slot != NONE), since, now);
                     self.nodes[i].cores[c] = (what, slot, now);
-                    self.nodes[i].vetoed[c] = None;
+                    self.nodes[i].vetoed[c] = 0;
                     if what == CoreActivity::Stealing {
                         self.trace.instant(node, Some(c as u16), instant::STEAL, now, None);
                     }
@@ -185,11 +185,11 @@ impl Recorder {
             self.trace.instant(node, core, instant::PARK, now, Some(("reason", Arg::Str(park_reason))));
         }
         if let Some(reason) = veto_reason(&g) {
-            // The first veto of an idle stretch, and each change of reason.
-            let last = core.map(|c| &mut self.nodes[n].vetoed[c as usize]);
-            if let Some(last) = last {
-                if *last != Some(reason) {
-                    *last = Some(reason);
+            // The first veto of each reason in an idle stretch.
+            if let Some(c) = core {
+                let seen = &mut self.nodes[n].vetoed[c as usize];
+                if *seen & veto_bit(reason) == 0 {
+                    *seen |= veto_bit(reason);
                     self.trace.instant(node, core, instant::PARK_VETOED, now, Some(("reason", Arg::Str(reason))));
                 }
             }
