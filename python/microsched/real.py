@@ -58,7 +58,7 @@ def serve(scenario: Any, addr: str | None = None, duration_s: float | None = Non
     second one client may send (default: max(100, clients.sessions)). ``trace``: write the
     server's timeline to this file (trace-event JSON, the simulator's layout; see
     docs/timelines.md) over ``trace_window`` = ``(start_ms, end_ms)`` of run time since the
-    server started (default: the first 20 ms after ``warmup_ms``), at most ``trace_max_events``
+    server started (default: the whole run, up to the cap), at most ``trace_max_events``
     events (default 500 000)."""
     text, fmt, base_dir = _source(scenario)
     check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), True)))

@@ -70,7 +70,7 @@ pub fn serve(
         None => None,
     };
     let opts = ServeOpts { addr, allow_remote, duration, once, max_service_ns, max_client_sessions, connect_rate };
-    let window = trace_path.as_ref().map(|_| trace_window_ns(&loaded, trace_window, trace_max_events)).transpose()?;
+    let window = trace_path.as_ref().map(|_| trace_window_ns(duration, trace_window, trace_max_events)).transpose()?;
     let server = py.allow_threads(|| Server::start(&loaded, opts)).map_err(err)?;
     let sink = window.map(|w| server.trace(w, trace_max_events));
     let result = serve_until_stopped(py, server, &loaded, info, ready, stats, stats_every_s);
@@ -92,14 +92,15 @@ pub fn serve(
     result
 }
 
-/// The window of `serve --trace` in ns of run time: the given one, or the first 20 ms after the
-/// scenario's warm-up.
-fn trace_window_ns(loaded: &microsched_sim::Loaded, window: Option<(f64, f64)>, max_events: usize) -> PyResult<(u64, u64)> {
+/// The window of `serve --trace` in ns of run time: the given one, or the whole run (`duration`,
+/// else a day) up to the size cap: the server cannot know when a load generator will start
+/// (`real` starts one only once the server listens, a second or more later on a busy machine).
+fn trace_window_ns(duration: Option<Duration>, window: Option<(f64, f64)>, max_events: usize) -> PyResult<(u64, u64)> {
     if max_events == 0 {
         return Err(err("--trace-max-events: 0 is not allowed: use 1 or more"));
     }
-    let w = loaded.scenario.warmup_ms;
-    let (a, b) = window.unwrap_or((w, w + microsched_core::trace::DEFAULT_WINDOW_MS));
+    let whole = duration.map_or(86_400_000.0, |d| d.as_secs_f64() * 1e3);
+    let (a, b) = window.unwrap_or((0.0, whole));
     if !(a.is_finite() && b.is_finite() && 0.0 <= a && a < b) {
         return Err(err(format!("--trace-window: {a}:{b} is not START_MS:END_MS with 0 <= START_MS < END_MS")));
     }

@@ -88,7 +88,7 @@ def duration(text: str) -> float:
     return v
 
 
-def add_trace(p: argparse.ArgumentParser, clock: str) -> None:
+def add_trace(p: argparse.ArgumentParser, clock: str, default_window: str | None = None) -> None:
     """``--trace FILE``, ``--trace-window`` and ``--trace-max-events``; ``clock`` says what the
     window's milliseconds count (simulated time, or the server's run time)."""
     from ..trace import DEFAULT_MAX_EVENTS, DEFAULT_WINDOW_MS, parse_window
@@ -100,8 +100,8 @@ def add_trace(p: argparse.ArgumentParser, clock: str) -> None:
                         "dispatcher's, counters, instants (parks with their gate's reason, credit cuts, drops, "
                         "preemptions, steals) and a slice per request. See docs/timelines.md")
     p.add_argument("--trace-window", type=parse_window, metavar="START_MS:END_MS",
-                   help=f"the part of the run the trace records, in ms of {clock} "
-                        f"(default: the first {DEFAULT_WINDOW_MS:g} ms of the measured window)")
+                   help=f"the part of the run the trace records, in ms of {clock} (default: "
+                        f"{default_window or f'the first {DEFAULT_WINDOW_MS:g} ms of the measured window'})")
     p.add_argument("--trace-max-events", type=positive_int, default=DEFAULT_MAX_EVENTS, metavar="N",
                    help=f"the trace's size cap in events (default: {DEFAULT_MAX_EVENTS:,}, about 60 MB); when it "
                         "cuts the window short, stderr and the trace's metadata say where")

@@ -109,7 +109,7 @@ def add_commands(sub: Any) -> None:
                     help="serve the live counters on http://127.0.0.1:PORT/metrics (Prometheus text) and "
                          "/metrics.json, refreshed every --stats-every seconds (default 1); 0: any free port")
     add_set(sv)
-    add_trace(sv, "the server's run time since it started")
+    add_trace(sv, "the server's run time since it started", "the whole run, up to the size cap")
     sv.set_defaults(func=cmd_serve)
 
     lg = sub.add_parser("loadgen", help="run a scenario's load against a real server", description=LOADGEN_DESCRIPTION,
@@ -144,7 +144,8 @@ def add_commands(sub: Any) -> None:
                     help="run even if the server's spinning workers (server.max_cores) outnumber this machine's "
                          "CPUs (they would starve the load generator, the controller and everything else)")
     add_set(rl)
-    add_trace(rl, "the server's run time since it started (the load generator starts a few ms later)")
+    add_trace(rl, "the server's run time since it started (the load generator starts once it listens, a second "
+                  "or more later on a busy machine)", "the whole run, up to the size cap")
     rl.set_defaults(func=cmd_real)
 
 
