@@ -22,7 +22,7 @@ use std::io::{self, Write};
 
 use crate::Nanos;
 
-/// What `--trace-max-events` defaults to: about 60 MB of JSON, which Perfetto's UI opens in
+/// What `--trace-max-events` defaults to: about 45 MB of JSON, which Perfetto's UI opens in
 /// seconds.
 pub const DEFAULT_MAX_EVENTS: usize = 500_000;
 /// What `--trace-window` defaults to: the first 20 ms of the measured window.

@@ -103,7 +103,7 @@ def add_trace(p: argparse.ArgumentParser, clock: str, default_window: str | None
                    help=f"the part of the run the trace records, in ms of {clock} (default: "
                         f"{default_window or f'the first {DEFAULT_WINDOW_MS:g} ms of the measured window'})")
     p.add_argument("--trace-max-events", type=positive_int, default=DEFAULT_MAX_EVENTS, metavar="N",
-                   help=f"the trace's size cap in events (default: {DEFAULT_MAX_EVENTS:,}, about 60 MB); when it "
+                   help=f"the trace's size cap in events (default: {DEFAULT_MAX_EVENTS:,}, about 45 MB); when it "
                         "cuts the window short, stderr and the trace's metadata say where")
 
 
