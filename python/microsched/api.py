@@ -50,6 +50,9 @@ class RunResult:
     requests: pd.DataFrame | None
     scenario: dict
     latency_cdf: pd.DataFrame = field(default_factory=lambda: _empty_cdf())
+    #: What ``trace=`` wrote (``path``, ``events``, ``window_ms``, ``truncated_at_ms``,
+    #: ``requests_not_drawn``), else ``None``.
+    trace: dict | None = None
 
     def _repr_html_(self) -> str:
         """The summary's headline figures as an HTML table (Jupyter shows it for a result)."""
@@ -72,7 +75,9 @@ class RunResult:
             {"latency_us": list(cdf.get("latency_us", [])), "fraction": list(cdf.get("fraction", []))},
             dtype="float64",
         )
-        return cls(summary=summary, timeseries=ts, requests=req_df, scenario=scen, latency_cdf=cdf_df)
+        trace = raw.get("trace")
+        return cls(summary=summary, timeseries=ts, requests=req_df, scenario=scen, latency_cdf=cdf_df,
+                   trace=dict(trace) if trace is not None else None)
 
     def save(self, out_dir: str | os.PathLike) -> Path:
         """Writes the result to ``out_dir`` (created if needed) and returns its path:
@@ -210,7 +215,9 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
 
 def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = (), *,
         force: bool = False, progress: Callable[[float, float], Any] | None = None,
-        keep_partial: bool = False) -> RunResult:
+        keep_partial: bool = False, trace: str | os.PathLike | None = None,
+        trace_window: tuple[float, float] | None = None,
+        trace_max_events: int | None = None) -> RunResult:
     """Simulates a scenario and returns its :class:`RunResult`.
 
     Args:
@@ -228,6 +235,12 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
         keep_partial: on Ctrl-C (KeyboardInterrupt), stop the run and return what it measured
             so far (``summary["sim"]["interrupted_at_ms"]`` says when it stopped) instead of
             raising.
+        trace: write the run's timeline to this file (trace-event JSON, opens in Perfetto; see
+            docs/timelines.md). The results are the same as untraced.
+        trace_window: ``(start_ms, end_ms)`` of simulated time since the run's start (warm-up
+            included) to record; default: the first 20 ms of the measured window.
+        trace_max_events: the trace's size cap (default 500 000 events); a cut is reported on
+            ``RunResult.trace["truncated_at_ms"]`` and in the file's metadata.
 
     Raises:
         ValueError: the scenario is invalid; the message starts with the field at fault
@@ -247,7 +260,17 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
     text, fmt, base_dir = _source(scenario)
     # What the Rust schema does not check (distinct request type names), before anything runs.
     check_names(json.loads(native().validate(text, fmt, base_dir, ovr, bool(force))))
-    raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial))
+    if trace is None:
+        raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial))
+    else:
+        from .trace import DEFAULT_MAX_EVENTS, check_window
+
+        window = check_window(trace_window) if trace_window is not None else None
+        cap = DEFAULT_MAX_EVENTS if trace_max_events is None else int(trace_max_events)
+        if cap < 1:
+            raise ValueError(f"trace_max_events: {cap} is not allowed: use 1 or more")
+        raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial),
+                           os.fspath(trace), window, cap)
     for w in raw.get("warnings") or ():
         warnings.warn(w, UserWarning, stacklevel=2)
     return RunResult.from_native(raw)

@@ -42,7 +42,9 @@ def serve(scenario: Any, addr: str | None = None, duration_s: float | None = Non
           allow_remote: bool = False, once: bool = False, ready: Callable[[str], None] | None = None,
           stats: Callable[[dict], None] | None = None, stats_every_s: float = 1.0,
           max_service_us: float | None = None, max_client_sessions: int | None = None,
-          connect_rate: float | None = None, limits: Callable[[dict], None] | None = None) -> dict:
+          connect_rate: float | None = None, limits: Callable[[dict], None] | None = None,
+          trace: str | os.PathLike | None = None, trace_window: tuple[float, float] | None = None,
+          trace_max_events: int | None = None) -> dict:
     """Runs the server of ``scenario`` on ``addr`` (default ``127.0.0.1:<runtime.port>``) until
     ``duration_s`` or, with ``once``, until every client that connected has left; calls
     ``limits(dict)`` once it listens with the limits it runs with (``authentication``,
@@ -53,7 +55,11 @@ def serve(scenario: Any, addr: str | None = None, duration_s: float | None = Non
     with the live counters. ``max_service_us``: the largest service time a request may ask for
     (default 100 000 µs on loopback, 10 000 µs with ``allow_remote``); ``max_client_sessions``:
     the most sessions one client may hold (default: every slot); ``connect_rate``: Connects per
-    second one client may send (default: max(100, clients.sessions))."""
+    second one client may send (default: max(100, clients.sessions)). ``trace``: write the
+    server's timeline to this file (trace-event JSON, the simulator's layout; see
+    docs/timelines.md) over ``trace_window`` = ``(start_ms, end_ms)`` of run time since the
+    server started (default: the whole run, up to the cap), at most ``trace_max_events``
+    events (default 500 000)."""
     text, fmt, base_dir = _source(scenario)
     check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), True)))
     if not (stats_every_s > 0):
@@ -65,8 +71,22 @@ def serve(scenario: Any, addr: str | None = None, duration_s: float | None = Non
     rep = native().serve(text, fmt, base_dir, _check_overrides(overrides), addr, duration_s, allow_remote, once, ready,
                          cb, float(stats_every_s), None if max_service_us is None else float(max_service_us),
                          None if max_client_sessions is None else int(max_client_sessions),
-                         None if connect_rate is None else float(connect_rate), info)
+                         None if connect_rate is None else float(connect_rate), info,
+                         *_trace_args(trace, trace_window, trace_max_events))
     return json.loads(rep)
+
+
+def _trace_args(trace: str | os.PathLike | None, window: tuple[float, float] | None,
+                max_events: int | None) -> tuple:
+    """The native serve's trace arguments, checked."""
+    from .trace import DEFAULT_MAX_EVENTS, check_window
+
+    if trace is None:
+        return (None, None, DEFAULT_MAX_EVENTS)
+    cap = DEFAULT_MAX_EVENTS if max_events is None else int(max_events)
+    if cap < 1:
+        raise ValueError(f"--trace-max-events: {cap} is not allowed: use 1 or more")
+    return (os.fspath(trace), check_window(window) if window is not None else None, cap)
 
 
 def loadgen(scenario: Any, addr: str | None = None, overrides: Iterable[str] = (), seed: int | None = None,
@@ -91,6 +111,19 @@ def merge(loadgen_result: dict | str, server_report: dict | str, scenario: dict 
     cdf = raw["latency_cdf"]
     cdf_df = pd.DataFrame({"latency_us": list(cdf["latency_us"]), "fraction": list(cdf["fraction"])}, dtype="float64")
     return RunResult(summary=summary, timeseries=ts, requests=None, scenario=scenario or {}, latency_cdf=cdf_df)
+
+
+def _forward_trace_lines(server: subprocess.Popen) -> None:
+    """The server's lines about its trace (written, cut by the cap), on our stderr."""
+    if server.stderr is None:
+        return
+    try:
+        text = server.stderr.read().decode(errors="replace")
+    except (OSError, ValueError):
+        return
+    for line in text.splitlines():
+        if line.startswith("trace: "):
+            sys.stderr.write(line + "\n")
 
 
 def _cli(*args: str) -> list[str]:
@@ -158,11 +191,14 @@ def _wait_ready(server: subprocess.Popen) -> str:
 
 
 def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: int | None = None,
-             out: str | os.PathLike | None = None) -> RunResult:
+             out: str | os.PathLike | None = None, trace: str | os.PathLike | None = None,
+             trace_window: tuple[float, float] | None = None, trace_max_events: int | None = None) -> RunResult:
     """Runs ``scenario`` for real: ``microsched serve`` and ``microsched loadgen`` as two
     processes on loopback (a free port), for the scenario's warm-up + duration (+ the drain
     period). Returns the merged RunResult (and writes it to ``out`` if given). Everything
-    started is stopped on return, on error and on Ctrl-C."""
+    started is stopped on return, on error and on Ctrl-C. ``trace``, ``trace_window``,
+    ``trace_max_events``: the server's timeline, as :func:`serve` writes it (its window in ms of
+    the server's run time)."""
     path = Path(scenario)
     ovr = _check_overrides(overrides)
     seed = _check_seed(seed)
@@ -182,6 +218,13 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
         try:
             # The server draws request programs (workload.types[].paths) from the seed too.
             server_sets = sets + (["--set", f"seed={seed}"] if seed is not None else [])
+            if trace is not None:
+                _trace_args(trace, trace_window, trace_max_events)  # bad values fail here, in one line
+                server_sets += ["--trace", os.fspath(trace)]
+                if trace_window is not None:
+                    server_sets += ["--trace-window", f"{trace_window[0]!r}:{trace_window[1]!r}"]
+                if trace_max_events is not None:
+                    server_sets += ["--trace-max-events", str(int(trace_max_events))]
             server = subprocess.Popen(
                 _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
                      "--report", str(report_f), "--series", str(series_f), *server_sets),
@@ -206,6 +249,8 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
                 server.wait(10)
             if not report_f.exists():
                 raise RealError(_error_of(server, "server"))
+            if trace is not None:
+                _forward_trace_lines(server)
             lg_text = result_f.read_text(encoding="utf-8")
             rep_text = report_f.read_text(encoding="utf-8")
             # The server's time series (bounded) joins its report for the merge.

@@ -4,6 +4,7 @@
 //! * [`alloc`]: core-allocation policies, pure state machines behind [`alloc::CoreAllocator`].
 //! * [`overload`]: overload (credit) controllers behind [`overload::CreditController`].
 //! * [`metrics`] and [`summary`]: the one result schema both drivers produce.
+//! * [`trace`]: the timeline (trace-event JSON) both drivers write.
 //!
 //! Nothing in this crate reads a clock, sleeps, spawns or does I/O (except reading an
 //! empirical CSV named by a scenario, which happens once, at load time, through [`files`]:
@@ -29,6 +30,7 @@ pub mod topology;
 pub mod wake;
 pub mod workload;
 pub mod timeseries;
+pub mod trace;
 
 pub use error::ScenarioError;
 pub use time::Nanos;

@@ -50,7 +50,7 @@ fn estimate(text: &str, fmt: &str, base_dir: &str, overrides: Vec<String>) -> Py
 /// `keep_partial`, ends the run and returns what was measured so far) and, at most every 0.1 s,
 /// to call `progress(simulated_ms, total_ms)`.
 #[pyfunction]
-#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), seed=None, force=false, progress=None, keep_partial=false))]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), seed=None, force=false, progress=None, keep_partial=false, trace_path=None, trace_window=None, trace_max_events=microsched_sim::DEFAULT_MAX_EVENTS))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -62,9 +62,16 @@ fn run<'py>(
     force: bool,
     progress: Option<PyObject>,
     keep_partial: bool,
+    trace_path: Option<std::path::PathBuf>,
+    trace_window: Option<(f64, f64)>,
+    trace_max_events: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let loaded = load(text, fmt, base_dir, overrides)?;
     let estimate = loaded.check_resources(force).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let trace_req = trace_path.as_ref().map(|_| microsched_sim::TraceRequest { window_ms: trace_window, max_events: trace_max_events });
+    if let Some(t) = &trace_req {
+        microsched_sim::trace_window(&loaded, t).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
     let mut failure: Option<PyErr> = None;
     let mut last_report = std::time::Instant::now();
     // A failure left by an earlier run (one that ended before its next check) is not this one's.
@@ -94,12 +101,13 @@ fn run<'py>(
                     true
                 })
             };
-            microsched_sim::run_with(&loaded, seed, force, &mut check)
+            microsched_sim::run_traced(&loaded, seed, force, &mut check, trace_req.as_ref())
         })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(message) = microsched_core::plugin::take_failure() {
         return Err(PolicyFailed::new_err(message));
     }
+    let (result, trace) = result;
     if let Some(e) = failure {
         if !(keep_partial && e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
             return Err(e);
@@ -128,7 +136,43 @@ fn run<'py>(
         None => out.set_item("requests", py.None())?,
     }
     out.set_item("scenario", serde_json::to_string(&loaded.scenario).expect("scenario serialises"))?;
+    match (trace, trace_path) {
+        (Some(trace), Some(path)) => {
+            let mut meta = serde_json::Map::new();
+            meta.insert("source".into(), "simulator".into());
+            meta.insert("scenario".into(), result.summary.scenario.clone().into());
+            meta.insert("seed".into(), result.summary.seed.into());
+            meta.insert("allocator".into(), result.summary.allocator.clone().into());
+            meta.insert("overload".into(), result.summary.overload.clone().into());
+            meta.insert("max_cores".into(), result.summary.cores.max.into());
+            meta.insert("measured_from_ms".into(), loaded.scenario.warmup_ms.into());
+            let stats = write_trace(&trace, &path, meta)?;
+            out.set_item("trace", trace_stats(py, &path, &stats, trace.window())?)?;
+        }
+        _ => out.set_item("trace", py.None())?,
+    }
     Ok(out)
+}
+
+/// Writes a trace file (trace-event JSON); an unwritable path is an `OSError` naming it.
+fn write_trace(trace: &microsched_sim::Trace, path: &std::path::Path, meta: serde_json::Map<String, serde_json::Value>) -> PyResult<microsched_core::trace::TraceStats> {
+    let fail = |e: std::io::Error| pyo3::exceptions::PyOSError::new_err(format!("--trace: cannot write {}: {e}", path.display()));
+    let file = std::fs::File::create(path).map_err(fail)?;
+    let mut w = std::io::BufWriter::new(file);
+    let stats = trace.write_json(&mut w, meta).map_err(fail)?;
+    std::io::Write::flush(&mut w).map_err(fail)?;
+    Ok(stats)
+}
+
+/// What the caller reports of a written trace: path, events, window, and a cut if any.
+fn trace_stats<'py>(py: Python<'py>, path: &std::path::Path, stats: &microsched_core::trace::TraceStats, window: (u64, u64)) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", path.display().to_string())?;
+    d.set_item("events", stats.events)?;
+    d.set_item("window_ms", (window.0 as f64 / 1e6, window.1 as f64 / 1e6))?;
+    d.set_item("truncated_at_ms", stats.truncated_at.map(|t| t as f64 / 1e6))?;
+    d.set_item("requests_not_drawn", stats.requests_not_drawn)?;
+    Ok(d)
 }
 
 /// Merges HDR histograms exported by runs (`summary["histograms"]`: HdrHistogram's compressed V2

@@ -27,7 +27,7 @@ fn default_addr(addr: Option<&str>, port: u16) -> String {
 /// `stats(json_line)` every `stats_every_s` with the live counters. `max_service_us`,
 /// `max_client_sessions`, `connect_rate`: `None` for the defaults (see `ServeOpts`).
 #[pyfunction]
-#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, duration_s=None, allow_remote=false, once=false, ready=None, stats=None, stats_every_s=1.0, max_service_us=None, max_client_sessions=None, connect_rate=None, info=None))]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, duration_s=None, allow_remote=false, once=false, ready=None, stats=None, stats_every_s=1.0, max_service_us=None, max_client_sessions=None, connect_rate=None, info=None, trace_path=None, trace_window=None, trace_max_events=microsched_core::trace::DEFAULT_MAX_EVENTS))]
 #[allow(clippy::too_many_arguments)]
 pub fn serve(
     py: Python<'_>,
@@ -46,8 +46,10 @@ pub fn serve(
     max_client_sessions: Option<u32>,
     connect_rate: Option<f64>,
     info: Option<PyObject>,
+    trace_path: Option<std::path::PathBuf>,
+    trace_window: Option<(f64, f64)>,
+    trace_max_events: usize,
 ) -> PyResult<String> {
-    let mut last_stats = std::time::Instant::now();
     let loaded = crate::load(text, fmt, base_dir, overrides)?;
     let addr = config::parse_addr(&default_addr(addr, loaded.scenario.runtime.port), "--addr").map_err(err)?;
     let duration = match duration_s {
@@ -68,7 +70,55 @@ pub fn serve(
         None => None,
     };
     let opts = ServeOpts { addr, allow_remote, duration, once, max_service_ns, max_client_sessions, connect_rate };
+    let window = trace_path.as_ref().map(|_| trace_window_ns(duration, trace_window, trace_max_events)).transpose()?;
     let server = py.allow_threads(|| Server::start(&loaded, opts)).map_err(err)?;
+    let sink = window.map(|w| server.trace(w, trace_max_events));
+    let result = serve_until_stopped(py, server, &loaded, info, ready, stats, stats_every_s);
+    if let (Some(sink), Some(path)) = (sink, &trace_path) {
+        let mut meta = serde_json::Map::new();
+        meta.insert("source".into(), "runtime".into());
+        meta.insert("scenario".into(), loaded.scenario.name.clone().into());
+        meta.insert("max_cores".into(), loaded.scenario.server.max_cores.into());
+        meta.insert("clock".into(), "ns of run time since the server started".into());
+        meta.insert("tracing_cost".into(), "each worker's state change takes a lock while traced: expect a few hundred ns more per request".into());
+        let trace = sink.finish(u64::MAX);
+        let stats = crate::write_trace(&trace, path, meta)?;
+        let (a, b) = trace.window();
+        eprintln!("trace: {} events of {}..{} ms written to {} (open it in https://ui.perfetto.dev)", stats.events, a as f64 / 1e6, b as f64 / 1e6, path.display());
+        if let Some(t) = stats.truncated_at {
+            eprintln!("trace: the size cap (--trace-max-events) cut the trace at {:.3} ms; narrow --trace-window or raise the cap to see the rest", t as f64 / 1e6);
+        }
+    }
+    result
+}
+
+/// The window of `serve --trace` in ns of run time: the given one, or the whole run (`duration`,
+/// else a day) up to the size cap: the server cannot know when a load generator will start
+/// (`real` starts one only once the server listens, a second or more later on a busy machine).
+fn trace_window_ns(duration: Option<Duration>, window: Option<(f64, f64)>, max_events: usize) -> PyResult<(u64, u64)> {
+    if max_events == 0 {
+        return Err(err("--trace-max-events: 0 is not allowed: use 1 or more"));
+    }
+    let whole = duration.map_or(86_400_000.0, |d| d.as_secs_f64() * 1e3);
+    let (a, b) = window.unwrap_or((0.0, whole));
+    if !(a.is_finite() && b.is_finite() && 0.0 <= a && a < b) {
+        return Err(err(format!("--trace-window: {a}:{b} is not START_MS:END_MS with 0 <= START_MS < END_MS")));
+    }
+    Ok(((a * 1e6).round() as u64, (b * 1e6).round() as u64))
+}
+
+/// Reports the server's limits and address, then serves until its end, Ctrl-C or a failing
+/// callback; returns its report as JSON.
+fn serve_until_stopped(
+    py: Python<'_>,
+    server: Server,
+    loaded: &microsched_sim::Loaded,
+    info: Option<PyObject>,
+    ready: Option<PyObject>,
+    stats: Option<PyObject>,
+    stats_every_s: f64,
+) -> PyResult<String> {
+    let mut last_stats = std::time::Instant::now();
     if let Some(cb) = info {
         let f = server.fairness();
         let limits = serde_json::json!({

@@ -193,6 +193,9 @@ pub(crate) fn run(
         for m in msgs.drain(..) {
             sh.send_credit(m);
         }
+        if let Some(t) = sh.trace.get() {
+            trace_counters(&sh, t, now, max_delay);
+        }
         // Time series.
         if now >= next_sample {
             let mut times = [0u64; 4];
@@ -338,4 +341,19 @@ fn advance(deadline: Nanos, period: Nanos, now: Nanos) -> Nanos {
     } else {
         now + period
     }
+}
+
+/// The counters of a traced server's timeline, at each controller tick.
+#[cold]
+fn trace_counters(sh: &Shared, t: &crate::trace::TraceSink, now: Nanos, max_delay: Nanos) {
+    let (mut parked, mut busy) = (0, 0);
+    for c in &sh.cores {
+        match c.parker.phase() {
+            Phase::Parked => parked += 1,
+            Phase::Busy => busy += 1,
+            _ => {}
+        }
+    }
+    let credits = sh.rpc.lock().stats().map(|s| (s.pool, s.issued));
+    t.counters(now, sh.cores.len() - parked, busy, sh.queued(), max_delay, credits);
 }

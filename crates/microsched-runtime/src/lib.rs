@@ -47,6 +47,7 @@ pub mod rpc;
 pub(crate) mod sched;
 pub mod server;
 pub(crate) mod startdrop;
+pub mod trace;
 pub mod wire;
 pub(crate) mod worker;
 

@@ -65,6 +65,8 @@ pub struct Parker {
     /// latency, which the simulator takes as `server.wake_latency`. Written by the worker only
     /// (uncontended), read at the report.
     wakes: parking_lot::Mutex<Option<hdrhistogram::Histogram<u64>>>,
+    /// The timeline sink of a traced server, and this worker's number in it.
+    pub trace: OnceLock<(std::sync::Arc<crate::trace::TraceSink>, usize)>,
 }
 
 impl Parker {
@@ -76,6 +78,7 @@ impl Parker {
             seq: AtomicU64::new(0),
             thread: OnceLock::new(),
             wakes: parking_lot::Mutex::new(None),
+            trace: OnceLock::new(),
         }
     }
 
@@ -106,6 +109,9 @@ impl Parker {
         self.seq.store(seq + 2, Ordering::Release);
         if from == Phase::Waking {
             self.record_wake(now.saturating_sub(since));
+        }
+        if let Some((t, me)) = self.trace.get() {
+            t.phase(*me, now, to);
         }
     }
 
@@ -142,6 +148,10 @@ impl Parker {
         let since = self.since.load(Ordering::Acquire);
         self.acc[Phase::Parked as usize].fetch_add(now.saturating_sub(since), Ordering::Relaxed);
         self.since.store(now, Ordering::Relaxed);
+        // Recorded before the worker can see `Waking` and move on, so that its slices stay in order.
+        if let Some((t, me)) = self.trace.get() {
+            t.phase(*me, now, Phase::Waking);
+        }
         self.phase.store(Phase::Waking as u8, Ordering::Release);
         self.wake();
         true

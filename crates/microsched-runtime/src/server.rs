@@ -143,6 +143,8 @@ pub(crate) struct Shared {
     pub preempt: crate::preempt::Preempt,
     /// Breakwater v2's worker-start drop budget ([`crate::startdrop`]).
     pub start_budget_ns: Option<microsched_core::Nanos>,
+    /// The timeline sink (`--trace`), set by [`Server::trace`]; empty: untraced.
+    pub trace: std::sync::OnceLock<Arc<crate::trace::TraceSink>>,
 }
 
 impl Shared {
@@ -310,6 +312,7 @@ impl Server {
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
             preempt: crate::preempt::Preempt::new(sc, n as usize),
             start_budget_ns: crate::startdrop::budget(sc),
+            trace: std::sync::OnceLock::new(),
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();
@@ -437,8 +440,24 @@ impl Server {
         self.stop_with(why)
     }
 
+    /// Records the server's timeline over `window` (ns of run time since its start), at most
+    /// `max_events` events ([`crate::trace`]); the returned sink gives the trace once stopped.
+    /// Called once, right after the start (a second call returns the first sink).
+    pub fn trace(&self, window: (microsched_core::Nanos, microsched_core::Nanos), max_events: usize) -> Arc<crate::trace::TraceSink> {
+        let phases: Vec<_> = self.sh.cores.iter().map(|c| c.parker.phase()).collect();
+        let sink = self.sh.trace.get_or_init(|| Arc::new(crate::trace::TraceSink::new(phases.len(), window, max_events, &phases)));
+        for (i, c) in self.sh.cores.iter().enumerate() {
+            let _ = c.parker.trace.set((sink.clone(), i));
+        }
+        sink.clone()
+    }
+
     fn stop_with(mut self, why: &str) -> ServerReport {
         let end = self.sh.clock.now();
+        if let Some(t) = self.sh.trace.get() {
+            // Closes the slices open now: what the workers do while stopping is not the run's.
+            t.finish(end);
+        }
         self.sh.stop.store(true, Ordering::Relaxed);
         for c in &self.sh.cores {
             c.parker.wake();

@@ -33,6 +33,7 @@ use crate::coro::{Coro, Step, Suspend, Task};
 use crate::asqm::Verdict;
 use crate::handler::{Cx, Outcome, Request};
 use crate::park::Phase;
+use microsched_core::trace::{instant, Arg};
 use crate::queue::{Job, LocalQueue};
 use crate::report::Counters;
 use crate::rpc::CreditMsg;
@@ -110,6 +111,7 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
         let now = sh.clock.now();
         let since = *idle_since.get_or_insert(now);
         let mut park = core.yield_requested.swap(false, Ordering::AcqRel);
+        let asked = park;
         if !park && now - since >= rule.min_poll_ns && passes >= rule.min_passes {
             let eligible = match rule.mode {
                 ParkMode::Never => false,
@@ -120,11 +122,14 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
                 let active = sh.active_cores();
                 // Lock order: rpc, then alloc.
                 let mut rpc = sh.rpc.lock();
-                let verdict = sh
-                    .alloc
-                    .lock()
-                    .on_park_attempt(now, me as u16, active, rpc.link());
+                let mut alloc = sh.alloc.lock();
+                let gate_before = sh.trace.get().and_then(|_| alloc.park_gate());
+                let verdict = alloc.on_park_attempt(now, me as u16, active, rpc.link());
                 park = verdict == ParkVerdict::Park;
+                if let Some(t) = sh.trace.get() {
+                    t.park_attempt(me, now, park, gate_before, alloc.park_gate());
+                }
+                drop(alloc);
                 if park && rpc.drained() > 0 {
                     sh.parks_while_drained.fetch_add(1, Ordering::Relaxed);
                 }
@@ -137,6 +142,9 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
             }
         }
         if park {
+            if let (Some(t), true) = (sh.trace.get(), asked) {
+                t.instant(Some(me), instant::PARK, now, Some(("reason", Arg::Str("the allocator asked it to yield"))));
+            }
             sh.parks.fetch_add(1, Ordering::Relaxed);
             attempting = false;
             core.parker.park(now, stopping);
@@ -157,7 +165,13 @@ fn run_from(sh: &Shared, local: &LocalQueue, me: usize, next: Next) -> Option<Jo
     match next {
         Next::Run(Place::Core(c)) if c as usize == me => local.find_own(&sh.cores, me),
         // No policy runs another core's queue in place; taking its head is a steal of one.
-        Next::Run(Place::Core(c)) => local.steal_from(&sh.cores, me, c as usize, |_| 1),
+        Next::Run(Place::Core(c)) => {
+            let job = local.steal_from(&sh.cores, me, c as usize, |_| 1);
+            if let (Some(t), Some(_)) = (sh.trace.get(), &job) {
+                t.instant(Some(me), instant::STEAL, sh.clock.now(), Some(("from core", Arg::Int(c as u64))));
+            }
+            job
+        }
         Next::Run(Place::Shared) => sh.shared.take(),
         Next::Run(Place::Class(_)) => None,
         Next::Steal(_) | Next::Idle => None,
@@ -219,6 +233,9 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
         return false;
     }
     core.parker.set(start, Phase::Busy);
+    if let Some(t) = sh.trace.get() {
+        t.running(me, start, job.req_id);
+    }
     // Time-slice preemption: this run's quantum, as the policy gives it (`Nanos::MAX`: it runs
     // to completion or to its own suspension points, directly on the worker's stack if it can).
     let quantum = if sh.preempt.enabled {
@@ -327,6 +344,9 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 job.task = Some(Box::new(Task::Running { coro, started }));
                 // Behind what arrived meanwhile if it goes back here (Synergy sends it to the
                 // wait queue, which any worker serves).
+                if let Some(t) = sh.trace.get() {
+                    t.instant(Some(me), instant::PREEMPTION, sh.clock.now(), Some(("request", Arg::Int(job.req_id))));
+                }
                 requeue(sh, me, local, sched, Requeue::Preempted, true, job);
                 core.parker.set(now, Phase::Search);
                 return true;
@@ -413,6 +433,9 @@ fn finish(sh: &Shared, me: usize, job: &Job, started: Nanos, msgs: &mut Vec<Cred
     let core = &sh.cores[me];
     let done = sh.clock.now();
     core.parker.set(done, Phase::Search);
+    if let Some(t) = sh.trace.get() {
+        t.request(me, job.req_id, job.arrived, done, false);
+    }
     core.completed.fetch_add(1, Ordering::Relaxed);
     let credits = if sh.credit_based {
         let delay = sh.delay_ns.load(Ordering::Relaxed);

@@ -241,6 +241,17 @@ impl Dispatcher {
         self.queue.len()
     }
 
+    /// What it is doing, for the timeline (None: polling), and for which request slot.
+    pub fn activity(&self) -> Option<(microsched_core::trace::DispatcherActivity, u32)> {
+        use microsched_core::trace::DispatcherActivity as A;
+        match (self.current, self.chunk, self.job) {
+            (Some((req, Work::Arrival)), _, _) => Some((A::Dispatching, req)),
+            (Some(_), _, _) => Some((A::Bookkeeping, NO_REQ)),
+            (None, Some(_), Some((req, _))) => Some((A::Running, req)),
+            _ => None,
+        }
+    }
+
     /// Its counters at `now`: busy time, and per kind items handled and time on them.
     pub fn snapshot(&self, now: Nanos) -> DispatchSnap {
         DispatchSnap { busy_ns: self.times_at(now).0, handled: self.handled, handled_ns: self.handled_ns }

@@ -11,6 +11,7 @@ mod requests;
 mod result;
 mod server;
 mod sim;
+mod trace;
 
 use std::path::Path;
 
@@ -44,6 +45,56 @@ pub fn run_with(
 }
 
 pub use sim::CHECK_EVERY;
+
+/// What to record of a run's timeline (`--trace`): the window in simulated ms from the run's
+/// start (None: the first [`DEFAULT_WINDOW_MS`] of the measured window) and the size cap.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceRequest {
+    pub window_ms: Option<(f64, f64)>,
+    pub max_events: usize,
+}
+
+pub use microsched_core::trace::{Trace, DEFAULT_MAX_EVENTS, DEFAULT_WINDOW_MS};
+
+/// The window of a traced run, in ns: the requested one (which must start before the run ends)
+/// or the default.
+pub fn trace_window(loaded: &Loaded, req: &TraceRequest) -> Result<(microsched_core::Nanos, microsched_core::Nanos), ScenarioError> {
+    let sc = &loaded.scenario;
+    let run_ms = sc.warmup_ms + sc.duration_ms;
+    let (a, b) = req.window_ms.unwrap_or((sc.warmup_ms, sc.warmup_ms + DEFAULT_WINDOW_MS));
+    if a >= run_ms {
+        return Err(ScenarioError::new(
+            "--trace-window",
+            format!("starts at {a} ms, at or after the run's end at {run_ms} ms (warmup_ms + duration_ms); use START_MS below {run_ms}"),
+        ));
+    }
+    if req.max_events == 0 {
+        return Err(ScenarioError::new("--trace-max-events", "0 is not allowed: use 1 or more"));
+    }
+    let ns = |ms: f64| (ms * 1e6).round() as microsched_core::Nanos;
+    Ok((ns(a), ns(b.min(run_ms))))
+}
+
+/// As [`run_with`], also recording the run's timeline when `trace` is given (results are the
+/// same as untraced).
+pub fn run_traced(
+    loaded: &Loaded,
+    seed: Option<u64>,
+    force: bool,
+    check: &mut dyn FnMut(microsched_core::Nanos, microsched_core::Nanos) -> bool,
+    trace: Option<&TraceRequest>,
+) -> Result<(SimResult, Option<Trace>), ScenarioError> {
+    loaded.check_resources(force)?;
+    let window = trace.map(|t| trace_window(loaded, t)).transpose()?;
+    let seed = seed.unwrap_or(loaded.scenario.seed);
+    let mut sim = sim::Sim::new(loaded, seed)?;
+    if let (Some(t), Some((a, b))) = (trace, window) {
+        sim = sim.traced(Trace::new(a, b, t.max_events));
+    }
+    let (mut result, trace) = sim.run_recorded(check);
+    result.summary.seed = seed;
+    Ok((result, trace))
+}
 
 /// Loads a scenario file (TOML) with overrides.
 pub fn load_file(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {

@@ -22,6 +22,8 @@ use crate::node::Node;
 use crate::requests::{Req, Slab, Stamps};
 use crate::result::{RequestLog, SimResult, TimeSeries};
 use crate::server::{Idle, LockDropState, SliceEnd};
+use crate::trace::Recorder;
+use microsched_core::trace::Trace;
 use microsched_core::program::Op;
 
 struct Network {
@@ -99,6 +101,8 @@ pub struct Sim {
     failure_reply: Option<FailureReplies>,
     /// SEDA's client-side rate limiters, sessions numbered across applications.
     seda: Option<Seda>,
+    /// The timeline recorder of a traced run (`--trace`); None: untraced.
+    trace: Option<Box<Recorder>>,
 }
 
 struct FailureReplies {
@@ -194,7 +198,14 @@ impl Sim {
             failure_reply,
             seda,
             scenario: sc,
+            trace: None,
         })
+    }
+
+    /// Records the run's timeline into `trace` (its window and size cap set).
+    pub fn traced(mut self, trace: Trace) -> Self {
+        self.trace = Some(Box::new(Recorder::new(trace, &self.nodes)));
+        self
     }
 
     /// Runs to the end of the measured window and returns the results.
@@ -205,7 +216,12 @@ impl Sim {
     /// Runs as [`Sim::run`], calling `check(now, end)` every [`CHECK_EVERY`] events (progress,
     /// interruption); when it returns false the run stops there and the results cover what was
     /// simulated so far (`summary.sim.interrupted_at_ms` says when).
-    pub fn run_checked(mut self, check: &mut dyn FnMut(Nanos, Nanos) -> bool) -> SimResult {
+    pub fn run_checked(self, check: &mut dyn FnMut(Nanos, Nanos) -> bool) -> SimResult {
+        self.run_recorded(check).0
+    }
+
+    /// As [`Sim::run_checked`], and the timeline of a [`Sim::traced`] run.
+    pub fn run_recorded(mut self, check: &mut dyn FnMut(Nanos, Nanos) -> bool) -> (SimResult, Option<Trace>) {
         let wall = Instant::now();
         for i in 0..self.apps.len() {
             if let Some(t) = self.apps[i].arrivals.next() {
@@ -245,19 +261,8 @@ impl Sim {
                 c.ctl.on_cores_changed(0, active);
             }
         }
-        let mut interrupted = None;
-        while let Some((t, ev)) = self.evq.pop() {
-            if t >= self.end {
-                break;
-            }
-            self.now = t;
-            self.events += 1;
-            if self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
-                interrupted = Some((t, ev));
-                break;
-            }
-            self.step(ev);
-        }
+        // Two copies of the loop: an untraced run's has no trace check per event.
+        let interrupted = if self.trace.is_some() { self.event_loop::<true>(check) } else { self.event_loop::<false>(check) };
         if let Some((t, ev)) = interrupted {
             self.end_after_stop(t, ev);
         }
@@ -265,10 +270,62 @@ impl Sim {
         if self.last_sample_at < self.end {
             self.sample(); // the last, possibly partial, interval
         }
+        let trace = self.trace.take().map(|mut r| {
+            r.finish(self.end);
+            r.trace
+        });
         let wall_s = wall.elapsed().as_secs_f64();
         let mut result = self.finish(wall_s);
         result.summary.sim.interrupted_at_ms = interrupted.map(|(t, _)| t as f64 / 1e6);
-        result
+        (result, trace)
+    }
+
+    /// Handles events up to the end of the run; returns the event at which `check` stopped it.
+    #[inline(always)]
+    fn event_loop<const TRACED: bool>(&mut self, check: &mut dyn FnMut(Nanos, Nanos) -> bool) -> Option<(Nanos, Event)> {
+        while let Some((t, ev)) = self.evq.pop() {
+            if t >= self.end {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            if self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
+                return Some((t, ev));
+            }
+            if TRACED {
+                self.step_traced(ev);
+            } else {
+                self.step(ev);
+            }
+        }
+        None
+    }
+
+    /// A traced run's step: the recorder sees arrivals, then what the event changed.
+    #[cold]
+    #[inline(never)]
+    fn step_traced(&mut self, ev: Event) {
+        if let Some(r) = self.trace.as_deref_mut() {
+            r.before(self.now, &self.nodes, &self.slab);
+            if let Event::ServerArrive { req, .. } = ev {
+                r.arrive(req, self.now);
+            }
+        }
+        self.step(ev);
+        let about = match ev {
+            Event::CoreDone { node, core, .. }
+            | Event::OverheadDone { node, core, .. }
+            | Event::LockGranted { node, core, .. }
+            | Event::StealDone { node, core }
+            | Event::WakeDone { node, core }
+            | Event::ParkCheck { node, core, .. }
+            | Event::Probe { node, core, .. }
+            | Event::SweepEnd { node, core, .. } => Some((node, core)),
+            _ => None,
+        };
+        if let Some(r) = self.trace.as_deref_mut() {
+            r.poll(self.now, &self.nodes, &self.slab, about);
+        }
     }
 
     /// A run stopped at `t`, before handling `ev`. Responses already booked at their completion
@@ -286,7 +343,11 @@ impl Sim {
             }
             self.now = t;
             self.events += 1;
-            self.step(ev);
+            if self.trace.is_some() {
+                self.step_traced(ev);
+            } else {
+                self.step(ev);
+            }
         }
         self.end = self.end.max(self.warmup);
     }
@@ -482,6 +543,9 @@ impl Sim {
         let now = self.now;
         self.slab.stamp(req, |s| s.done = now);
         let dropped = self.slab[req].dropped;
+        if let Some(r) = self.trace.as_deref_mut() {
+            r.respond(node, req, Some(self.slab[req].core), now, dropped);
+        }
         let credited = self.nodes[node as usize].credit.is_some();
         let credits = if credited { self.credit_response(req, dropped) } else { 0 };
         let at = self.net.arrival(now);
@@ -574,6 +638,9 @@ impl Sim {
     fn drop_reply(&mut self, req: u32) {
         let now = self.now;
         self.slab.stamp(req, |s| s.done = now);
+        if let Some(r) = self.trace.as_deref_mut() {
+            r.respond(self.slab[req].node, req, None, now, true);
+        }
         let credits = self.credit_response(req, true);
         self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
         self.send_wakeups(self.slab[req].node);

@@ -86,3 +86,50 @@ def duration(text: str) -> float:
     if not (v > 0 and v < float("inf")):
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use a number of seconds > 0")
     return v
+
+
+def add_trace(p: argparse.ArgumentParser, clock: str, default_window: str | None = None) -> None:
+    """``--trace FILE``, ``--trace-window`` and ``--trace-max-events``; ``clock`` says what the
+    window's milliseconds count (simulated time, or the server's run time)."""
+    from ..trace import DEFAULT_MAX_EVENTS, DEFAULT_WINDOW_MS, parse_window
+
+    p.add_argument("--trace", metavar="FILE",
+                   help="write a timeline of the run to FILE (Chrome trace-event JSON: open it in "
+                        "https://ui.perfetto.dev, or draw it with microsched.trace.render_timeline): a track per "
+                        "core (running request N, searching, parked, waking, preempting, waiting on lock), the "
+                        "dispatcher's, counters, instants (parks with their gate's reason, credit cuts, drops, "
+                        "preemptions, steals) and a slice per request. See docs/timelines.md")
+    p.add_argument("--trace-window", type=parse_window, metavar="START_MS:END_MS",
+                   help=f"the part of the run the trace records, in ms of {clock} (default: "
+                        f"{default_window or f'the first {DEFAULT_WINDOW_MS:g} ms of the measured window'})")
+    p.add_argument("--trace-max-events", type=positive_int, default=DEFAULT_MAX_EVENTS, metavar="N",
+                   help=f"the trace's size cap in events (default: {DEFAULT_MAX_EVENTS:,}, about 45 MB); when it "
+                        "cuts the window short, stderr and the trace's metadata say where")
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: use an integer of 1 or more") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: use an integer of 1 or more")
+    return v
+
+
+def report_trace(info: dict | None, stderr: object = None) -> None:
+    """One line on stderr about a written trace; a warning when the size cap cut it."""
+    import sys
+
+    if not info:
+        return
+    err = stderr or sys.stderr
+    a, b = info["window_ms"]
+    err.write(f"trace: {info['events']:,} events of {a:g}..{b:g} ms written to {info['path']} "
+              "(open it in https://ui.perfetto.dev)\n")
+    if info.get("truncated_at_ms") is not None:
+        err.write(f"trace: the size cap (--trace-max-events) cut the trace at {info['truncated_at_ms']:.3f} ms; "
+                  "narrow --trace-window or raise the cap to see the rest\n")
+    if info.get("requests_not_drawn"):
+        err.write(f"trace: {info['requests_not_drawn']:,} request slices not drawn (more than 256 requests "
+                  "in the server at once)\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import null_if_none_completed
-from .args import Formatter, add_scenario, add_set, duration, seed
+from .args import Formatter, add_scenario, add_set, add_trace, duration, seed
 from .errors import CliError, with_file
 from .render import console, num, print_summary
 
@@ -109,6 +109,7 @@ def add_commands(sub: Any) -> None:
                     help="serve the live counters on http://127.0.0.1:PORT/metrics (Prometheus text) and "
                          "/metrics.json, refreshed every --stats-every seconds (default 1); 0: any free port")
     add_set(sv)
+    add_trace(sv, "the server's run time since it started", "the whole run, up to the size cap")
     sv.set_defaults(func=cmd_serve)
 
     lg = sub.add_parser("loadgen", help="run a scenario's load against a real server", description=LOADGEN_DESCRIPTION,
@@ -143,6 +144,8 @@ def add_commands(sub: Any) -> None:
                     help="run even if the server's spinning workers (server.max_cores) outnumber this machine's "
                          "CPUs (they would starve the load generator, the controller and everything else)")
     add_set(rl)
+    add_trace(rl, "the server's run time since it started (the load generator starts once it listens, a second "
+                  "or more later on a busy machine)", "the whole run, up to the size cap")
     rl.set_defaults(func=cmd_real)
 
 
@@ -181,7 +184,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          allow_remote=args.allow_remote, once=args.once, ready=ready,
                          stats=stats if live else None, stats_every_s=args.stats_every or 1.0,
                          max_service_us=args.max_service_us, max_client_sessions=args.max_client_sessions,
-                         connect_rate=args.connect_rate, limits=limits)
+                         connect_rate=args.connect_rate, limits=limits, trace=args.trace,
+                         trace_window=args.trace_window, trace_max_events=args.trace_max_events)
     except ValueError as e:
         # A flag or the environment is at fault, not the scenario file.
         msg = str(e)
@@ -258,7 +262,8 @@ def cmd_real(args: argparse.Namespace) -> int:
 
     try:
         check_cpus(args.scenario, args.overrides, args.oversubscribe)
-        res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out)
+        res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out, trace=args.trace,
+                            trace_window=args.trace_window, trace_max_events=args.trace_max_events)
         sim = _simulate(args) if args.compare_sim else None
         sim_harness = _simulate_harness(args, res.summary) if args.compare_sim else None
     except ValueError as e:

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from .args import Formatter, add_force, add_scenario, add_set, seed
+from .args import Formatter, add_force, add_scenario, add_set, add_trace, report_trace, seed
 from .errors import CliError, with_file
 from .render import console, print_summary
 
@@ -26,6 +26,7 @@ examples:
   microsched run mmc.toml --seed 7 --set load.fraction=0.9 --set server.queue=per_core
   microsched run mmc.toml --set duration_ms=100 --json | jq .latency_us.p99
   microsched run mmc.toml --out out/mmc        # summary.json, timeseries.parquet, latency_cdf.png
+  microsched run mmc.toml --trace mmc.json     # a timeline: open it in https://ui.perfetto.dev
 
 Before it starts, a run's cost is estimated (requests, events, memory); one over the limits
 is refused with an error naming the field responsible (--force runs it anyway). Ctrl-C stops
@@ -53,6 +54,7 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="a progress bar with ETA on stderr once a run has lasted 2 s: auto = when stderr is a "
                         "terminal")
+    add_trace(r, "simulated time since the run's start (warm-up included)")
     r.set_defaults(func=cmd_run)
 
 
@@ -108,12 +110,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     bar = ProgressBar() if show else None
     try:
         res = run(args.scenario, seed=args.seed, overrides=args.overrides, force=args.force,
-                  progress=bar, keep_partial=args.keep_partial)
+                  progress=bar, keep_partial=args.keep_partial, trace=args.trace,
+                  trace_window=args.trace_window, trace_max_events=args.trace_max_events)
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
     finally:
         if bar is not None:
             bar.close()
+    report_trace(res.trace)
     interrupted = res.summary.get("sim", {}).get("interrupted_at_ms")
     if interrupted is not None:
         sys.stderr.write(f"microsched: interrupted at {interrupted:,.3f} ms of simulated time; "

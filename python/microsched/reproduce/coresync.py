@@ -15,7 +15,8 @@ Outputs (beside ``results.parquet``, ``aggregate.parquet``, ``claims.json``): ``
 ``fig3_exp10.png``, ``fig4_bimodal10.png``, ``fig5_1us.png``, ``fig6_memcached.png``,
 ``fig7_r_sensitivity.png``, ``fig8_sessions.png``, ``table1.csv``/``table1.md`` and
 ``table2.csv``/``table2.md`` (normalized throughput, the paper's layout, with the paper's numbers
-beside ours in the Markdown), and the cold-start time series ``fig_coresync_timeseries.png``.
+beside ours in the Markdown), the cold-start time series ``fig_coresync_timeseries.png`` and the
+timeline of CoreSync and Shenango at load 0.5 ``fig_timeline_load0.5.png`` (with its traces).
 
 Claims (:data:`CLAIMS`) are declared as data and judged by :mod:`.claims`: every number of the
 paper's evaluation this grid covers is a claim with the paper's number: "k×" as a ``ratio``,
@@ -1396,6 +1397,10 @@ def analyze(ctx: Context) -> list[Claim]:
     runs = Runs(ctx.results)
     report.write_all(ctx, runs.d)
     runs.timeseries = series.write(ctx)
+    # A timeline of the key point: CoreSync and Shenango at load 0.5, one above the other.
+    from . import coresync_timeline
+
+    coresync_timeline.write(ctx)
     claims = judge_claims(runs)
     for c in claims:
         if ctx.condition:

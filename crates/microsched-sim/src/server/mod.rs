@@ -33,6 +33,7 @@ mod queues;
 mod search;
 mod steal;
 mod timeshare;
+mod trace_view;
 #[cfg(test)]
 mod tests;
 mod view;

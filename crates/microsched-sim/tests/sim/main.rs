@@ -21,3 +21,4 @@ mod stack;
 mod study_allocator;
 mod synergy;
 mod theory;
+mod trace;
