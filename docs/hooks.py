@@ -62,15 +62,23 @@ def copy_reproduction_figures() -> None:
 
 
 def _readme_counts() -> dict[str, dict[str, str]]:
-    """Each paper's counts as the README's generated table states them (by title)."""
+    """Each paper's counts (and thesis verdict, when the table has it) as the README's generated
+    table states them (by title), read by the table's header so that a new column moves nothing."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    out = {}
+    names = {"reproduced": "reproduced", "direction": "direction", "not reproduced": "not_reproduced",
+             "out of regime": "out_of_regime", "model checks": "model_check", "thesis": "thesis"}
+    out, header = {}, None
     for line in text.splitlines():
-        if line.startswith("| ") and not line.startswith(("| paper", "| **all**", "|---")):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) >= 6 and all(c.isdigit() for c in cells[-5:]):
-                out[cells[0]] = dict(zip(("reproduced", "direction", "not_reproduced", "out_of_regime", "model_check"),
-                                         cells[-5:]))
+        if line.startswith("|---"):
+            continue
+        if not line.startswith("| "):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == "paper":
+            header = cells
+        elif header and not line.startswith(("| **all**", "|---")) and len(cells) == len(header):
+            out[cells[0]] = {names[h]: c for h, c in zip(header, cells) if h in names}
     return out
 
 

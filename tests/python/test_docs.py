@@ -58,10 +58,11 @@ def test_readme_opening_states_the_counts_of_its_own_table():
                   r"(\d+) do not \(the table below, with the cause of each miss; (\d+) more fall outside", opening)
     assert m, opening
     judged, reproduced, direction, not_reproduced, out_of_regime = map(int, m.groups())
-    row = next(line for line in readme.splitlines() if line.startswith("| **all** |"))
-    cells = [c.strip().strip("*") for c in row.strip().strip("|").split("|")]
-    # the last five columns: reproduced, direction, not reproduced, out of regime, model checks
-    table = [int(c) for c in cells[-5:-1]]
+    lines = readme.splitlines()
+    header = [c.strip() for c in next(line for line in lines if line.startswith("| paper |")).strip().strip("|").split("|")]
+    row = next(line for line in lines if line.startswith("| **all** |"))
+    cells = dict(zip(header, (c.strip().strip("*") for c in row.strip().strip("|").split("|"))))
+    table = [int(cells[k]) for k in ("reproduced", "direction", "not reproduced", "out of regime")]
     assert [reproduced, direction, not_reproduced, out_of_regime] == table
     assert judged == reproduced + direction + not_reproduced
 
