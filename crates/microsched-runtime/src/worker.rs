@@ -67,10 +67,17 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
     let mut attempting = false;
     // When this worker last polled the socket.
     let mut last_rx: Nanos = 0;
+    let dispatch = sh.dispatch.as_ref();
     while !stopping() {
-        let mut next = sched.next(me);
-        let mut job = run_from(&sh, &local, me, next);
-        if job.is_none() {
+        // A request the dispatcher handed to this worker directly comes first.
+        let own = match dispatch {
+            Some(d) if d.own_first => local.find_own(&sh.cores, me),
+            _ => None,
+        };
+        let mut next = if own.is_some() { Next::Run(Place::Core(me as u16)) } else { sched.next(me) };
+        let mut job = own.or_else(|| run_from(&sh, &local, me, next));
+        // With a dispatcher, it alone receives from the socket.
+        if job.is_none() && dispatch.is_none() {
             last_rx = sh.clock.now();
             // The socket before a steal, as Caladan's `schedule()` polls its RX queue before
             // stealing: what arrived for this worker is its own work.
@@ -99,7 +106,7 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
             }
             if serve(&sh, me, &local, &mut sched, job, &mut msgs) {
                 let now = sh.clock.now();
-                if now.saturating_sub(last_rx) >= YIELD_RX_PERIOD_NS {
+                if dispatch.is_none() && now.saturating_sub(last_rx) >= YIELD_RX_PERIOD_NS {
                     last_rx = now;
                     poll_socket(&sh, &mut sched, RX_BATCH, &mut buf, &mut msgs);
                 }
@@ -109,6 +116,14 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
         passes = passes.saturating_add(1);
         let now = sh.clock.now();
         let since = *idle_since.get_or_insert(now);
+        if dispatch.is_some() && now - since >= crate::dispatcher::IDLE_SPIN_NS {
+            // Nothing to do until the dispatcher hands something over: sleep, not spin (on 2
+            // CPUs a spinning worker takes the dispatcher's CPU).
+            crate::dispatcher::idle_wait(&sh);
+            idle_since = None;
+            passes = 0;
+            continue;
+        }
         let mut park = core.yield_requested.swap(false, Ordering::AcqRel);
         if !park && now - since >= rule.min_poll_ns && passes >= rule.min_passes {
             let eligible = match rule.mode {
@@ -159,7 +174,7 @@ fn run_from(sh: &Shared, local: &LocalQueue, me: usize, next: Next) -> Option<Jo
         // No policy runs another core's queue in place; taking its head is a steal of one.
         Next::Run(Place::Core(c)) => local.steal_from(&sh.cores, me, c as usize, |_| 1),
         Next::Run(Place::Shared) => sh.shared.take(),
-        Next::Run(Place::Class(_)) => None,
+        Next::Run(Place::Class(k)) => sh.dispatch.as_ref().and_then(|d| d.take_class(k)),
         Next::Steal(_) | Next::Idle => None,
     }
 }
@@ -175,6 +190,11 @@ fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: R
     // Its runqueue wait from here to its next resume joins its accumulated delay (ASQM).
     if let Some(Task::Running { coro, .. }) = job.task.as_deref_mut() {
         coro.ready_at = now;
+    }
+    // A preempted request goes back through the dispatcher where the policy routes it there.
+    if let Some(d) = sh.dispatch.as_ref().filter(|d| why == Requeue::Preempted && d.routes.preempted) {
+        d.post_preempted(me, job);
+        return;
     }
     match sched.requeue(me, why) {
         Place::Core(c) if c as usize == me => {
@@ -428,6 +448,9 @@ fn finish(sh: &Shared, me: usize, job: &Job, started: Nanos, msgs: &mut Vec<Cred
         0
     };
     Counters::bump(&sh.counters.completed);
+    if let Some(d) = sh.dispatch.as_ref().filter(|d| d.routes.completions) {
+        d.completed();
+    }
     let msg = Msg::Response {
         req_id: job.req_id,
         credits,
