@@ -17,6 +17,7 @@ pub mod histograms;
 pub mod metrics;
 pub mod overload;
 pub mod program;
+pub mod replay;
 pub mod rng;
 pub mod scenario;
 pub mod sched;

@@ -104,7 +104,7 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   `crate::preempt`),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
 ///   `clients.{sessions, queue_capacity, timeout_us, first_request_only}`, `load.*`, `workload.types` with their
-///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
+///   `paths`, `workload.locks` (blocking, or spinning on the worker with `spin`: [`crate::mutex`]), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
 ///   `server.stack.profile = "this-machine"` (the simulator's name for this runtime's own, measured
 ///   stack: paid for real);
 /// * honoured only at its default (one server and one application: `server.replicas`,
@@ -180,12 +180,8 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the network is the real one (loopback unless --allow-remote); leave it at 0",
     },
     Unsupported {
-        check: |s| s.workload.locks.iter().position(|l| l.spin).map(|i| (format!("workload.locks[{i}].spin"), "true".to_string())),
-        supported: "the runtime's mutexes are blocking (a waiter leaves its worker to other work); spin locks are not implemented",
-    },
-    Unsupported {
-        check: |s| set("metrics.record_requests", true, s.metrics.record_requests),
-        supported: "the runtime keeps no per-request log (the load generator reports latency distributions)",
+        check: |s| set("workload.replay", &s.workload.replay, s.workload.replay.is_some()),
+        supported: "the load generator draws its requests from the scenario's streams (the simulator's own); a replay is the simulator's: record a real run with metrics.record_requests (`microsched real --record`) and replay it in `microsched run`",
     },
     Unsupported {
         // The dispatcher thread hands work to workers that are always there: a parked worker
@@ -321,8 +317,6 @@ count = 4
                 "lent_wake",
             ),
             ("server.preemption.service_inflation=0.1", "server.preemption.service_inflation", "yield points"),
-            ("workload.locks.0.spin=true", "workload.locks[0].spin", "blocking"),
-            ("metrics.record_requests=true", "metrics.record_requests", "per-request"),
             ("server.replicas=2", "server.replicas", "one node"),
             ("clients.retries=1", "clients.retries", "resend"),
             ("clients.replica_choice=\"primary\"", "clients.replica_choice", "one server"),
@@ -353,6 +347,17 @@ count = 4
             assert_eq!(e.field, field, "{o}: {e}");
             assert!(e.message.contains("default") || e.message.contains("leave it at 0"), "{o}: {e}");
         }
+    }
+
+    #[test]
+    fn records_are_honoured_and_a_replay_is_left_to_the_simulator() {
+        check_supported(&load(&["metrics.record_requests=true"])).unwrap();
+        let f = std::env::temp_dir().join(format!("microsched-config-replay-{}.csv", std::process::id()));
+        std::fs::write(&f, "created_ns,session,type,service_ns\n10,0,0,1000\n").unwrap();
+        let e = refused(&[&format!("workload.replay={:?}", f.to_str().unwrap())]);
+        std::fs::remove_file(&f).unwrap();
+        assert_eq!(e.field, "workload.replay", "{e}");
+        assert!(e.message.contains("simulator"), "{e}");
     }
 
     #[test]

@@ -13,9 +13,10 @@
 //! * completions: each worker reports its completions (a counter and a wake-up); the dispatcher
 //!   takes them, and under JBSQ (Concord, `pushes`) refills the freed mailboxes from its central
 //!   queue (`push_target`);
-//! * preempted requests: the worker hands a preempted request to the dispatcher, which asks the
-//!   policy where it goes back (`requeue`: Shinjuku, its type's queue; Concord, the central
-//!   queue's tail) and queues it there;
+//! * preempted requests: the worker hands a preempted request to the dispatcher, which queues
+//!   it where the policy's `requeue` says (Shinjuku, its type's queue; Concord, the central
+//!   queue's tail; asked when the worker gives it up, while the policy still knows what that
+//!   worker ran);
 //! * signals: the dispatcher watches the workers' quantum deadlines instead of a timer thread
 //!   and writes the preempt flag of an expired one ([`crate::preempt::scan`]; Shinjuku's posted
 //!   interrupt and Concord's `concord_preempt_now` write are both a flag the request's yield
@@ -42,7 +43,7 @@ use std::time::Duration;
 
 use microsched_core::scenario::{Scenario, SchedCfg};
 use microsched_core::sched::dispatcher::Routes;
-use microsched_core::sched::{Place, Requeue, Slack};
+use microsched_core::sched::{Place, Slack};
 use microsched_core::summary::DispatcherLoad;
 use microsched_core::Nanos;
 use parking_lot::Mutex;
@@ -77,8 +78,14 @@ pub(crate) struct Dispatch {
     /// Central queues by class (`Place::Class`): Shinjuku's per type, DARC's per group, Tiny
     /// Quanta's busy list per worker.
     classes: Vec<SharedQueue>,
-    /// Preempted requests handed back by their worker.
-    preempted: Mutex<Vec<(usize, Job)>>,
+    /// Preempted requests handed back by their worker, with where the policy requeues them
+    /// (decided by the worker when it gives the request up: Shinjuku's type is that of the
+    /// request the worker ran, which its next request would overwrite).
+    preempted: Mutex<Vec<(Place, Job)>>,
+    /// Per worker: requests handed to it while idle that it runs before asking the policy
+    /// (Tiny Quanta: an idle worker looks at its ring at once, as the policy's `steer` counts).
+    handed: Vec<std::sync::atomic::AtomicU32>,
+    tq: bool,
     /// Completions reported and not yet taken.
     completions: AtomicU64,
     /// The dispatcher is blocked (a report must wake it).
@@ -133,6 +140,8 @@ impl Dispatch {
             own_first: matches!(sc.policy.sched, SchedCfg::Shinjuku(_) | SchedCfg::Darc(_)),
             classes: (0..nclasses).map(|_| SharedQueue::default()).collect(),
             preempted: Mutex::new(Vec::new()),
+            handed: (0..workers).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
+            tq: matches!(sc.policy.sched, SchedCfg::TinyQuanta(_)),
             completions: AtomicU64::new(0),
             blocked: AtomicBool::new(false),
             efd,
@@ -174,10 +183,16 @@ impl Dispatch {
         }
     }
 
-    /// Worker `me` hands back a preempted request.
-    pub fn post_preempted(&self, me: usize, job: Job) {
-        self.preempted.lock().push((me, job));
+    /// A worker hands back a preempted request, to be queued at `place`.
+    pub fn post_preempted(&self, place: Place, job: Job) {
+        self.preempted.lock().push((place, job));
         self.wake();
+    }
+
+    /// Whether worker `me` was handed a request while idle (and takes it now).
+    pub fn take_handed(&self, me: usize) -> bool {
+        let h = &self.handed[me];
+        h.load(Ordering::Acquire) > 0 && h.fetch_sub(1, Ordering::AcqRel) > 0
     }
 
     /// A worker reports a completion.
@@ -194,6 +209,11 @@ impl Dispatch {
         let place = match place {
             // An idle worker runs it at once: into its own queue.
             Place::Class(_) if self.own_first => sched.notify(place).map_or(place, Place::Core),
+            // Tiny Quanta counted it as started at once if the worker was idle.
+            Place::Core(c) if self.tq && sh.cores[c as usize].parker.phase() == Phase::Search => {
+                self.handed[c as usize].fetch_add(1, Ordering::AcqRel);
+                place
+            }
             p => p,
         };
         hand(sh, place, job, now);
@@ -286,8 +306,7 @@ pub(crate) fn run(sh: Arc<Shared>, mut sched: Sched) -> DispatcherReport {
         // Preempted requests back to where the policy says.
         let back = std::mem::take(&mut *d.preempted.lock());
         if !back.is_empty() {
-            for (core, job) in back {
-                let place = sched.requeue(core, Requeue::Preempted);
+            for (place, job) in back {
                 hand(&sh, place, job, sh.clock.now());
                 rep.load.requeues += 1;
             }

@@ -45,6 +45,7 @@ pub mod netstat;
 pub mod park;
 pub(crate) mod preempt;
 pub mod queue;
+pub mod records;
 pub mod report;
 pub mod rpc;
 pub(crate) mod sched;

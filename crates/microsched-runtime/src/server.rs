@@ -312,7 +312,7 @@ impl Server {
             once: opts.once,
             clients_gone: AtomicBool::new(false),
             with_program: (0..sc.workload.types.len() as u16).map(|t| programs.has_program(t)).collect(),
-            mutexes: Mutexes::new(programs.mutexes()),
+            mutexes: Mutexes::new(programs.mutexes()).with_spin((0..programs.mutexes()).map(|m| programs.is_spin(m)).collect()),
             programs: (0..sc.workload.types.len() as u16)
                 .any(|t| programs.has_program(t))
                 .then(|| Mutex::new(programs)),

@@ -71,7 +71,7 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
     while !stopping() {
         // A request the dispatcher handed to this worker directly comes first.
         let own = match dispatch {
-            Some(d) if d.own_first => local.find_own(&sh.cores, me),
+            Some(d) if d.own_first || d.take_handed(me) => local.find_own(&sh.cores, me),
             _ => None,
         };
         let mut next = if own.is_some() { Next::Run(Place::Core(me as u16)) } else { sched.next(me) };
@@ -193,7 +193,7 @@ fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: R
     }
     // A preempted request goes back through the dispatcher where the policy routes it there.
     if let Some(d) = sh.dispatch.as_ref().filter(|d| why == Requeue::Preempted && d.routes.preempted) {
-        d.post_preempted(me, job);
+        d.post_preempted(sched.requeue(me, why), job);
         return;
     }
     match sched.requeue(me, why) {
@@ -394,6 +394,35 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                     crate::asqm::cleanup(sh, id);
                 }
                 let now = sh.clock.now();
+                if sh.mutexes.is_spin(id) {
+                    // A spin lock: wait in its FIFO on this worker, spinning until handed it.
+                    if let Some(flag) = sh.mutexes.acquire_spin(id, now) {
+                        crate::asqm::acquired(sh, id, true);
+                        Counters::bump(&sh.counters.mutex_waits);
+                        while !flag.load(Ordering::Acquire) {
+                            if stopping(sh) {
+                                // The holder will not run again: the request is abandoned
+                                // (still counted among the mutex's waiters).
+                                disarm();
+                                std::mem::forget(coro);
+                                return false;
+                            }
+                            std::hint::spin_loop();
+                        }
+                        let done = sh.clock.now();
+                        let waited = done.saturating_sub(now);
+                        sh.counters.mutex_wait_ns.fetch_add(waited, Ordering::Relaxed);
+                        coro.acc_ns += waited;
+                        if let Some(a) = &sh.asqm {
+                            let over = coro.acc_ns > a.rule.budget_ns;
+                            sh.counters.waits_over_budget.fetch_add(u64::from(over), Ordering::Relaxed);
+                            a.stats.lock().handed(id, waited, done, over);
+                        }
+                    } else {
+                        crate::asqm::acquired(sh, id, false);
+                    }
+                    continue;
+                }
                 let mut parked = Some((job, coro));
                 let got = sh.mutexes.acquire(id, now, || {
                     // Under the mutex table's lock: counted as a waiter before anyone can hand
@@ -426,6 +455,10 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
             Step::Suspended(Suspend::Asqm(_)) => unreachable!("answered above"),
         }
     }
+}
+
+fn stopping(sh: &Shared) -> bool {
+    sh.stop.load(Ordering::Relaxed)
 }
 
 /// The request is done: account for it, return its credit, answer.
