@@ -82,9 +82,7 @@ pub(crate) struct Dispatch {
     /// (decided by the worker when it gives the request up: Shinjuku's type is that of the
     /// request the worker ran, which its next request would overwrite).
     preempted: Mutex<Vec<(Place, Job)>>,
-    /// Per worker: requests handed to it while idle that it runs before asking the policy
-    /// (Tiny Quanta: an idle worker looks at its ring at once, as the policy's `steer` counts).
-    handed: Vec<std::sync::atomic::AtomicU32>,
+    /// Tiny Quanta (the dispatcher steers it without spinners: [`Sched::without_spinners`]).
     tq: bool,
     /// Completions reported and not yet taken.
     completions: AtomicU64,
@@ -140,7 +138,6 @@ impl Dispatch {
             own_first: matches!(sc.policy.sched, SchedCfg::Shinjuku(_) | SchedCfg::Darc(_)),
             classes: (0..nclasses).map(|_| SharedQueue::default()).collect(),
             preempted: Mutex::new(Vec::new()),
-            handed: (0..workers).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
             tq: matches!(sc.policy.sched, SchedCfg::TinyQuanta(_)),
             completions: AtomicU64::new(0),
             blocked: AtomicBool::new(false),
@@ -189,11 +186,6 @@ impl Dispatch {
         self.wake();
     }
 
-    /// Whether worker `me` was handed a request while idle (and takes it now).
-    pub fn take_handed(&self, me: usize) -> bool {
-        let h = &self.handed[me];
-        h.load(Ordering::Acquire) > 0 && h.fetch_sub(1, Ordering::AcqRel) > 0
-    }
 
     /// A worker reports a completion.
     pub fn completed(&self) {
@@ -209,11 +201,6 @@ impl Dispatch {
         let place = match place {
             // An idle worker runs it at once: into its own queue.
             Place::Class(_) if self.own_first => sched.notify(place).map_or(place, Place::Core),
-            // Tiny Quanta counted it as started at once if the worker was idle.
-            Place::Core(c) if self.tq && sh.cores[c as usize].parker.phase() == Phase::Search => {
-                self.handed[c as usize].fetch_add(1, Ordering::AcqRel);
-                place
-            }
             p => p,
         };
         hand(sh, place, job, now);
@@ -282,9 +269,10 @@ struct OwnWork {
 }
 
 /// The dispatcher thread's loop.
-pub(crate) fn run(sh: Arc<Shared>, mut sched: Sched) -> DispatcherReport {
+pub(crate) fn run(sh: Arc<Shared>, sched: Sched) -> DispatcherReport {
     crate::clock::tight_timer_slack();
     let d = sh.dispatch.as_ref().expect("a dispatcher");
+    let mut sched = if d.tq { sched.without_spinners() } else { sched };
     if d.signals_here {
         sh.preempt.watched_by(d.fd());
     }

@@ -70,11 +70,13 @@ pub struct RtView {
     /// Cores with waiting requests, and the total waiting (the shared queue's included): one
     /// pass over the queues fills both.
     victims: OnceCell<(Cores, u64)>,
+    /// Report no spinning core (see [`Sched::without_spinners`]).
+    no_spinners: bool,
 }
 
 impl RtView {
     fn new(sh: Arc<Shared>) -> Self {
-        Self { sh, active: OnceCell::new(), spinners: OnceCell::new(), victims: OnceCell::new() }
+        Self { sh, active: OnceCell::new(), spinners: OnceCell::new(), victims: OnceCell::new(), no_spinners: false }
     }
 
     /// Forgets the previous decision's snapshot.
@@ -119,6 +121,9 @@ impl ServerView for RtView {
             .as_slice()
     }
     fn spinners(&self) -> &[u16] {
+        if self.no_spinners {
+            return &[];
+        }
         self.spinners.get_or_init(|| Cores::collect(&self.sh, |i| self.phase(i) == Phase::Search)).as_slice()
     }
     fn victims(&self) -> &[u16] {
@@ -175,6 +180,16 @@ impl Sched {
                 f(p.as_mut(), view)
             }
         }
+    }
+
+    /// This thread's decisions see no spinning core. The dispatcher steers Tiny Quanta this way:
+    /// its `steer` counts a request sent to an idle worker as started at once, which the
+    /// simulator does, but a runtime worker between two requests is "searching" too and still
+    /// takes it through the policy's `next` (which counts it again); without spinners every
+    /// request is counted once, by `next`, as an idle worker takes it from its ring.
+    pub fn without_spinners(mut self) -> Self {
+        self.view.no_spinners = true;
+        self
     }
 
     pub fn name(&mut self) -> &'static str {

@@ -71,7 +71,7 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
     while !stopping() {
         // A request the dispatcher handed to this worker directly comes first.
         let own = match dispatch {
-            Some(d) if d.own_first || d.take_handed(me) => local.find_own(&sh.cores, me),
+            Some(d) if d.own_first => local.find_own(&sh.cores, me),
             _ => None,
         };
         let mut next = if own.is_some() { Next::Run(Place::Core(me as u16)) } else { sched.next(me) };

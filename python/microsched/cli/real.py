@@ -74,6 +74,10 @@ examples:
   microsched real experiments/real/overload-2x-none.toml --json | jq .latency_us.p99
   microsched real scen.toml --out out/real   # summary.json, timeseries.parquet, server_report.json, ...
   microsched real experiments/real/overload-2x.toml --compare-sim   # real vs simulated, side by side
+  microsched real scen.toml --record rec.parquet   # one row per request (Parquet)
+  microsched run scen.toml --set workload.replay=rec.parquet   # the simulator on exactly those requests
+  microsched real scen.toml --compare-sim --replay   # real vs simulated, request by request
+  microsched real experiments/real/dispatcher.toml --set 'policy.sched={kind="concord"}'   # with a dispatcher
 """
 
 
