@@ -255,22 +255,30 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
         UserWarning: the run will produce nothing useful (an RTT longer than the run, no
             load, ...), or the time series is sampled more coarsely than asked.
     """
+    from .records import resolve_replay
+
     seed = _check_seed(seed)
     ovr = _check_overrides(overrides)
     text, fmt, base_dir = _source(scenario)
-    # What the Rust schema does not check (distinct request type names), before anything runs.
-    check_names(json.loads(native().validate(text, fmt, base_dir, ovr, bool(force))))
-    if trace is None:
-        raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial))
-    else:
-        from .trace import DEFAULT_MAX_EVENTS, check_window
+    # A Parquet record to replay (workload.replay) becomes the simulator's CSV for this run.
+    ovr, tmp = resolve_replay(text, fmt, base_dir, ovr, None)
+    try:
+        # What the Rust schema does not check (distinct request type names), before anything runs.
+        check_names(json.loads(native().validate(text, fmt, base_dir, ovr, bool(force))))
+        if trace is None:
+            raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial))
+        else:
+            from .trace import DEFAULT_MAX_EVENTS, check_window
 
-        window = check_window(trace_window) if trace_window is not None else None
-        cap = DEFAULT_MAX_EVENTS if trace_max_events is None else int(trace_max_events)
-        if cap < 1:
-            raise ValueError(f"trace_max_events: {cap} is not allowed: use 1 or more")
-        raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial),
-                           os.fspath(trace), window, cap)
+            window = check_window(trace_window) if trace_window is not None else None
+            cap = DEFAULT_MAX_EVENTS if trace_max_events is None else int(trace_max_events)
+            if cap < 1:
+                raise ValueError(f"trace_max_events: {cap} is not allowed: use 1 or more")
+            raw = native().run(text, fmt, base_dir, ovr, seed, bool(force), progress, bool(keep_partial),
+                               os.fspath(trace), window, cap)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
     for w in raw.get("warnings") or ():
         warnings.warn(w, UserWarning, stacklevel=2)
     return RunResult.from_native(raw)
@@ -280,8 +288,15 @@ def validate(scenario: ScenarioLike, overrides: Iterable[str] = (), *, force: bo
     """Validates a scenario (path, dict or Scenario) and returns it resolved, defaults filled
     in. Raises ``ValueError`` naming the field at fault, also when the run's cost estimate is
     over the machine's limits (unless ``force``)."""
+    from .records import resolve_replay
+
     text, fmt, base_dir = _source(scenario)
-    return check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), bool(force))))
+    ovr, tmp = resolve_replay(text, fmt, base_dir, _check_overrides(overrides), None)
+    try:
+        return check_names(json.loads(native().validate(text, fmt, base_dir, ovr, bool(force))))
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
 
 
 def estimate(scenario: ScenarioLike, overrides: Iterable[str] = ()) -> dict:

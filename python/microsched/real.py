@@ -192,15 +192,22 @@ def _wait_ready(server: subprocess.Popen) -> str:
 
 def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: int | None = None,
              out: str | os.PathLike | None = None, trace: str | os.PathLike | None = None,
-             trace_window: tuple[float, float] | None = None, trace_max_events: int | None = None) -> RunResult:
+             trace_window: tuple[float, float] | None = None, trace_max_events: int | None = None,
+             record: str | os.PathLike | bool | None = None) -> RunResult:
     """Runs ``scenario`` for real: ``microsched serve`` and ``microsched loadgen`` as two
     processes on loopback (a free port), for the scenario's warm-up + duration (+ the drain
     period). Returns the merged RunResult (and writes it to ``out`` if given). Everything
     started is stopped on return, on error and on Ctrl-C. ``trace``, ``trace_window``,
     ``trace_max_events``: the server's timeline, as :func:`serve` writes it (its window in ms of
-    the server's run time)."""
+    the server's run time).
+
+    ``record``: keep one row per request (``metrics.record_requests``; the result's
+    ``requests``, :mod:`microsched.records`) and, if a path, write them there as Parquet. A
+    warning says when the runtime's bound cut the records."""
     path = Path(scenario)
     ovr = _check_overrides(overrides)
+    if record:
+        ovr = [*ovr, "metrics.record_requests=true"]
     seed = _check_seed(seed)
     # force: the cost estimate is the simulator's; the real runtime checks its own limits.
     resolved = validate(path, ovr, force=True)  # raises ValueError naming the field at fault
@@ -260,6 +267,17 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
         finally:
             _stop(procs)
     res = merge(lg_text, full_rep, scenario=resolved)
+    if record:
+        from .records import records_frame, write_records
+
+        df, cut_warning = records_frame(json.loads(lg_text))
+        if cut_warning:
+            import warnings
+
+            warnings.warn(cut_warning, UserWarning, stacklevel=2)
+        res.requests = df
+        if df is not None and not isinstance(record, bool):
+            write_records(df, record)
     if out is not None:
         res.save(out)
         (Path(out) / "server_report.json").write_text(rep_text + "\n", encoding="utf-8")

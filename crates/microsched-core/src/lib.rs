@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod overload;
 pub mod plugin;
 pub mod program;
+pub mod replay;
 pub mod rng;
 pub mod scenario;
 pub mod sched;

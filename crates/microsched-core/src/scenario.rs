@@ -365,6 +365,14 @@ pub struct Workload {
     /// Mutexes that request programs take (see [`crate::program`]).
     #[serde(default)]
     pub locks: Vec<crate::program::LockCfg>,
+    /// Offer exactly the requests of a recorded run instead of drawing them: a CSV file with
+    /// columns `created_ns,session,type,service_ns` (one row per request, creation times from
+    /// the start of the schedule, in order; `microsched real --record` writes one next to its
+    /// Parquet record, and the Python front converts a `.parquet` record). The types still
+    /// name the classes (`type` indexes them); the load table only labels the series.
+    /// Simulator only ([`crate::replay`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -28,14 +28,23 @@ pub struct Arrivals {
     rate: f64,
     seg_end: f64,
     rng: Stream,
+    /// A recorded run's creation times, offered instead of drawn (`workload.replay`).
+    replayed: Option<std::collections::VecDeque<Nanos>>,
 }
 
 impl Arrivals {
     pub fn new(steps: Vec<(f64, f64)>, rng: Stream) -> Self {
         debug_assert!(!steps.is_empty() && steps[0].0 == 0.0);
-        let mut a = Self { steps, idx: 0, t: 0.0, rate: 0.0, seg_end: 0.0, rng };
+        let mut a = Self { steps, idx: 0, t: 0.0, rate: 0.0, seg_end: 0.0, rng, replayed: None };
         a.enter_step();
         a
+    }
+
+    /// These arrivals offer exactly `times` (ns, in order) and nothing after them; the steps
+    /// only label the offered rate.
+    pub fn replaying(mut self, times: impl IntoIterator<Item = Nanos>) -> Self {
+        self.replayed = Some(times.into_iter().collect());
+        self
     }
 
     fn enter_step(&mut self) {
@@ -56,6 +65,9 @@ impl Iterator for Arrivals {
 
     /// The next arrival time, or `None` if the rate stays 0 forever.
     fn next(&mut self) -> Option<Nanos> {
+        if let Some(q) = &mut self.replayed {
+            return q.pop_front();
+        }
         let mut e: f64 = Exp1.sample(&mut self.rng);
         loop {
             let (rate, seg_end) = (self.rate, self.seg_end);

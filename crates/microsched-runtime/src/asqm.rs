@@ -242,7 +242,7 @@ impl AsqmCondvar {
 #[derive(Debug)]
 pub struct Asqm {
     pub rule: LockControl,
-    stats: Mutex<LockStats>,
+    pub(crate) stats: Mutex<LockStats>,
 }
 
 impl Asqm {

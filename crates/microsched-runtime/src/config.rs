@@ -96,16 +96,19 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 /// * honoured: `name`, `seed` (the load generator's arrivals and service times, the server's
 ///   program and steal-victim draws), `duration_ms`, `warmup_ms`, `slo_us`, `server.max_cores`,
 ///   `server.queue` and `server.steal` (the simulator's queueing policy objects decide,
-///   [`crate::sched`]), `policy.sched` = `queue` or `synergy` (every field), and
+///   [`crate::sched`]), `policy.sched` (every kind and field: `shinjuku`, `concord`,
+///   `tiny_quanta` and `darc` run with a dispatcher thread, [`crate::dispatcher`]), and
+///   `server.dispatcher` (a dispatcher thread takes one of `server.max_cores`; it pays its own
+///   costs for real, so `cost_ns` and the other cost fields are the simulator's alone),
 ///   `server.preemption.quantum_us` (time slicing by a timer thread and yield points,
 ///   `crate::preempt`),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
 ///   `clients.{sessions, queue_capacity, timeout_us, first_request_only}`, `load.*`, `workload.types` with their
-///   `paths`, `workload.locks` (blocking), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
+///   `paths`, `workload.locks` (blocking, or spinning on the worker with `spin`: [`crate::mutex`]), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
 ///   `server.stack.profile = "this-machine"` (the simulator's name for this runtime's own, measured
 ///   stack: paid for real);
 /// * honoured only at its default (one server and one application: `server.replicas`,
-///   `server.dispatcher`, `clients.retries`, `clients.replica_choice`, `applications`,
+///   `clients.retries`, `clients.replica_choice`, `applications`,
 ///   `server.per_application_cores`, `server.irq`; the cost
 ///   models of the simulator, which the runtime pays
 ///   for real, and mechanisms it does not have): the table below.
@@ -177,35 +180,21 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "the network is the real one (loopback unless --allow-remote); leave it at 0",
     },
     Unsupported {
-        check: |s| s.workload.locks.iter().position(|l| l.spin).map(|i| (format!("workload.locks[{i}].spin"), "true".to_string())),
-        supported: "the runtime's mutexes are blocking (a waiter leaves its worker to other work); spin locks are not implemented",
+        check: |s| set("workload.replay", &s.workload.replay, s.workload.replay.is_some()),
+        supported: "the load generator draws its requests from the scenario's streams (the simulator's own); a replay is the simulator's: record a real run with metrics.record_requests (`microsched real --record`) and replay it in `microsched run`",
     },
     Unsupported {
-        check: |s| set("metrics.record_requests", true, s.metrics.record_requests),
-        supported: "the runtime keeps no per-request log (the load generator reports latency distributions)",
-    },
-    Unsupported {
+        // The dispatcher thread hands work to workers that are always there: a parked worker
+        // is woken only by the controller's grant, which does not see the class queues.
         check: |s| {
-            use microsched_core::scenario::SchedCfg;
-            let kind = match s.policy.sched {
-                SchedCfg::Queue | SchedCfg::Synergy(_) => return None,
-                SchedCfg::TinyQuanta(_) => "tiny_quanta",
-                SchedCfg::Darc(_) => "darc",
-                SchedCfg::Shinjuku(_) => "shinjuku",
-                SchedCfg::Concord(_) => "concord",
-                SchedCfg::Python(_) => return None,
-            };
-            Some(("policy.sched.kind".to_string(), format!("{kind:?}")))
+            let dynamic = !matches!(s.policy.allocator, microsched_core::scenario::AllocatorCfg::Static(_));
+            set("policy.allocator", "a dynamic allocator", dynamic && crate::dispatcher::wanted(s))
         },
-        supported: "the runtime's workers run \"queue\" (c-FCFS or d-FCFS, as server.queue says) or \"synergy\"; the policies with a dispatcher or class queues are simulator-only so far",
+        supported: "the policies with a dispatcher (shinjuku, concord, tiny_quanta, darc, or server.dispatcher) run on statically allocated workers: use policy.allocator.kind = \"static\"",
     },
     Unsupported {
         check: |s| matches!(s.policy.sched, microsched_core::scenario::SchedCfg::Python(_)).then(|| ("policy.sched.kind".to_string(), "\"python\"".to_string())),
         supported: "Python queueing policies run in the simulator; the runtime's workers decide on every request without the GIL, so they run the built-in queueing policies (Python core allocators and overload controllers run in the runtime's control thread)",
-    },
-    Unsupported {
-        check: |s| set("server.dispatcher", s.server.dispatcher.as_ref().map(|d| d.cost_ns), s.server.dispatcher.is_some()),
-        supported: "the runtime has no dispatcher core: workers take requests from the socket themselves",
     },
     Unsupported {
         check: |s| set("server.replicas", s.server.replicas, s.server.replicas != 1),
@@ -332,11 +321,6 @@ count = 4
                 "lent_wake",
             ),
             ("server.preemption.service_inflation=0.1", "server.preemption.service_inflation", "yield points"),
-            // Without the locks: the simulator refuses Tiny Quanta with blocking mutexes itself.
-            ("workload.locks=[]\npolicy.sched={kind=\"tiny_quanta\"}", "policy.sched.kind", "synergy"),
-            ("workload.locks.0.spin=true", "workload.locks[0].spin", "blocking"),
-            ("metrics.record_requests=true", "metrics.record_requests", "per-request"),
-            ("server.dispatcher.cost_ns=100", "server.dispatcher", "dispatcher"),
             ("server.replicas=2", "server.replicas", "one node"),
             ("clients.retries=1", "clients.retries", "resend"),
             ("clients.replica_choice=\"primary\"", "clients.replica_choice", "one server"),
@@ -367,6 +351,35 @@ count = 4
             assert_eq!(e.field, field, "{o}: {e}");
             assert!(e.message.contains("default") || e.message.contains("leave it at 0"), "{o}: {e}");
         }
+    }
+
+    #[test]
+    fn records_are_honoured_and_a_replay_is_left_to_the_simulator() {
+        check_supported(&load(&["metrics.record_requests=true"])).unwrap();
+        let f = std::env::temp_dir().join(format!("microsched-config-replay-{}.csv", std::process::id()));
+        std::fs::write(&f, "created_ns,session,type,service_ns\n10,0,0,1000\n").unwrap();
+        let e = refused(&[&format!("workload.replay={:?}", f.to_str().unwrap())]);
+        std::fs::remove_file(&f).unwrap();
+        assert_eq!(e.field, "workload.replay", "{e}");
+        assert!(e.message.contains("simulator"), "{e}");
+    }
+
+    #[test]
+    fn the_dispatcher_policies_are_honoured_on_static_workers_only() {
+        for o in [
+            "policy.sched={kind=\"shinjuku\"}",
+            "policy.sched={kind=\"darc\"}",
+            "server.dispatcher.cost_ns=100",
+        ] {
+            check_supported(&load(&[o])).unwrap_or_else(|e| panic!("{o}: {e}"));
+        }
+        check_supported(&load(&["workload.locks=[]", "policy.sched={kind=\"tiny_quanta\"}"])).unwrap();
+        check_supported(&load(&["server.dispatcher.cost_ns=100", "policy.sched={kind=\"concord\"}"])).unwrap();
+        let e = refused(&["policy.sched={kind=\"shinjuku\"}", "policy.allocator={kind=\"shenango\"}"]);
+        assert_eq!(e.field, "policy.allocator", "{e}");
+        assert!(e.message.contains("static"), "{e}");
+        // Without a dispatcher policy a dynamic allocator stays honoured.
+        check_supported(&load(&["policy.allocator={kind=\"shenango\"}"])).unwrap();
     }
 
     #[test]

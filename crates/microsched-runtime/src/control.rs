@@ -101,7 +101,8 @@ pub(crate) fn run(
         }
         // Nobody polls the socket: receive for the cores.
         let searching = |sh: &Shared| sh.cores.iter().any(|c| c.parker.phase() == Phase::Search);
-        if !searching(&sh) {
+        // (With a dispatcher thread, it alone receives.)
+        if sh.dispatch.is_none() && !searching(&sh) {
             crate::server::poll_socket(&sh, &mut sched, RX_DRAIN, &mut buf, &mut msgs);
         }
         let now = sh.clock.now();
@@ -267,7 +268,7 @@ pub(crate) fn run(
         }
         if next > now2 {
             let d = Duration::from_nanos(next - now2);
-            if searching(&sh) {
+            if sh.dispatch.is_some() || searching(&sh) {
                 std::thread::sleep(d);
             } else {
                 crate::server::wait_readable(&sh.sock, d);

@@ -15,6 +15,8 @@
 //! * [`control`]: the controller thread that ticks the allocator and the credit controller.
 //! * [`rpc`]: session table and credit controller under one lock.
 //! * [`handler`]: the application trait and the synthetic handler (runs request programs).
+//! * [`dispatcher`]: the dispatcher thread of Shinjuku, Concord, Tiny Quanta and DARC (and of
+//!   any scenario with `server.dispatcher`): arrivals, hand-offs, preemption signals.
 //! * `preempt`: time-slice preemption (a timer thread, per-worker flags polled at yield points).
 //! * [`coro`], [`mutex`]: requests as coroutines (yield points, blocking mutexes) and the
 //!   mutexes they wait on.
@@ -32,6 +34,7 @@ pub mod clock;
 pub mod config;
 pub(crate) mod control;
 pub mod coro;
+pub mod dispatcher;
 pub mod handler;
 pub mod harness;
 pub mod kv;
@@ -42,6 +45,7 @@ pub mod netstat;
 pub mod park;
 pub(crate) mod preempt;
 pub mod queue;
+pub mod records;
 pub mod report;
 pub mod rpc;
 pub(crate) mod sched;

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{realtime_priority, thread_cpu_ns, thread_sleeps, tight_timer_slack, Clock};
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
+use crate::records::Outcome;
 use crate::wire::{decode, encode, Msg, Status};
 use microsched_core::overload::client::{ClientDrop, Clients, Out};
 use microsched_core::overload::seda::{Admit, Seda};
@@ -191,9 +192,14 @@ pub struct LoadgenResult {
     /// The measured window in wall-clock ns since the Unix epoch.
     pub window_unix_ns: (u64, u64),
     pub addr: String,
+    /// One row per request (`metrics.record_requests`), in generation order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<crate::records::Records>,
 }
 
 struct Pending {
+    /// Its sequence number (generation order).
+    id: u64,
     session: u32,
     rtype: u16,
     service: Nanos,
@@ -231,6 +237,8 @@ struct Gen {
     w_timeouts: u64,
     w_overflows: u64,
     iv: [u64; 3],
+    /// Per-request records (`metrics.record_requests`).
+    records: Option<crate::records::Records>,
 }
 
 impl Gen {
@@ -270,13 +278,14 @@ impl Gen {
                             ClientDrop::Timeout => {
                                 self.c.client_timeouts += 1;
                                 self.w_timeouts += p.measured as u64;
+                                self.ended_dropped(&p, Outcome::ClientTimeout);
                             }
                             ClientDrop::Overflow => {
                                 self.c.client_overflows += 1;
                                 self.w_overflows += p.measured as u64;
+                                self.ended_dropped(&p, Outcome::ClientOverflow);
                             }
                         }
-                        self.ended_dropped(&p);
                     }
                 }
                 Out::CreditRequest { session, demand } => {
@@ -290,7 +299,27 @@ impl Gen {
         self.out = out;
     }
 
-    fn ended_dropped(&mut self, p: &Pending) {
+    /// Keeps `p`'s row, if records are kept.
+    fn record(&mut self, p: &Pending, outcome: Outcome, latency_ns: Nanos, server_queue_ns: Nanos) {
+        if let Some(r) = &mut self.records {
+            r.push(crate::records::Row {
+                id: p.id,
+                created_ns: p.sched,
+                session: p.session,
+                rtype: p.rtype,
+                service_ns: p.service,
+                replica: 0,
+                tries: 1,
+                outcome,
+                latency_ns,
+                server_queue_ns,
+                measured: p.measured,
+            });
+        }
+    }
+
+    fn ended_dropped(&mut self, p: &Pending, why: Outcome) {
+        self.record(p, why, 0, 0);
         self.iv[2] += 1;
         if p.measured {
             self.rec.dropped(p.rtype as usize);
@@ -321,6 +350,7 @@ impl Gen {
                         }
                         self.c.completed += 1;
                         self.iv[1] += 1;
+                        self.record(&p, Outcome::Ok, now.saturating_sub(p.sched).max(1), qdelay_ns);
                         if p.measured {
                             self.rec.completed(
                                 p.rtype as usize,
@@ -333,11 +363,11 @@ impl Gen {
                     Status::Dropped => {
                         self.c.aqm_dropped += 1;
                         self.w_aqm += p.measured as u64;
-                        self.ended_dropped(&p);
+                        self.ended_dropped(&p, Outcome::AqmDropped);
                     }
                     Status::Rejected => {
                         self.c.rejected += 1;
-                        self.ended_dropped(&p);
+                        self.ended_dropped(&p, Outcome::Rejected);
                     }
                     Status::LockDropped => {
                         self.c.lock_dropped += 1;
@@ -347,12 +377,12 @@ impl Gen {
                             self.failure_reply.saturating_record(d);
                             self.failure_reply_sum += u128::from(d);
                         }
-                        self.ended_dropped(&p);
+                        self.ended_dropped(&p, Outcome::LockDropped);
                     }
                     Status::StartDropped => {
                         self.c.start_dropped += 1;
                         self.w_start += p.measured as u64;
-                        self.ended_dropped(&p);
+                        self.ended_dropped(&p, Outcome::StartDropped);
                     }
                 }
                 self.clients
@@ -580,6 +610,7 @@ pub fn run(
         w_timeouts: 0,
         w_overflows: 0,
         iv: [0; 3],
+        records: sc.metrics.record_requests.then(crate::records::Records::new),
     };
 
     let warmup = ms(sc.warmup_ms);
@@ -624,6 +655,7 @@ pub fn run(
             g.pending.insert(
                 seq,
                 Pending {
+                    id: seq,
                     session,
                     rtype,
                     service,
@@ -637,7 +669,7 @@ pub fn run(
                 // simulator does.
                 let p = g.pending.remove(&seq).expect("just inserted");
                 g.c.seda_rejected += 1;
-                g.ended_dropped(&p);
+                g.ended_dropped(&p, Outcome::SedaRejected);
             } else if admit == Admit::Wait {
                 if let Some(at) = g.seda.as_mut().and_then(|s| s.next_release(session)) {
                     g.seda_timers.push(Reverse((at, session)));
@@ -680,7 +712,7 @@ pub fn run(
             for r in dropped {
                 if let Some(p) = g.pending.remove(&r) {
                     g.c.seda_rejected += 1;
-                    g.ended_dropped(&p);
+                    g.ended_dropped(&p, Outcome::SedaRejected);
                 }
             }
             for r in sent {
@@ -697,7 +729,7 @@ pub fn run(
             if let Some(p) = g.pending.remove(&req) {
                 g.c.timed_out += 1;
                 g.clients.forget(p.session);
-                g.ended_dropped(&p);
+                g.ended_dropped(&p, Outcome::TimedOut);
             }
         }
         // 5. Time series.
@@ -772,14 +804,14 @@ pub fn run(
     g.c.queued_end = queued.len() as u64;
     for r in queued {
         if let Some(p) = g.pending.remove(&r) {
-            g.ended_dropped(&p);
+            g.ended_dropped(&p, Outcome::QueuedEnd);
         }
     }
     g.c.in_flight_end = g.pending.len() as u64;
     let left: Vec<u64> = g.pending.keys().copied().collect();
     for r in left {
         if let Some(p) = g.pending.remove(&r) {
-            g.ended_dropped(&p);
+            g.ended_dropped(&p, Outcome::InFlightEnd);
         }
     }
     if let Ok(local) = g.sock.local_addr() {
@@ -870,6 +902,10 @@ pub fn run(
         latency_cdf: g.rec.latency_cdf(),
         window_unix_ns: (start_unix + warmup, start_unix + window_end),
         addr: opts.addr.to_string(),
+        records: g.records.take().map(|mut r| {
+            r.sort();
+            r
+        }),
     })
 }
 

@@ -125,6 +125,10 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             0.0
         },
         preempt_send_ns: 0,
+        // The dispatcher thread's load, under the simulator's keys (over the whole run).
+        dispatcher: rep.dispatcher.as_ref().map(|d| d.load),
+        dispatcher_requests: rep.dispatcher.as_ref().map_or(0, |d| d.requests),
+        dispatcher_work_ns: rep.dispatcher.as_ref().map_or(0, |d| d.work_ns),
         ..Sched::default()
     });
     // One application on one node: their sections repeat the flat keys, so tooling that reads

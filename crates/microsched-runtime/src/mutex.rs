@@ -2,10 +2,16 @@
 //! times, ownership handed to the first waiter on release, as Shenango's mutex), whose waiters
 //! are suspended requests parked here, off every run queue, until the holder releases.
 //!
+//! A spin lock (`workload.locks[].spin`) queues its waiters in the same FIFO, but a waiter keeps
+//! its worker: it spins on a flag of its own ([`SpinWait`]) until the releaser hands it the
+//! mutex, as the simulator's spin-waiting core stays busy until the hand-over.
+//!
 //! One lock guards every mutex: a family may have a million members, and the critical sections
 //! here are a few pointer moves; with a handful of workers a lock per mutex would buy nothing.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::Nanos;
@@ -17,7 +23,12 @@ use crate::queue::Job;
 pub struct Mutexes {
     inner: Mutex<Inner>,
     n: u32,
+    /// Per mutex: a spin lock.
+    spin: Vec<bool>,
 }
+
+/// A spinning waiter's hand-over flag: set once the mutex is its.
+pub type SpinWait = Arc<AtomicBool>;
 
 #[derive(Debug)]
 struct Inner {
@@ -28,6 +39,8 @@ struct Inner {
     condvars: HashMap<u32, VecDeque<(usize, Nanos)>>,
     parked: Vec<Option<Job>>,
     free: Vec<usize>,
+    /// Waiting slots whose request spins on its worker, with their hand-over flags.
+    spinning: HashMap<usize, SpinWait>,
 }
 
 impl Inner {
@@ -44,6 +57,17 @@ impl Inner {
         self.free.push(slot);
         self.parked[slot].take().expect("a waiter's slot holds its request")
     }
+
+    /// The new owner of a released mutex: a parked request to make runnable, or (`None`) a
+    /// spinning one, which is told by its flag.
+    fn hand(&mut self, slot: usize, since: Nanos) -> Option<(Job, Nanos)> {
+        if let Some(flag) = self.spinning.remove(&slot) {
+            self.free.push(slot);
+            flag.store(true, Ordering::Release);
+            return None;
+        }
+        Some((self.unpark(slot), since))
+    }
 }
 
 impl Mutexes {
@@ -54,9 +78,41 @@ impl Mutexes {
                 condvars: HashMap::new(),
                 parked: Vec::new(),
                 free: Vec::new(),
+                spinning: HashMap::new(),
             }),
             n,
+            spin: vec![false; n as usize],
         }
+    }
+
+    /// The same, with `spin[m]` telling which mutexes are spin locks.
+    pub fn with_spin(mut self, spin: Vec<bool>) -> Self {
+        assert_eq!(spin.len(), self.n as usize, "one flag per mutex");
+        self.spin = spin;
+        self
+    }
+
+    /// Whether mutex `id` is a spin lock.
+    pub fn is_spin(&self, id: u32) -> bool {
+        self.spin.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// A request asks for spin lock `id` at `now`: `None` if it holds it now; else it waits in
+    /// the mutex's FIFO without leaving its worker, which spins until the returned flag is set.
+    pub fn acquire_spin(&self, id: u32, now: Nanos) -> Option<SpinWait> {
+        self.check(id);
+        let mut g = self.inner.lock();
+        let slot = g.free.pop().unwrap_or_else(|| {
+            g.parked.push(None);
+            g.parked.len() - 1
+        });
+        if g.table.acquire(id, slot, now) {
+            g.free.push(slot);
+            return None;
+        }
+        let flag: SpinWait = Arc::new(AtomicBool::new(false));
+        g.spinning.insert(slot, flag.clone());
+        Some(flag)
     }
 
     fn check(&self, id: u32) {
@@ -90,7 +146,7 @@ impl Mutexes {
         self.check(id);
         let mut g = self.inner.lock();
         let (slot, since) = g.table.release(id)?;
-        Some((g.unpark(slot), since))
+        g.hand(slot, since)
     }
 
     /// A request holding mutex `mutex` waits on condition variable `cv` from `now`: it releases
@@ -99,7 +155,7 @@ impl Mutexes {
     pub fn wait(&self, cv: u32, mutex: u32, now: Nanos, park: impl FnOnce() -> Job) -> Option<(Job, Nanos)> {
         self.check(mutex);
         let mut g = self.inner.lock();
-        let handed = g.table.release(mutex).map(|(slot, since)| (g.unpark(slot), since));
+        let handed = g.table.release(mutex).and_then(|(slot, since)| g.hand(slot, since));
         let slot = g.park(park());
         g.condvars.entry(cv).or_default().push_back((slot, now));
         handed

@@ -98,6 +98,8 @@ pub struct Preempt {
     /// The timer sleeps with nothing armed: the next arming wakes it.
     timer_idle: AtomicBool,
     timer: OnceLock<std::thread::Thread>,
+    /// The dispatcher's event fd, when it watches the deadlines instead of a timer thread.
+    wake_fd: OnceLock<i32>,
     /// One policy instance for every thread, for policies with per-request state that other
     /// workers read (Synergy: the EMAs, which workers run long requests, the soft-ring counts,
     /// the wait queue's counters). Per-thread instances, as d-FCFS has, would each see only
@@ -123,6 +125,7 @@ impl Preempt {
             slots: (0..workers).map(|_| Slot::new()).collect(),
             timer_idle: AtomicBool::new(false),
             timer: OnceLock::new(),
+            wake_fd: OnceLock::new(),
             shared_policy: per_request.then(|| Mutex::new(policy)),
         }
     }
@@ -134,9 +137,7 @@ impl Preempt {
         s.quantum.store(q, Ordering::Relaxed);
         s.deadline.store(now.saturating_add(q), Ordering::SeqCst);
         if self.timer_idle.swap(false, Ordering::SeqCst) {
-            if let Some(t) = self.timer.get() {
-                t.unpark();
-            }
+            self.wake_timer();
         }
     }
 
@@ -165,11 +166,31 @@ impl Preempt {
             c.quantum_expiries.fetch_add(passed, Ordering::Relaxed);
             c.avoided_preemptions.fetch_add(passed, Ordering::Relaxed);
             if self.timer_idle.swap(false, Ordering::SeqCst) {
-                if let Some(t) = self.timer.get() {
-                    t.unpark();
-                }
+                self.wake_timer();
             }
         }
+    }
+
+    /// Wakes whoever watches the deadlines: the timer thread, or the dispatcher blocked in its
+    /// wait ([`crate::dispatcher`]: its event fd).
+    fn wake_timer(&self) {
+        if let Some(fd) = self.wake_fd.get() {
+            crate::dispatcher::kick(*fd);
+        } else if let Some(t) = self.timer.get() {
+            t.unpark();
+        }
+    }
+
+    /// The dispatcher watches the deadlines instead of a timer thread: it sleeps with
+    /// [`Self::idle`] set and is woken through `fd` when a quantum is armed.
+    pub(crate) fn watched_by(&self, fd: i32) {
+        let _ = self.wake_fd.set(fd);
+    }
+
+    /// The watcher is about to sleep (`true`) or is awake (`false`): an arming while it sleeps
+    /// wakes it.
+    pub(crate) fn idle(&self, sleeping: bool) {
+        self.timer_idle.store(sleeping, Ordering::SeqCst);
     }
 
     /// The calling worker thread polls slot `me` at its yield points from now on.
@@ -185,15 +206,34 @@ thread_local! {
     static SLOT: OnceCell<(Arc<[Slot]>, usize)> = const { OnceCell::new() };
 }
 
-/// Whether the calling thread is a worker of a server with preemption.
-pub(crate) fn bound() -> bool {
-    SLOT.with(|s| s.get().is_some())
+thread_local! {
+    /// The end of the slice the dispatcher gives its own request (Concord's slack work): the
+    /// request's yield points suspend it then, as a worker's do at its flag.
+    static SLICE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
 }
 
-/// Whether the timer asked the calling worker to give up its request.
+/// The calling thread (the dispatcher) runs a request for at most `ns` from now.
+pub(crate) fn slice(ns: Nanos) {
+    SLICE.with(|s| s.set(Some(Instant::now() + Duration::from_nanos(ns))));
+}
+
+/// The calling thread's slice is over.
+pub(crate) fn slice_end() {
+    SLICE.with(|s| s.set(None));
+}
+
+/// Whether the calling thread is a worker of a server with preemption, or the dispatcher
+/// running a slice.
+pub(crate) fn bound() -> bool {
+    SLOT.with(|s| s.get().is_some()) || SLICE.with(|s| s.get().is_some())
+}
+
+/// Whether the timer asked the calling worker to give up its request (or the dispatcher's
+/// slice is over).
 #[inline]
 fn flagged() -> bool {
     SLOT.with(|s| s.get().is_some_and(|(slots, me)| slots[*me].flagged()))
+        || SLICE.with(|s| s.get().is_some_and(|end| Instant::now() >= end))
 }
 
 /// Spins for `ns` of the request's own run time, polling the preempt flag every [`PROBE_NS`];
@@ -232,47 +272,8 @@ pub(crate) fn run_timer(sh: Arc<Shared>, mut sched: Sched, realtime: bool) {
     let _rt = if realtime { realtime_priority() } else { None };
     let p = &sh.preempt;
     let _ = p.timer.set(std::thread::current());
-    let c = &sh.counters;
     while !sh.stop.load(Ordering::Relaxed) {
-        let now = sh.clock.now();
-        let mut earliest = Nanos::MAX;
-        for (w, s) in p.slots.iter().enumerate() {
-            let d = s.deadline.load(Ordering::SeqCst);
-            if d == LAZY {
-                continue;
-            }
-            if d > now {
-                earliest = earliest.min(d);
-                continue;
-            }
-            let e = s.epoch.load(Ordering::Relaxed);
-            Counters::bump(&c.quantum_expiries);
-            c.preempt_late_ns.fetch_add(now - d, Ordering::Relaxed);
-            if sched.preempt_at_quantum(w) {
-                s.flag.store(e, Ordering::Relaxed);
-                let _ = s.deadline.compare_exchange(d, Nanos::MAX, Ordering::SeqCst, Ordering::Relaxed);
-            } else {
-                Counters::bump(&c.avoided_preemptions);
-                if p.lazy {
-                    s.lazy_from.store(d, Ordering::Relaxed);
-                    if s.deadline.compare_exchange(d, LAZY, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
-                        // Work queued between the check and the mark would wait for the next
-                        // arrival: look once more.
-                        if sched.preempt_at_quantum(w) {
-                            p.queued_at(w, &sh.clock, c);
-                            earliest = earliest.min(s.deadline.load(Ordering::SeqCst));
-                        }
-                    }
-                    continue;
-                }
-                // Another quantum from the expiry, or from now if the timer woke later than that.
-                let q = s.quantum.load(Ordering::Relaxed).max(1);
-                let nd = if d + q > now { d + q } else { now + q };
-                if s.deadline.compare_exchange(d, nd, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
-                    earliest = earliest.min(nd);
-                }
-            }
-        }
+        let (earliest, _) = scan(&sh, &mut sched);
         if earliest == Nanos::MAX {
             p.timer_idle.store(true, Ordering::SeqCst);
             // An arming between the scan and the flag above is seen here; one after it unparks.
@@ -287,4 +288,55 @@ pub(crate) fn run_timer(sh: Arc<Shared>, mut sched: Sched, realtime: bool) {
             }
         }
     }
+}
+
+/// One pass over the workers' quantum deadlines (the timer thread's, or the dispatcher's when
+/// the policy's dispatcher sends the preemptions, [`crate::dispatcher`]): flags the expired
+/// ones the policy preempts, re-arms the others. Returns the earliest deadline still armed
+/// (`Nanos::MAX`: none) and how many flags it wrote (preemption signals sent).
+pub(crate) fn scan(sh: &Shared, sched: &mut Sched) -> (Nanos, u64) {
+    let p = &sh.preempt;
+    let c = &sh.counters;
+    let now = sh.clock.now();
+    let mut earliest = Nanos::MAX;
+    let mut signals = 0;
+    for (w, s) in p.slots.iter().enumerate() {
+        let d = s.deadline.load(Ordering::SeqCst);
+        if d == LAZY {
+            continue;
+        }
+        if d > now {
+            earliest = earliest.min(d);
+            continue;
+        }
+        let e = s.epoch.load(Ordering::Relaxed);
+        Counters::bump(&c.quantum_expiries);
+        c.preempt_late_ns.fetch_add(now - d, Ordering::Relaxed);
+        if sched.preempt_at_quantum(w) {
+            s.flag.store(e, Ordering::Relaxed);
+            signals += 1;
+            let _ = s.deadline.compare_exchange(d, Nanos::MAX, Ordering::SeqCst, Ordering::Relaxed);
+        } else {
+            Counters::bump(&c.avoided_preemptions);
+            if p.lazy {
+                s.lazy_from.store(d, Ordering::Relaxed);
+                if s.deadline.compare_exchange(d, LAZY, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                    // Work queued between the check and the mark would wait for the next
+                    // arrival: look once more.
+                    if sched.preempt_at_quantum(w) {
+                        p.queued_at(w, &sh.clock, c);
+                        earliest = earliest.min(s.deadline.load(Ordering::SeqCst));
+                    }
+                }
+                continue;
+            }
+            // Another quantum from the expiry, or from now if the timer woke later than that.
+            let q = s.quantum.load(Ordering::Relaxed).max(1);
+            let nd = if d + q > now { d + q } else { now + q };
+            if s.deadline.compare_exchange(d, nd, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                earliest = earliest.min(nd);
+            }
+        }
+    }
+    (earliest, signals)
 }

@@ -411,6 +411,9 @@ pub struct ServerReport {
     /// Per lock family (whole run), with `server.lock_control`.
     #[serde(default)]
     pub locks: Vec<microsched_core::summary::LockSummary>,
+    /// The dispatcher thread's load and waiting, when the server runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatcher: Option<crate::dispatcher::DispatcherReport>,
 }
 
 impl ServerReport {

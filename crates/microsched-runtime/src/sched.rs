@@ -70,11 +70,13 @@ pub struct RtView {
     /// Cores with waiting requests, and the total waiting (the shared queue's included): one
     /// pass over the queues fills both.
     victims: OnceCell<(Cores, u64)>,
+    /// Report no spinning core (see [`Sched::without_spinners`]).
+    no_spinners: bool,
 }
 
 impl RtView {
     fn new(sh: Arc<Shared>) -> Self {
-        Self { sh, active: OnceCell::new(), spinners: OnceCell::new(), victims: OnceCell::new() }
+        Self { sh, active: OnceCell::new(), spinners: OnceCell::new(), victims: OnceCell::new(), no_spinners: false }
     }
 
     /// Forgets the previous decision's snapshot.
@@ -91,7 +93,7 @@ impl RtView {
 
     fn scan_queues(&self) -> &(Cores, u64) {
         self.victims.get_or_init(|| {
-            let mut total = self.sh.shared.stamps.len();
+            let mut total = self.sh.shared.stamps.len() + self.sh.dispatch.as_ref().map_or(0, |d| d.class_queued());
             // Parked cores count: their queues are stealable (work steered to a core just
             // before it parked would otherwise wait for the controller's grant).
             let victims = Cores::collect(&self.sh, |i| {
@@ -119,6 +121,9 @@ impl ServerView for RtView {
             .as_slice()
     }
     fn spinners(&self) -> &[u16] {
+        if self.no_spinners {
+            return &[];
+        }
         self.spinners.get_or_init(|| Cores::collect(&self.sh, |i| self.phase(i) == Phase::Search)).as_slice()
     }
     fn victims(&self) -> &[u16] {
@@ -129,8 +134,8 @@ impl ServerView for RtView {
         match place {
             Place::Core(c) => self.sh.cores[c as usize].queued() as usize,
             Place::Shared => self.sh.shared.stamps.len() as usize,
-            // The runtime refuses policies with class queues (config.rs: policy.sched).
-            Place::Class(_) => 0,
+            // Class queues live with the dispatcher (the policies that use them run with one).
+            Place::Class(k) => self.sh.dispatch.as_ref().map_or(0, |d| d.class_len(k)),
         }
     }
     fn queued(&self) -> u64 {
@@ -177,6 +182,16 @@ impl Sched {
         }
     }
 
+    /// This thread's decisions see no spinning core. The dispatcher steers Tiny Quanta this way:
+    /// its `steer` counts a request sent to an idle worker as started at once, which the
+    /// simulator does, but a runtime worker between two requests is "searching" too and still
+    /// takes it through the policy's `next` (which counts it again); without spinners every
+    /// request is counted once, by `next`, as an idle worker takes it from its ring.
+    pub fn without_spinners(mut self) -> Self {
+        self.view.no_spinners = true;
+        self
+    }
+
     pub fn name(&mut self) -> &'static str {
         self.with(|p, _| p.name())
     }
@@ -185,6 +200,48 @@ impl Sched {
     #[inline]
     pub fn steer(&mut self, sid: u32) -> Place {
         self.with(|p, v| p.steer(sid, v))
+    }
+
+    /// The queue an arriving request of session `sid` and type `rtype` joins (policies that
+    /// queue by type: Shinjuku, DARC). Only the dispatcher steers this way; the other drivers
+    /// call [`Self::steer`], which every policy without a dispatcher answers the same.
+    pub fn steer_typed(&mut self, sid: u32, rtype: u16) -> Place {
+        if self.per_request {
+            let now = self.view.sh.clock.now();
+            return self.with(|p, v| {
+                p.clock(now);
+                p.steer_typed(sid, rtype, v)
+            });
+        }
+        self.with(|p, v| p.steer_typed(sid, rtype, v))
+    }
+
+    /// For a class queue, before the request is queued there: the idle worker that runs it at
+    /// once, if any (the dispatcher hands it to that worker directly).
+    pub fn notify(&mut self, place: Place) -> Option<u16> {
+        let now = self.view.sh.clock.now();
+        self.with(|p, v| {
+            p.clock(now);
+            p.notify(place, v)
+        })
+    }
+
+    /// Whether the dispatcher pushes central work to the workers' bounded queues (JBSQ).
+    pub fn pushes(&mut self) -> bool {
+        self.with(|p, _| p.pushes())
+    }
+
+    /// While the shared queue holds work: the worker its head goes to, if any has room.
+    pub fn push_target(&mut self) -> Option<u16> {
+        self.with(|p, v| p.push_target(v))
+    }
+
+    /// The dispatcher's slack at `now` (Concord's work-conserving dispatcher).
+    pub fn dispatcher_slack(&mut self, now: Nanos) -> microsched_core::sched::Slack {
+        self.with(|p, _| {
+            p.clock(now);
+            p.dispatcher_slack(now)
+        })
     }
 
     /// Where idle worker `me` finds work.
@@ -209,6 +266,15 @@ impl Sched {
     /// Where a request that ran on worker `me` goes back to.
     #[inline]
     pub fn requeue(&mut self, me: usize, why: Requeue) -> Place {
+        // Shinjuku stamps the requeued request with the policy's clock (its dispatcher's; the
+        // other drivers keep their decisions as they were).
+        if self.per_request && self.view.sh.dispatch.is_some() {
+            let now = self.view.sh.clock.now();
+            return self.with(|p, v| {
+                p.clock(now);
+                p.requeue(me as u16, why, v)
+            });
+        }
         self.with(|p, v| p.requeue(me as u16, why, v))
     }
 

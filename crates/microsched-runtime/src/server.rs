@@ -145,6 +145,9 @@ pub(crate) struct Shared {
     pub start_budget_ns: Option<microsched_core::Nanos>,
     /// The timeline sink (`--trace`), set by [`Server::trace`]; empty: untraced.
     pub trace: std::sync::OnceLock<Arc<crate::trace::TraceSink>>,
+    /// The dispatcher thread's queues and reports, when the scenario runs with one
+    /// ([`crate::dispatcher`]): then it alone receives from the socket.
+    pub dispatch: Option<crate::dispatcher::Dispatch>,
 }
 
 impl Shared {
@@ -165,13 +168,15 @@ impl Shared {
                 }
             }
             Place::Shared => self.shared.push(job, at),
-            Place::Class(_) => unreachable!("the runtime refuses policies with class queues (policy.sched)"),
+            Place::Class(k) => self.dispatch.as_ref().expect("class queues only with a dispatcher").push_class(k, job, at),
         }
     }
 
     /// Requests waiting in every queue.
     pub fn queued(&self) -> u64 {
-        self.cores.iter().map(|c| c.queued()).sum::<u64>() + self.shared.stamps.len()
+        self.cores.iter().map(|c| c.queued()).sum::<u64>()
+            + self.shared.stamps.len()
+            + self.dispatch.as_ref().map_or(0, |d| d.class_queued())
     }
 
     #[inline]
@@ -204,6 +209,7 @@ pub struct Server {
     pinned_workers: bool,
     control: Option<JoinHandle<ControlOut>>,
     timer: Option<JoinHandle<()>>,
+    dispatcher: Option<JoinHandle<crate::dispatcher::DispatcherReport>>,
     be: Option<BeCoTenant>,
     be_threads: u32,
     started: Instant,
@@ -255,7 +261,8 @@ impl Server {
             .local_addr()
             .map_err(|e| ConfigError(format!("--addr: {e}")))?;
         set_buffers(&sock, 8 << 20);
-        let n = sc.server.max_cores;
+        // A dispatcher core takes one of the cores (the simulator's `worker_cores`).
+        let n = microsched_core::sched::worker_cores(sc);
         let allocator = alloc::build(&sc.policy.allocator, &microsched_core::env::AllocEnv { max_cores: n, seed: sc.seed })
             .map_err(|e| ConfigError(e.to_string()))?;
         let park_rule = allocator.park_rule();
@@ -280,6 +287,15 @@ impl Server {
             cores.push(c);
             locals.push(LocalQueue { runq: w });
         }
+        let preempt = crate::preempt::Preempt::new(sc, n as usize);
+        let dispatch = if crate::dispatcher::wanted(sc) {
+            Some(
+                crate::dispatcher::Dispatch::new(sc, n as usize, preempt.enabled)
+                    .map_err(|e| ConfigError(format!("server.dispatcher: cannot create the dispatcher's event fd: {e}")))?,
+            )
+        } else {
+            None
+        };
         let sh = Arc::new(Shared {
             clock: Clock::new(),
             cores,
@@ -300,7 +316,7 @@ impl Server {
             once: opts.once,
             clients_gone: AtomicBool::new(false),
             with_program: (0..sc.workload.types.len() as u16).map(|t| programs.has_program(t)).collect(),
-            mutexes: Mutexes::new(programs.mutexes()),
+            mutexes: Mutexes::new(programs.mutexes()).with_spin((0..programs.mutexes()).map(|m| programs.is_spin(m)).collect()),
             programs: (0..sc.workload.types.len() as u16)
                 .any(|t| programs.has_program(t))
                 .then(|| Mutex::new(programs)),
@@ -310,9 +326,10 @@ impl Server {
             max_service_ns,
             replay: Mutex::new(Default::default()),
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
-            preempt: crate::preempt::Preempt::new(sc, n as usize),
+            preempt,
             start_budget_ns: crate::startdrop::budget(sc),
             trace: std::sync::OnceLock::new(),
+            dispatch,
         });
         let be = (sc.runtime.be_threads > 0).then(|| BeCoTenant::start(sc.runtime.be_threads));
         let queue_policy = Sched::new(sc, 0, sh.clone()).name();
@@ -348,7 +365,18 @@ impl Server {
                 .spawn(move || control::run(sh, sched, tick, sample, ops, realtime))
                 .expect("spawn controller")
         };
-        let timer = sh.preempt.enabled.then(|| {
+        let dispatcher = sh.dispatch.is_some().then(|| {
+            let sh = sh.clone();
+            let sched = Sched::new(sc, n as usize + 2, sh.clone());
+            std::thread::Builder::new()
+                .name("dispatcher".into())
+                .spawn(move || crate::dispatcher::run(sh, sched))
+                .expect("spawn dispatcher")
+        });
+        // The dispatcher watches the quantum deadlines itself when its policy sends the
+        // preemptions; else a timer thread does.
+        let timer_needed = sh.preempt.enabled && !sh.dispatch.as_ref().is_some_and(|d| d.signals_here);
+        let timer = timer_needed.then(|| {
             let sh = sh.clone();
             let sched = Sched::new(sc, n as usize + 1, sh.clone());
             let realtime = sc.runtime.realtime;
@@ -360,6 +388,7 @@ impl Server {
         Ok(Server {
             sh,
             timer,
+            dispatcher,
             addr,
             opts,
             scenario_name: sc.name.clone(),
@@ -468,8 +497,12 @@ impl Server {
         if let Some(t) = self.timer.take() {
             let _ = t.join();
         }
+        // Requests the dispatcher still held (handed back and not requeued, or its own).
+        let dispatcher = self.dispatcher.take().and_then(|d| d.join().ok());
         // Queued, or suspended behind a mutex (its holder was queued or stopped).
-        let abandoned: u64 = self.sh.queued() + self.sh.mutexes.waiting() as u64;
+        let abandoned: u64 = self.sh.queued()
+            + self.sh.mutexes.waiting() as u64
+            + dispatcher.as_ref().map_or(0, |d| d.load.queued_end);
         let kernel_drops = crate::netstat::udp_drops(self.addr).unwrap_or(0);
         let ctl = self
             .control
@@ -563,6 +596,7 @@ impl Server {
                 session_idle_ms: sh.session_idle_ns as f64 / 1e6,
             },
             locks: sh.asqm.as_ref().map(|a| a.summaries(end)).unwrap_or_default(),
+            dispatcher,
         }
     }
 }
@@ -805,8 +839,7 @@ fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, 
                         }
                         _ => None,
                     };
-                    let place = sched.steer(sid);
-                    sh.deliver(place, Job {
+                    let job = Job {
                         session: sid,
                         req_id,
                         rtype,
@@ -814,7 +847,14 @@ fn handle(sh: &Shared, sched: &mut Sched, now: u64, msg: Msg, peer: SocketAddr, 
                         arrived: now,
                         peer,
                         task,
-                    }, now);
+                    };
+                    match &sh.dispatch {
+                        Some(d) => d.arrival(sh, sched, sid, job, now),
+                        None => {
+                            let place = sched.steer(sid);
+                            sh.deliver(place, job, now);
+                        }
+                    }
                 }
                 Verdict::Drop { credits } => {
                     Counters::bump(&c.aqm_dropped);

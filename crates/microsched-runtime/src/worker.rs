@@ -68,10 +68,17 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
     let mut attempting = false;
     // When this worker last polled the socket.
     let mut last_rx: Nanos = 0;
+    let dispatch = sh.dispatch.as_ref();
     while !stopping() {
-        let mut next = sched.next(me);
-        let mut job = run_from(&sh, &local, me, next);
-        if job.is_none() {
+        // A request the dispatcher handed to this worker directly comes first.
+        let own = match dispatch {
+            Some(d) if d.own_first => local.find_own(&sh.cores, me),
+            _ => None,
+        };
+        let mut next = if own.is_some() { Next::Run(Place::Core(me as u16)) } else { sched.next(me) };
+        let mut job = own.or_else(|| run_from(&sh, &local, me, next));
+        // With a dispatcher, it alone receives from the socket.
+        if job.is_none() && dispatch.is_none() {
             last_rx = sh.clock.now();
             // The socket before a steal, as Caladan's `schedule()` polls its RX queue before
             // stealing: what arrived for this worker is its own work.
@@ -100,7 +107,7 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
             }
             if serve(&sh, me, &local, &mut sched, job, &mut msgs) {
                 let now = sh.clock.now();
-                if now.saturating_sub(last_rx) >= YIELD_RX_PERIOD_NS {
+                if dispatch.is_none() && now.saturating_sub(last_rx) >= YIELD_RX_PERIOD_NS {
                     last_rx = now;
                     poll_socket(&sh, &mut sched, RX_BATCH, &mut buf, &mut msgs);
                 }
@@ -110,6 +117,14 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
         passes = passes.saturating_add(1);
         let now = sh.clock.now();
         let since = *idle_since.get_or_insert(now);
+        if dispatch.is_some() && now - since >= crate::dispatcher::IDLE_SPIN_NS {
+            // Nothing to do until the dispatcher hands something over: sleep, not spin (on 2
+            // CPUs a spinning worker takes the dispatcher's CPU).
+            crate::dispatcher::idle_wait(&sh);
+            idle_since = None;
+            passes = 0;
+            continue;
+        }
         let mut park = core.yield_requested.swap(false, Ordering::AcqRel);
         let asked = park;
         if !park && now - since >= rule.min_poll_ns && passes >= rule.min_passes {
@@ -173,7 +188,7 @@ fn run_from(sh: &Shared, local: &LocalQueue, me: usize, next: Next) -> Option<Jo
             job
         }
         Next::Run(Place::Shared) => sh.shared.take(),
-        Next::Run(Place::Class(_)) => None,
+        Next::Run(Place::Class(k)) => sh.dispatch.as_ref().and_then(|d| d.take_class(k)),
         Next::Steal(_) | Next::Idle => None,
     }
 }
@@ -189,6 +204,11 @@ fn requeue(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, why: R
     // Its runqueue wait from here to its next resume joins its accumulated delay (ASQM).
     if let Some(Task::Running { coro, .. }) = job.task.as_deref_mut() {
         coro.ready_at = now;
+    }
+    // A preempted request goes back through the dispatcher where the policy routes it there.
+    if let Some(d) = sh.dispatch.as_ref().filter(|d| why == Requeue::Preempted && d.routes.preempted) {
+        d.post_preempted(sched.requeue(me, why), job);
+        return;
     }
     match sched.requeue(me, why) {
         Place::Core(c) if c as usize == me => {
@@ -394,6 +414,35 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                     crate::asqm::cleanup(sh, id);
                 }
                 let now = sh.clock.now();
+                if sh.mutexes.is_spin(id) {
+                    // A spin lock: wait in its FIFO on this worker, spinning until handed it.
+                    if let Some(flag) = sh.mutexes.acquire_spin(id, now) {
+                        crate::asqm::acquired(sh, id, true);
+                        Counters::bump(&sh.counters.mutex_waits);
+                        while !flag.load(Ordering::Acquire) {
+                            if stopping(sh) {
+                                // The holder will not run again: the request is abandoned
+                                // (still counted among the mutex's waiters).
+                                disarm();
+                                std::mem::forget(coro);
+                                return false;
+                            }
+                            std::hint::spin_loop();
+                        }
+                        let done = sh.clock.now();
+                        let waited = done.saturating_sub(now);
+                        sh.counters.mutex_wait_ns.fetch_add(waited, Ordering::Relaxed);
+                        coro.acc_ns += waited;
+                        if let Some(a) = &sh.asqm {
+                            let over = coro.acc_ns > a.rule.budget_ns;
+                            sh.counters.waits_over_budget.fetch_add(u64::from(over), Ordering::Relaxed);
+                            a.stats.lock().handed(id, waited, done, over);
+                        }
+                    } else {
+                        crate::asqm::acquired(sh, id, false);
+                    }
+                    continue;
+                }
                 let mut parked = Some((job, coro));
                 let got = sh.mutexes.acquire(id, now, || {
                     // Under the mutex table's lock: counted as a waiter before anyone can hand
@@ -428,6 +477,10 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
     }
 }
 
+fn stopping(sh: &Shared) -> bool {
+    sh.stop.load(Ordering::Relaxed)
+}
+
 /// The request is done: account for it, return its credit, answer.
 fn finish(sh: &Shared, me: usize, job: &Job, started: Nanos, msgs: &mut Vec<CreditMsg>) {
     let core = &sh.cores[me];
@@ -451,6 +504,9 @@ fn finish(sh: &Shared, me: usize, job: &Job, started: Nanos, msgs: &mut Vec<Cred
         0
     };
     Counters::bump(&sh.counters.completed);
+    if let Some(d) = sh.dispatch.as_ref().filter(|d| d.routes.completions) {
+        d.completed();
+    }
     let msg = Msg::Response {
         req_id: job.req_id,
         credits,

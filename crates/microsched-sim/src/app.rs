@@ -29,6 +29,8 @@ pub struct App {
     pub programs: Programs,
     pub arrivals: Arrivals,
     session_rng: Stream,
+    /// A recorded run's (session, type, service) in creation order (`workload.replay`).
+    replayed: Option<std::collections::VecDeque<(u32, u16, Nanos)>>,
     /// Sessions of the next requests, drawn ahead so that their client state can be prefetched
     /// (a ring: `upcoming[next]` is the oldest).
     upcoming: [u32; SESSION_LOOKAHEAD],
@@ -82,6 +84,15 @@ impl App {
         let names: Vec<String> = a.workload.types.iter().map(|t| t.name.clone()).collect();
         let slo_us = sc.app_slo_us(a, base_dir)?;
         let c = a.clients;
+        let replay = match &a.workload.replay {
+            Some(file) => {
+                let field = "workload.replay";
+                let r = microsched_core::replay::Replay::load(file, base_dir, field, a.workload.types.len()).map_err(|e| in_app(e, a))?;
+                r.check_sessions(c.sessions, field).map_err(|e| in_app(e, a))?;
+                Some(r)
+            }
+            None => None,
+        };
         let clients = if credit_based {
             // The simulated network loses nothing: a credit request is never retried.
             (0..sc.node_count()).map(|_| Clients::new(c.sessions, c.queue_capacity, us(c.timeout_us), true, None).with_first_request_only(c.first_request_only)).collect()
@@ -92,8 +103,12 @@ impl App {
             name: a.name.to_string(),
             mix,
             programs,
-            arrivals: Arrivals::from_steps_named(&steps, seed, prefix),
+            arrivals: match &replay {
+                Some(r) => Arrivals::from_steps_named(&steps, seed, prefix).replaying(r.rows.iter().map(|row| row.created_ns)),
+                None => Arrivals::from_steps_named(&steps, seed, prefix),
+            },
             session_rng: stream(seed, &format!("{prefix}sessions")),
+            replayed: replay.map(|r| r.rows.iter().map(|row| (row.session, row.rtype, row.service_ns)).collect()),
             upcoming: [0; SESSION_LOOKAHEAD],
             next: 0,
             primed: false,
@@ -123,6 +138,20 @@ impl App {
     /// The next request's session, type, total work and program (appended to `ops`, mutex ids
     /// numbered across applications; `None` if the type has no program).
     pub fn draw(&mut self, ops: &mut Vec<Op>) -> (u32, u16, Nanos, bool) {
+        if let Some(q) = &mut self.replayed {
+            let (session, rtype, mut service) = q.pop_front().expect("one replayed row per replayed arrival");
+            let has_program = self.programs.has_program(rtype);
+            if has_program {
+                ops.clear();
+                service = self.programs.draw(rtype, service, ops);
+                for op in ops.iter_mut() {
+                    if let Op::Acquire(m) | Op::Release(m) = op {
+                        *m += self.mutex_base;
+                    }
+                }
+            }
+            return (session, rtype, service, has_program);
+        }
         let session = if self.clients.is_empty() || self.sessions < PREFETCH_MIN_SESSIONS {
             // No client state to prefetch: the same stream, drawn when needed.
             pick(&mut self.session_rng, self.sessions)

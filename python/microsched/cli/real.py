@@ -74,6 +74,10 @@ examples:
   microsched real experiments/real/overload-2x-none.toml --json | jq .latency_us.p99
   microsched real scen.toml --out out/real   # summary.json, timeseries.parquet, server_report.json, ...
   microsched real experiments/real/overload-2x.toml --compare-sim   # real vs simulated, side by side
+  microsched real scen.toml --record rec.parquet   # one row per request (Parquet)
+  microsched run scen.toml --set workload.replay=rec.parquet   # the simulator on exactly those requests
+  microsched real scen.toml --compare-sim --replay   # real vs simulated, request by request
+  microsched real experiments/real/dispatcher.toml --set 'policy.sched={kind="concord"}'   # with a dispatcher
 """
 
 
@@ -122,6 +126,7 @@ def add_commands(sub: Any) -> None:
     lg.add_argument("--result", metavar="FILE", help="write the full result (JSON: summary, client counters, "
                                                      "time series, latency CDF) to FILE")
     lg.add_argument("--json", action="store_true", help="print the summary as JSON on stdout instead of tables")
+    lg.add_argument("--record", metavar="FILE", help="write one row per request to FILE (Parquet; see `real --record`)")
     add_set(lg)
     lg.set_defaults(func=cmd_loadgen)
 
@@ -140,6 +145,15 @@ def add_commands(sub: Any) -> None:
                          "second simulation charges this machine's stack costs and replays the CPU the run's load "
                          "generator and controller took from the workers (runtime.harness.sim_overrides): key "
                          "`sim_harness`, file DIR/sim_harness_summary.json")
+    rl.add_argument("--record", metavar="FILE",
+                    help="write one row per request (creation time, session, type, service time asked, replica, "
+                         "tries, outcome, latency, the server's queueing delay) to FILE (Parquet); with --out also "
+                         "DIR/requests.parquet. Replay it in the simulator with --set workload.replay=FILE")
+    rl.add_argument("--replay", action="store_true",
+                    help="with --compare-sim: also simulate exactly the requests of this run (workload.replay) and "
+                         "report how the two differ request by request: the latency difference's distribution and "
+                         "the requests that differ most, with where their time went (key `replay_divergence`, file "
+                         "DIR/replay_divergence.json)")
     rl.add_argument("--oversubscribe", action="store_true",
                     help="run even if the server's spinning workers (server.max_cores) outnumber this machine's "
                          "CPUs (they would starve the load generator, the controller and everything else)")
@@ -222,13 +236,23 @@ def serve_limits_text(lim: dict) -> str:
 def cmd_loadgen(args: argparse.Namespace) -> int:
     from .. import real
 
+    overrides = list(args.overrides or []) + (["metrics.record_requests=true"] if args.record else [])
     try:
-        res = real.loadgen(args.scenario, addr=args.addr, overrides=args.overrides, seed=args.seed,
+        res = real.loadgen(args.scenario, addr=args.addr, overrides=overrides, seed=args.seed,
                            allow_remote=args.allow_remote)
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
+    if args.record:
+        from ..records import records_frame, write_records
+
+        df, cut_warning = records_frame(res)
+        if cut_warning:
+            sys.stderr.write(f"microsched: warning: {cut_warning}\n")
+        if df is not None:
+            write_records(df, args.record)
     if args.result:  # as the runtime wrote it: `real` merges it with the server's report
         Path(args.result).write_text(json.dumps(res) + "\n", encoding="utf-8")
+    res.pop("records", None)  # in --result (for `real`), not in the summary
     summary = null_if_none_completed(copy.deepcopy(res["summary"]))
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
@@ -260,12 +284,18 @@ def check_cpus(scenario: str, overrides: list[str], oversubscribe: bool) -> None
 def cmd_real(args: argparse.Namespace) -> int:
     from .. import real
 
+    if args.replay and not args.compare_sim:
+        raise CliError("--replay: it compares with the simulator: use it with --compare-sim")
+    divergence = None
     try:
         check_cpus(args.scenario, args.overrides, args.oversubscribe)
+        record = args.record or (True if args.replay else None)
         res = real.run_real(args.scenario, overrides=args.overrides, seed=args.seed, out=args.out, trace=args.trace,
-                            trace_window=args.trace_window, trace_max_events=args.trace_max_events)
+                            trace_window=args.trace_window, trace_max_events=args.trace_max_events, record=record)
         sim = _simulate(args) if args.compare_sim else None
         sim_harness = _simulate_harness(args, res.summary) if args.compare_sim else None
+        if args.replay:
+            divergence = _replay_divergence(args, res)
     except ValueError as e:
         raise CliError(with_file(e, args.scenario)) from None
     except real.RealError as e:
@@ -275,14 +305,20 @@ def cmd_real(args: argparse.Namespace) -> int:
         if sim_harness is not None:
             (Path(args.out) / "sim_harness_summary.json").write_text(json.dumps(sim_harness, indent=2) + "\n",
                                                                       encoding="utf-8")
+    if divergence is not None and args.out:
+        (Path(args.out) / "replay_divergence.json").write_text(json.dumps(divergence, indent=2) + "\n", encoding="utf-8")
     if args.json:
         out = dict(res.summary, sim=sim, sim_harness=sim_harness) if sim is not None else res.summary
+        if divergence is not None:
+            out = dict(out, replay_divergence=divergence)
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
         print_summary(res.summary)
         console().print(runtime_line(res.summary))
         if sim is not None:
             print_comparison(res.summary, sim, sim_harness)
+        if divergence is not None:
+            print_divergence(divergence)
         if args.out:
             console().print(f"results written to [bold]{args.out}/[/bold]")
     for warning in (_schedule_lag_warning(res.summary), _starvation_warning(res.summary, _cpus())):
@@ -343,6 +379,48 @@ def _simulate(args: argparse.Namespace, extra: list[str] | None = None) -> dict:
     from ..api import run
 
     return run(args.scenario, seed=args.seed, overrides=list(args.overrides or []) + (extra or [])).summary
+
+
+def _replay_divergence(args: argparse.Namespace, res: Any) -> dict:
+    """The simulator on exactly the requests of the real run `res` (workload.replay), compared
+    request by request."""
+    import tempfile
+
+    from ..api import run
+    from ..records import divergence, write_records
+
+    if res.requests is None or res.requests.empty:
+        raise CliError("--replay: the real run recorded no request")
+    with tempfile.TemporaryDirectory(prefix="microsched-replay-") as tmp:
+        rec = write_records(res.requests, Path(tmp) / "record.parquet")
+        ovr = list(args.overrides or []) + [f'workload.replay="{rec}"', "metrics.record_requests=true"]
+        sim = run(args.scenario, seed=args.seed, overrides=ovr)
+    if sim.requests is None:
+        raise CliError("--replay: the simulator kept no per-request rows")
+    return divergence(res.requests, sim.requests)
+
+
+def print_divergence(d: dict) -> None:
+    """The replay's request-by-request comparison: the distribution of real − sim latency and
+    the requests that differ most."""
+    from rich.table import Table
+
+    console().print(f"replay: {d['matched']:,} requests matched (real completed {d['real_completed']:,}, "
+                     f"simulator {d['sim_completed']:,})")
+    q = d.get("diff_us")
+    if not q:
+        return
+    console().print("latency real − sim (µs): " + ", ".join(f"{k} {num(q[k], ',.1f')}" for k in
+                                                            ["p1", "p10", "p50", "p90", "p99", "mean", "abs_mean"]))
+    t = Table(title="requests that differ most (µs): where their time went", title_justify="left")
+    for col in ["id", "type", "service", "real", "sim", "real − sim", "real queue", "sim queue", "real rest",
+                "sim rest"]:
+        t.add_column(col, justify="right")
+    for r in d["top"]:
+        t.add_row(str(r["id"]), str(r["type"]), num(r["service_us"], ",.1f"), num(r["latency_real_us"], ",.1f"),
+                  num(r["latency_sim_us"], ",.1f"), num(r["diff_us"], ",.1f"), num(r["real_queue_us"], ",.1f"),
+                  num(r["sim_queue_us"], ",.1f"), num(r["real_rest_us"], ",.1f"), num(r["sim_rest_us"], ",.1f"))
+    console().print(t)
 
 
 def _simulate_harness(args: argparse.Namespace, real_summary: dict) -> dict | None:

@@ -74,6 +74,9 @@ pub(crate) fn validate_workload(w: &Workload, prefix: &str, base_dir: &Path) -> 
         positive(&format!("{f}[{i}].ratio"), t.ratio)?;
         crate::dist::Sampler::build(&t.service, base_dir, &format!("{f}[{i}].service"))?;
     }
+    if let Some(file) = &w.replay {
+        crate::replay::Replay::load(file, base_dir, &format!("{prefix}workload.replay"), w.types.len())?;
+    }
     crate::program::validate(w, base_dir).map_err(|mut e| {
         e.field = format!("{prefix}{}", e.field);
         e
