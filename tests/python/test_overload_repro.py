@@ -232,11 +232,9 @@ def test_phases_and_ramp_of_a_synthetic_series():
 
 
 @pytest.fixture(scope="module")
-def collapse(tmp_path_factory):
-    out = tmp_path_factory.mktemp("repro") / "collapse"
-    r = run_cli("reproduce", "collapse", "--quick", "--out", out, "--jobs", "1")
-    assert r.code == 0, r.err
-    return out
+def collapse(all_quick):
+    """The quick reproduction, from the suite's one `reproduce --all --quick` run."""
+    return all_quick / "collapse"
 
 
 def test_collapse_quick_writes_results_figures_and_claims(collapse):
