@@ -285,6 +285,7 @@ mod tests {
             latency_cdf: (vec![], vec![]),
             window_unix_ns: (0, 0),
             addr: String::new(),
+            records: None,
         };
         let mut rep = ServerReport::default();
         rep.cores.max = 2;
