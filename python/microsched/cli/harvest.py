@@ -27,6 +27,11 @@ stopped (SIGSTOP) until a core is lent. --irq steers those IRQs onto the Seconda
 (root). Every change is undone at exit: affinities, cpusets, IRQ masks, SIGCONT — on
 --duration, Ctrl-C and SIGTERM.
 
+A killed agent (SIGKILL, an OOM kill) cannot undo anything, so each change is first written to
+--state-file (atomically: temporary file, fsync, rename), and an agent starting on that file
+puts back what the dead one left (event `repair` in the log) before it reads any mask as an
+original. One live agent per state file (a lock beside it: PATH.lock).
+
 No false lends: the kernel cuts an affinity to the process's cpuset without an error (a
 Secondary in a cgroup v1 cpuset, as under Kubernetes' static CPU manager, would read back
 "moved" and never run on the lent core). So the Secondary's effective cpuset (/proc/PID/cgroup,
@@ -96,6 +101,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--log", metavar="FILE", help="write the decision log (JSON lines) to FILE instead of stderr")
     p.add_argument("--report", metavar="FILE", help="also write the final report (JSON) to FILE")
     p.add_argument("--json", action="store_true", help="print the final report as JSON on stdout")
+    p.add_argument("--state-file", default=None, metavar="FILE",
+                   help="where each change is recorded before it is made, for the next agent to repair if this "
+                        "one is killed (default: /var/lib/microsched/harvest-state.json as root, else "
+                        "$XDG_STATE_HOME/microsched/harvest-state.json, ~/.local/state by default); one agent per file")
     p.set_defaults(func=cmd_harvest)
     add_pods_command(sub)
 
@@ -151,6 +160,7 @@ def options(args: argparse.Namespace) -> dict:
         "irqs": sorted(set(args.irq) | set(irqs_matching(args.irq_match, Path("/proc/interrupts").read_text())
                                            if args.irq_match else set())),
         "status_every_s": args.status_every,
+        "state_file": args.state_file or default_state_file(),
     }
     ctl = _controller(args.controller)
     if ctl is not None:
@@ -160,6 +170,17 @@ def options(args: argparse.Namespace) -> dict:
     if args.duration:
         opts["duration_s"] = args.duration
     return opts
+
+
+def default_state_file() -> str:
+    """The state file of an agent not given --state-file: a system path as root (where a
+    DaemonSet mounts the host's /var/lib/microsched), else the user's state directory."""
+    import os
+
+    if os.geteuid() == 0:
+        return "/var/lib/microsched/harvest-state.json"
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "microsched", "harvest-state.json")
 
 
 def irqs_matching(names: list[str], interrupts: str) -> list[int]:
