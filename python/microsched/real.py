@@ -97,6 +97,16 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "microsched", *args]
 
 
+# Set in the environment of `serve` and `loadgen` started by `run_real`: the parent's pid, whose
+# death (even by SIGKILL) kills them (the CLI calls `die_with_parent` with it, as a sweep's
+# workers do).
+DIE_WITH_PARENT_ENV = "MICROSCHED_DIE_WITH_PARENT"
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, DIE_WITH_PARENT_ENV: str(os.getpid())}
+
+
 def _stop(procs: Sequence[subprocess.Popen], timeout: float = 5.0) -> None:
     """Terminates every process still running, then kills those that do not exit in time."""
     for p in procs:
@@ -185,13 +195,13 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
             server = subprocess.Popen(
                 _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
                      "--report", str(report_f), "--series", str(series_f), *server_sets),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env())
             procs.append(server)
             addr = _wait_ready(server)
             lg_args = ["loadgen", str(path), "--addr", addr, "--result", str(result_f), *sets]
             if seed is not None:
                 lg_args += ["--seed", str(seed)]
-            gen = subprocess.Popen(_cli(*lg_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            gen = subprocess.Popen(_cli(*lg_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_child_env())
             procs.append(gen)
             try:
                 gen.wait(run_s + GRACE_S)

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 PROG = "microsched"
 EXIT_USAGE = 2
@@ -13,6 +14,17 @@ EXIT_INTERNAL = 1
 
 class CliError(Exception):
     """Bad input: reported as one line on stderr, exit status 2."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def sigterm_as_ctrl_c() -> None:
+    """SIGTERM (`kill PID`, kubectl delete, systemctl stop, a parent stopping its children)
+    stops the command as Ctrl-C does: what it does on Ctrl-C (restore, report, stop its own
+    children) it does on SIGTERM too."""
+    signal.signal(signal.SIGTERM, _terminate)
 
 
 def one_line(msg: object) -> str:

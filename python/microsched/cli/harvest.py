@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from .args import Formatter, duration
-from .errors import CliError
+from .errors import CliError, sigterm_as_ctrl_c
 
 DESCRIPTION = """\
 Lend the idle cores of latency-sensitive Primary processes to Secondary processes and take
@@ -194,18 +193,14 @@ def irqs_matching(names: list[str], interrupts: str) -> list[int]:
     return out
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    # SIGTERM (kubectl delete, systemctl stop) stops the agent as Ctrl-C does: restore, report.
-    raise KeyboardInterrupt
-
-
 def cmd_harvest(args: argparse.Namespace) -> int:
     from .._native_loader import native
 
     if not sys.platform.startswith("linux"):
         raise CliError("harvest: the agent needs Linux (sched_setaffinity, /proc)")
     opts = options(args)
-    signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM (kubectl delete, systemctl stop) stops the agent as Ctrl-C does: restore, report.
+    sigterm_as_ctrl_c()
 
     def ready(addr: str | None) -> None:
         if addr:
@@ -276,7 +271,7 @@ def cmd_pods(args: argparse.Namespace) -> int:
         if not node:
             raise CliError("--node: give this node's name (or set NODE_NAME, as the DaemonSet does)")
         list_pods = harvest_k8s.list_pods_in_cluster
-    signal.signal(signal.SIGTERM, _terminate)
+    sigterm_as_ctrl_c()
     try:
         harvest_k8s.watch(args.agent, node or "", args.every, list_pods, 1 if args.once else None,
                           log=lambda m: print(m, flush=True))
