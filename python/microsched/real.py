@@ -18,13 +18,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
 from ._native_loader import native
-from .api import RunResult, _check_overrides, _check_seed, _source, null_if_none_completed, validate
+from .api import (RunResult, _check_overrides, _check_seed, _source, empty_window_warning, null_if_none_completed,
+                  validate)
 from .scenario import check_names
 
 # How long `run_real` waits for the server to say where it listens.
@@ -225,6 +227,9 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
         finally:
             _stop(procs)
     res = merge(lg_text, full_rep, scenario=resolved)
+    empty = empty_window_warning(res.summary)
+    if empty:
+        warnings.warn(empty, UserWarning, stacklevel=2)
     if out is not None:
         res.save(out)
         (Path(out) / "server_report.json").write_text(rep_text + "\n", encoding="utf-8")

@@ -198,7 +198,6 @@ struct Pending {
     rtype: u16,
     service: Nanos,
     sched: Nanos,
-    measured: bool,
 }
 
 struct Gen {
@@ -231,9 +230,17 @@ struct Gen {
     w_timeouts: u64,
     w_overflows: u64,
     iv: [u64; 3],
+    /// The measured window [warm-up end, end of sending), ns since the start: a request's end
+    /// (completion, drop) counts in the window's statistics if it happens inside it, as in the
+    /// simulator, whenever the request was sent.
+    window: (Nanos, Nanos),
 }
 
 impl Gen {
+    fn in_window(&self, now: Nanos) -> bool {
+        now >= self.window.0 && now < self.window.1
+    }
+
     fn send(&mut self, m: &Msg) {
         self.c.datagrams_out += 1;
         if self.sock.send_to(&encode(m), self.server).is_err() {
@@ -266,17 +273,18 @@ impl Gen {
                 }
                 Out::Drop { req, why } => {
                     if let Some(p) = self.pending.remove(&req) {
+                        let measured = self.in_window(now);
                         match why {
                             ClientDrop::Timeout => {
                                 self.c.client_timeouts += 1;
-                                self.w_timeouts += p.measured as u64;
+                                self.w_timeouts += measured as u64;
                             }
                             ClientDrop::Overflow => {
                                 self.c.client_overflows += 1;
-                                self.w_overflows += p.measured as u64;
+                                self.w_overflows += measured as u64;
                             }
                         }
-                        self.ended_dropped(&p);
+                        self.ended_dropped(&p, now);
                     }
                 }
                 Out::CreditRequest { session, demand } => {
@@ -290,9 +298,9 @@ impl Gen {
         self.out = out;
     }
 
-    fn ended_dropped(&mut self, p: &Pending) {
+    fn ended_dropped(&mut self, p: &Pending, now: Nanos) {
         self.iv[2] += 1;
-        if p.measured {
+        if self.in_window(now) {
             self.rec.dropped(p.rtype as usize);
         }
     }
@@ -314,6 +322,7 @@ impl Gen {
                     self.c.late_responses += 1;
                     return;
                 };
+                let measured = self.in_window(now);
                 match status {
                     Status::Ok => {
                         if let Some(s) = &mut self.seda {
@@ -321,7 +330,7 @@ impl Gen {
                         }
                         self.c.completed += 1;
                         self.iv[1] += 1;
-                        if p.measured {
+                        if measured {
                             self.rec.completed(
                                 p.rtype as usize,
                                 now.saturating_sub(p.sched).max(1),
@@ -332,27 +341,27 @@ impl Gen {
                     }
                     Status::Dropped => {
                         self.c.aqm_dropped += 1;
-                        self.w_aqm += p.measured as u64;
-                        self.ended_dropped(&p);
+                        self.w_aqm += measured as u64;
+                        self.ended_dropped(&p, now);
                     }
                     Status::Rejected => {
                         self.c.rejected += 1;
-                        self.ended_dropped(&p);
+                        self.ended_dropped(&p, now);
                     }
                     Status::LockDropped => {
                         self.c.lock_dropped += 1;
-                        if p.measured {
+                        if measured {
                             let d = now.saturating_sub(p.sched).max(1);
                             self.w_lock += 1;
                             self.failure_reply.saturating_record(d);
                             self.failure_reply_sum += u128::from(d);
                         }
-                        self.ended_dropped(&p);
+                        self.ended_dropped(&p, now);
                     }
                     Status::StartDropped => {
                         self.c.start_dropped += 1;
-                        self.w_start += p.measured as u64;
-                        self.ended_dropped(&p);
+                        self.w_start += measured as u64;
+                        self.ended_dropped(&p, now);
                     }
                 }
                 self.clients
@@ -580,10 +589,12 @@ pub fn run(
         w_timeouts: 0,
         w_overflows: 0,
         iv: [0; 3],
+        window: (0, 0),
     };
 
     let warmup = ms(sc.warmup_ms);
     let end_send = warmup + ms(sc.duration_ms);
+    g.window = (warmup, end_send);
     let drain = ms(sc.runtime.drain_ms);
     let req_timeout = ms(sc.runtime.request_timeout_ms);
     let sample_every = us(sc.metrics.sample_interval_us.max(1000.0));
@@ -628,7 +639,6 @@ pub fn run(
                     rtype,
                     service,
                     sched: t,
-                    measured,
                 },
             );
             let admit = g.seda.as_mut().map_or(Admit::Send, |s| s.admit(session, seq, t));
@@ -637,7 +647,7 @@ pub fn run(
                 // simulator does.
                 let p = g.pending.remove(&seq).expect("just inserted");
                 g.c.seda_rejected += 1;
-                g.ended_dropped(&p);
+                g.ended_dropped(&p, now);
             } else if admit == Admit::Wait {
                 if let Some(at) = g.seda.as_mut().and_then(|s| s.next_release(session)) {
                     g.seda_timers.push(Reverse((at, session)));
@@ -680,7 +690,7 @@ pub fn run(
             for r in dropped {
                 if let Some(p) = g.pending.remove(&r) {
                     g.c.seda_rejected += 1;
-                    g.ended_dropped(&p);
+                    g.ended_dropped(&p, now);
                 }
             }
             for r in sent {
@@ -697,7 +707,7 @@ pub fn run(
             if let Some(p) = g.pending.remove(&req) {
                 g.c.timed_out += 1;
                 g.clients.forget(p.session);
-                g.ended_dropped(&p);
+                g.ended_dropped(&p, now);
             }
         }
         // 5. Time series.
@@ -772,14 +782,14 @@ pub fn run(
     g.c.queued_end = queued.len() as u64;
     for r in queued {
         if let Some(p) = g.pending.remove(&r) {
-            g.ended_dropped(&p);
+            g.ended_dropped(&p, end);
         }
     }
     g.c.in_flight_end = g.pending.len() as u64;
     let left: Vec<u64> = g.pending.keys().copied().collect();
     for r in left {
         if let Some(p) = g.pending.remove(&r) {
-            g.ended_dropped(&p);
+            g.ended_dropped(&p, end);
         }
     }
     if let Ok(local) = g.sock.local_addr() {

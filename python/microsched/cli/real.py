@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..api import null_if_none_completed
+from ..api import empty_window_warning, null_if_none_completed
 from .args import Formatter, add_scenario, add_set, duration, seed
 from .errors import CliError, sigterm_as_ctrl_c, with_file
 from .render import console, num, print_summary
@@ -233,6 +233,9 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
     if args.result:  # as the runtime wrote it: `real` merges it with the server's report
         Path(args.result).write_text(json.dumps(res) + "\n", encoding="utf-8")
     summary = null_if_none_completed(copy.deepcopy(res["summary"]))
+    empty = empty_window_warning(summary)
+    if empty:
+        sys.stderr.write(f"microsched: warning: {empty}\n")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:

@@ -240,6 +240,13 @@ impl Loaded {
                 rtt / 1e6,
                 end / 1e6
             ));
+        } else if rtt + sc.network.jitter_us * 1e3 >= end {
+            // Each one-way trip adds a uniform [0, jitter] delay: a mean round trip of rtt + jitter.
+            warnings.push(format!(
+                "network.jitter_us: a mean round trip with the jitter ({} ms) is longer than the whole run ({} ms): few or no requests can complete",
+                (rtt + sc.network.jitter_us * 1e3) / 1e6,
+                end / 1e6
+            ));
         } else if requests == 0.0 {
             warnings.push("load: the offered load is 0 for the whole run: no request is generated".into());
         } else if measured < 1.0 {
