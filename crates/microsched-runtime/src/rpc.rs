@@ -392,10 +392,10 @@ impl Rpc {
     /// credit is not activity: a session whose requests are all refused so is idle for
     /// eviction (else a client sending credit-less requests could hold every slot).
     pub fn admit(&mut self, now: Nanos, sid: u32, demand: u32, delay: Nanos) -> Verdict {
-        let Some(ctl) = &mut self.ctl else {
+        if self.ctl.is_none() {
             self.touch(sid, now);
             return Verdict::Admit;
-        };
+        }
         let slot = self.slots[sid as usize].as_mut().expect("authenticated slot");
         if slot.outstanding >= slot.allowance() {
             return Verdict::Reject { credits: slot.adv[slot.adv_i] };
