@@ -27,8 +27,29 @@ def sigterm_as_ctrl_c() -> None:
     signal.signal(signal.SIGTERM, _terminate)
 
 
+# An echoed input (a quoted span or an unbroken token) longer than CLIP_ABOVE characters is cut
+# to its first ECHO_CHARS, with its length: as the native errors do (microsched_core::error).
+ECHO_CHARS = 80
+CLIP_ABOVE = 200
+
+
+def _clip(s: str) -> str:
+    return s if len(s) <= CLIP_ABOVE else f"{s[:ECHO_CHARS]}… ({len(s)} characters)"
+
+
+def shown(msg: str) -> str:
+    """``msg`` with control characters escaped and long echoed inputs clipped."""
+    import re
+
+    s = "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in msg)
+    if len(s) <= CLIP_ABOVE:
+        return s
+    s = re.sub(r"([`\"'])([^`\"']{%d,})\1" % (CLIP_ABOVE + 1), lambda m: m.group(1) + _clip(m.group(2)) + m.group(1), s)
+    return re.sub(r"\S{%d,}" % (CLIP_ABOVE + 1), lambda m: _clip(m.group(0)), s)
+
+
 def one_line(msg: object) -> str:
-    return " ".join(str(msg).split()) or "unknown error"
+    return shown(" ".join(str(msg).split())) or "unknown error"
 
 
 def with_file(msg: object, path: str) -> str:
