@@ -102,11 +102,26 @@ class RunResult:
 COMPLETED_STATS = ("latency_us", "queueing_delay_us", "slowdown")
 
 
+def window_completed(section: Mapping[str, Any]) -> int | None:
+    """Requests of a summary section (the run, or one application) that completed inside the
+    measured window: the sum over its request types (``by_type[].completed``, window counts),
+    not ``requests.completed``, which counts the whole run, warm-up included. None if the
+    section does not say."""
+    types = section.get("by_type")
+    if isinstance(types, list) and types and all(isinstance(t, dict) and isinstance(t.get("completed"), int) for t in types):
+        return sum(int(t["completed"]) for t in types)
+    tput, dur = section.get("throughput_rps"), section.get("duration_s")
+    if isinstance(tput, (int, float)) and isinstance(dur, (int, float)):
+        return round(tput * dur)
+    return None
+
+
 def null_if_none_completed(summary: dict) -> dict:
     """``summary`` (changed in place and returned) with the statistics of completed requests
     (``latency_us``, ``queueing_delay_us``, ``slowdown``: every percentile and the mean) as
-    ``None`` where no request completed, overall, per request type and per application: the
-    engines report an empty histogram's percentiles as 0, which reads as a perfect latency."""
+    ``None`` where no request completed in the measured window, overall, per request type and
+    per application: the engines report an empty histogram's percentiles as 0, which reads as a
+    perfect latency. Requests that completed only during the warm-up do not count."""
 
     def fix(section: Any, completed: Any) -> None:
         if not isinstance(section, dict) or completed != 0:
@@ -119,7 +134,7 @@ def null_if_none_completed(summary: dict) -> dict:
     def fix_with_types(section: Any) -> None:
         if not isinstance(section, dict):
             return
-        fix(section, (section.get("requests") or {}).get("completed"))
+        fix(section, window_completed(section))
         for t in section.get("by_type") or ():
             if isinstance(t, dict):
                 fix(t, t.get("completed"))
@@ -128,6 +143,30 @@ def null_if_none_completed(summary: dict) -> dict:
     for app in summary.get("applications") or ():
         fix_with_types(app)
     return summary
+
+
+def empty_window_warning(summary: Mapping[str, Any]) -> str | None:
+    """Why a run's latency statistics are null: no request completed in its measured window
+    (with the counts that say where the requests went), or None if some did."""
+    if window_completed(summary) != 0:
+        return None
+    req = summary.get("requests") or {}
+    gen, done, dropped, flying = (int(req.get(k) or 0) for k in ("generated", "completed", "dropped", "in_flight"))
+    offered = summary.get("offered_rps") or 0.0
+    dur = summary.get("duration_s") or 0.0
+    in_window = round(float(offered) * float(dur)) if isinstance(offered, (int, float)) else 0
+    if gen == 0:
+        why = "no request was generated"
+    elif done > 0:
+        why = (f"the {done} requests that completed all did so outside the window (in the warm-up, or, in a real "
+               f"run, in the drain after it)")
+    elif flying > 0 and flying >= dropped:
+        why = (f"{flying} of the {gen} requests were still in flight at the end: a service time, "
+               f"network delay or queue longer than the run")
+    else:
+        why = f"{dropped} of the {gen} requests were dropped and none completed"
+    return (f"no request completed in the measured window ({in_window} generated in it; over the whole run, {why}); latency, "
+            f"queueing delay and slowdown are null, throughput and goodput 0")
 
 
 def _empty_cdf() -> "pd.DataFrame":
@@ -281,7 +320,11 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
             tmp.cleanup()
     for w in raw.get("warnings") or ():
         warnings.warn(w, UserWarning, stacklevel=2)
-    return RunResult.from_native(raw)
+    res = RunResult.from_native(raw)
+    empty = empty_window_warning(res.summary)
+    if empty:
+        warnings.warn(empty, UserWarning, stacklevel=2)
+    return res
 
 
 def validate(scenario: ScenarioLike, overrides: Iterable[str] = (), *, force: bool = False) -> dict:

@@ -18,13 +18,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
 from ._native_loader import native
-from .api import RunResult, _check_overrides, _check_seed, _source, null_if_none_completed, validate
+from .api import (RunResult, _check_overrides, _check_seed, _source, empty_window_warning, null_if_none_completed,
+                  validate)
 from .scenario import check_names
 
 # How long `run_real` waits for the server to say where it listens.
@@ -128,6 +130,16 @@ def _forward_trace_lines(server: subprocess.Popen) -> None:
 
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "microsched", *args]
+
+
+# Set in the environment of `serve` and `loadgen` started by `run_real`: the parent's pid, whose
+# death (even by SIGKILL) kills them (the CLI calls `die_with_parent` with it, as a sweep's
+# workers do).
+DIE_WITH_PARENT_ENV = "MICROSCHED_DIE_WITH_PARENT"
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, DIE_WITH_PARENT_ENV: str(os.getpid())}
 
 
 def _stop(procs: Sequence[subprocess.Popen], timeout: float = 5.0) -> None:
@@ -235,13 +247,13 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
             server = subprocess.Popen(
                 _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
                      "--report", str(report_f), "--series", str(series_f), *server_sets),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env())
             procs.append(server)
             addr = _wait_ready(server)
             lg_args = ["loadgen", str(path), "--addr", addr, "--result", str(result_f), *sets]
             if seed is not None:
                 lg_args += ["--seed", str(seed)]
-            gen = subprocess.Popen(_cli(*lg_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            gen = subprocess.Popen(_cli(*lg_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_child_env())
             procs.append(gen)
             try:
                 gen.wait(run_s + GRACE_S)
@@ -278,6 +290,9 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
         res.requests = df
         if df is not None and not isinstance(record, bool):
             write_records(df, record)
+    empty = empty_window_warning(res.summary)
+    if empty:
+        warnings.warn(empty, UserWarning, stacklevel=2)
     if out is not None:
         res.save(out)
         (Path(out) / "server_report.json").write_text(rep_text + "\n", encoding="utf-8")

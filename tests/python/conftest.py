@@ -26,6 +26,15 @@ REPO = Path(__file__).resolve().parents[2]
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Harvesting agents started by the tests keep their state file (`microsched harvest
+# --state-file`, default under $XDG_STATE_HOME) in a directory of this test session: never the
+# user's, and never shared with another suite running at the same time (one agent per file).
+if "MICROSCHED_TEST_STATE_HOME" not in os.environ:
+    import tempfile
+
+    os.environ["MICROSCHED_TEST_STATE_HOME"] = tempfile.mkdtemp(prefix="microsched-test-state-")
+    os.environ["XDG_STATE_HOME"] = os.environ["MICROSCHED_TEST_STATE_HOME"]
+
 # A small M/M/4 with a central queue: 30 ms measured at 200 k requests/s (~6000 requests).
 SMALL: dict[str, Any] = {
     "name": "small-mm4",

@@ -177,7 +177,8 @@ def main(n: int, seed: int) -> int:
     rng = random.Random(seed)
     base = bases(csv)
     totals = dict(scenarios=0, valid=0, errors=0, ran=0, crashes=0, hangs=0, non_finite_accepted=0,
-                  error_without_field=0, doors_disagree=0, validated_but_run_failed=0)
+                  error_without_field=0, doors_disagree=0, validated_but_run_failed=0, empty_windows=0,
+                  empty_stats_printed=0)
     for i in range(n):
         tree = copy.deepcopy(rng.choice(base))
         what = [mutate(tree, rng) for _ in range(rng.randint(1, 3))]
@@ -226,8 +227,22 @@ def main(n: int, seed: int) -> int:
                         if time.monotonic() - t0 > 20:
                             raise TimeoutError(f"still running after 20 s ({done:.3f} of {total:.3f} ms)")
 
-                    run(tree, progress=guard)
+                    import warnings
+
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        res = run(tree, progress=guard)
                     totals["ran"] += 1
+                    # A window in which nothing completed must show no latency: its statistics
+                    # are null, never the empty histogram's zeros.
+                    s = res.summary
+                    if sum(t["completed"] for t in s["by_type"]) == 0:
+                        totals["empty_windows"] += 1
+                        if any(v is not None for k in ("latency_us", "queueing_delay_us", "slowdown")
+                               for v in s[k].values()):
+                            totals["empty_stats_printed"] += 1
+                            rec["run"] = "EMPTY_STATS printed for an empty window"
+
             except TimeoutError as e:
                 totals["hangs"] += 1
                 rec["run"] = f"HANG {e}"

@@ -138,3 +138,40 @@ def test_unwritable_out_dir(write_scenario, tmp_path):
     assert r.code == 2
     assert "Traceback" not in r.err and len(r.err.splitlines()) == 1
     assert r.err.startswith("microsched: error: ")
+
+
+def test_service_time_below_the_resolution_is_refused_not_rounded(write_scenario):
+    # A constant of 1e-12 µs was rounded up to 1 ns silently; every distribution refuses it now.
+    for svc, field in [({"dist": "constant", "value_us": 1e-12}, "service.value_us"),
+                       ({"dist": "exponential", "mean_us": 1e-12}, "service.mean_us"),
+                       ({"dist": "bimodal", "modes": [{"value_us": 1e-4, "prob": 0.5}, {"value_us": 1.0, "prob": 0.5}]},
+                        "modes[0].value_us")]:
+        path = write_scenario(small(**{"workload.types": [{"name": "t", "service": svc}]}))
+        line = assert_one_line_error(run_cli("validate", path), field, "resolution of 1 ns")
+        assert "clients.sessions" not in line
+    # 1 ns itself is allowed.
+    path = write_scenario(small(**{"workload.types": [{"name": "t", "service": {"dist": "constant", "value_us": 0.001}}]}))
+    assert run_cli("validate", path).code == 0
+
+
+def test_run_too_large_names_the_field_that_makes_it_so(write_scenario):
+    # 2 ns requests at half the capacity for 5 s: the service time makes the run huge, not the
+    # sessions (which it used to name).
+    path = write_scenario(small(duration_ms=5000.0, **{"workload.types": [
+        {"name": "t", "service": {"dist": "exponential", "mean_us": 0.002}}]}))
+    line = assert_one_line_error(run_cli("validate", path), "this run is too large")
+    assert line.startswith("microsched: error: workload.types:"), line
+    # A long run of ordinary requests: the duration.
+    path = write_scenario(small(duration_ms=1e9))
+    line = assert_one_line_error(run_cli("validate", path), "this run is too large")
+    assert line.startswith("microsched: error: duration_ms:"), line
+
+
+def test_a_huge_set_value_is_echoed_clipped_with_control_characters_escaped(write_scenario):
+    path = write_scenario(SMALL)
+    huge = "\x1b[31m" + "x" * 100_000
+    for setting in (f"duration_ms={huge}", f"{huge}=1", huge):
+        r = run_cli("run", path, "--set", setting)
+        line = assert_one_line_error(r)
+        assert len(line) < 600, len(line)
+        assert "\x1b" not in line and "characters)" in line, line

@@ -123,7 +123,7 @@ def test_corpus_of_mutated_scenarios():
     lines = p.stdout.strip().splitlines()
     totals = json.loads(lines[-1])["totals"]
     bad = [ln for ln in lines[:-1] if any(k in ln for k in ("CRASH", "HANG", "no_field", "misnamed", "accepted",
-                                                                 "disagree"))]
+                                                                 "disagree", "EMPTY_STATS"))]
     print("corpus:", totals)
     assert totals["scenarios"] == 600
     assert totals["crashes"] == 0 and totals["hangs"] == 0, bad[:5]
@@ -131,6 +131,7 @@ def test_corpus_of_mutated_scenarios():
     assert totals["error_without_field"] == 0, bad[:5]
     assert totals["doors_disagree"] == 0, bad[:5]
     assert totals["validated_but_run_failed"] == 0, bad[:5]
+    assert totals["empty_stats_printed"] == 0, bad[:5]
     assert totals["ran"] >= 30 and totals["errors"] >= 300, totals
 
 

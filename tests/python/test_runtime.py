@@ -334,3 +334,82 @@ def test_real_seda_sends_without_credits_and_accounts_for_client_drops(variant):
     req = real["requests"]
     assert req["generated"] == req["completed"] + req["dropped"] + req["in_flight"]
     assert c["sent"] + c["seda_rejected"] == req["generated"], c
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    try:
+        for tid in Path(f"/proc/{pid}/task").iterdir():
+            out |= {int(c) for c in (tid / "children").read_text().split()}
+    except OSError:
+        pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that never comes, in a container, is dead)."""
+    try:
+        s = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return s[s.rfind(")") + 2] != "Z"
+
+
+def test_serve_stops_on_sigterm_and_writes_its_report(tmp_path):
+    report = tmp_path / "server.json"
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "serve", SCEN, "--addr", "127.0.0.1:0",
+                          "--report", str(report)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), line
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+        assert p.returncode == 0, err
+        assert "stopped (interrupted)" in out, out
+        rep = json.loads(report.read_text())
+        assert rep["stop_reason"] == "interrupted" and rep["workers"] == 2
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_real_stopped_by_a_signal_leaves_no_process(sig):
+    # A long run (60 s of load), stopped once its server and load generator are both running.
+    p = subprocess.Popen([sys.executable, "-m", "microsched", "real", SCEN, "--set", "duration_ms=60000"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    kids: set[int] = set()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(kids) < 2 and p.poll() is None:
+            kids = _children(p.pid)
+            time.sleep(0.05)
+        assert len(kids) == 2, f"expected serve and loadgen running: {kids}, {p.poll()}"
+        time.sleep(0.5)  # the load generator is past its start-up
+        p.send_signal(sig)
+        p.wait(20)
+        if sig == signal.SIGTERM:
+            assert p.returncode == 130 and "interrupted" in (p.stderr.read() if p.stderr else ""), p.returncode
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(k) for k in kids):
+            time.sleep(0.05)
+        left = [k for k in kids if _alive(k)]
+        assert not left, subprocess.run(["ps", "-o", "pid,args", "-p", ",".join(map(str, left))],
+                                        capture_output=True, text=True).stdout
+        pg = subprocess.run(["pgrep", "-af", "microsched (serve|loadgen)"], capture_output=True, text=True).stdout
+        assert not any(line.split()[0] in {str(k) for k in kids} for line in pg.splitlines()), pg
+    finally:
+        for k in kids:
+            if _alive(k):
+                try:
+                    import os
+
+                    os.kill(k, signal.SIGKILL)
+                except OSError:
+                    pass
+        if p.poll() is None:
+            p.kill()
+            p.wait()

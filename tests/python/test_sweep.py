@@ -449,3 +449,49 @@ def test_aggregate_groups_list_valued_parameters():
     assert list(agg["variant"]) == ["v", "w"]
     assert agg["workload.types"].iloc[0] == types and agg["x"].tolist() == [2.0, 5.0]
     assert agg["n"].tolist() == [2, 1]
+
+
+def test_an_absurd_grid_is_refused_at_once_with_bounded_memory(tmp_path):
+    # 10^10 points: refused from the spec's shape, before a point is built (it used to list and
+    # check every point, its memory growing by 45 MB/s).
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    vals = ", ".join(str(0.1 + i * 0.001) for i in range(10))
+    grid = "".join(f'"server.k{i}" = [{vals}]\n' for i in range(10))
+    spec = tmp_path / "huge.toml"
+    spec.write_text(f'name = "huge"\nbase = "{REPO / "experiments" / "allocators" / "base.toml"}"\n[grid]\n{grid}')
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "microsched", "sweep", str(spec), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120, cwd=REPO)
+    took = time.monotonic() - t0
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("microsched: error: --max-points:"), r.stderr
+    assert "10,000,000,000 points" in lines[0] and "raise --max-points" in lines[0]
+    assert took < 60, took
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1_000_000, "KB: bounded memory"
+    assert not (tmp_path / "out").exists(), "nothing written"
+
+
+def test_max_points_and_max_hours_are_limits_the_user_sets(tmp_path):
+    from conftest import REPO, microsched_cli as cli
+
+    smoke = str(REPO / "experiments" / "sweeps" / "smoke.toml")
+    r = cli("sweep", smoke, "--out", str(tmp_path / "a"), "--max-points", "11")
+    assert r.returncode == 2 and "--max-points: " in r.stderr and "12 points" in r.stderr, r.stderr
+    r = cli("sweep", smoke, "--out", str(tmp_path / "b"), "--max-hours", "1e-9")
+    assert r.returncode == 2 and "--max-hours: " in r.stderr, r.stderr
+    r = cli("sweep", smoke, "--out", str(tmp_path / "c"), "--max-hours", "0")
+    assert r.returncode == 2 and "--max-hours: 0.0 is not allowed" in r.stderr, r.stderr
+    # Raised (or at the default), the same sweep is not refused for its size.
+    from microsched.sweep import engine
+    from microsched.sweep.spec import SweepSpec
+
+    spec = SweepSpec.load(smoke)
+    engine.check_size(spec, jobs=1, max_points=12, max_hours=1.0)
+    engine.check_size(spec, jobs=1)

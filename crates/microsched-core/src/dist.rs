@@ -26,11 +26,11 @@ impl Sampler {
     pub fn build(d: &Dist, base_dir: &Path, field: &str) -> Result<Self, ScenarioError> {
         Ok(match d {
             Dist::Constant { value_us } => {
-                positive(&format!("{field}.value_us"), *value_us)?;
+                resolvable(&format!("{field}.value_us"), *value_us)?;
                 Sampler::Constant(to_ns(*value_us))
             }
             Dist::Exponential { mean_us } => {
-                positive(&format!("{field}.mean_us"), *mean_us)?;
+                resolvable(&format!("{field}.mean_us"), *mean_us)?;
                 let mean_ns = mean_us * 1e3;
                 Sampler::Exponential { dist: Exp::new(1.0 / mean_ns).expect("positive rate"), mean_ns }
             }
@@ -42,7 +42,7 @@ impl Sampler {
                     ));
                 }
                 for (i, m) in modes.iter().enumerate() {
-                    positive(&format!("{field}.modes[{i}].value_us"), m.value_us)?;
+                    resolvable(&format!("{field}.modes[{i}].value_us"), m.value_us)?;
                     non_negative(&format!("{field}.modes[{i}].prob"), m.prob)?;
                 }
                 let sum = modes[0].prob + modes[1].prob;
@@ -59,7 +59,7 @@ impl Sampler {
                 }
             }
             Dist::Lognormal { mean_us, sigma } => {
-                positive(&format!("{field}.mean_us"), *mean_us)?;
+                resolvable(&format!("{field}.mean_us"), *mean_us)?;
                 positive(&format!("{field}.sigma"), *sigma)?;
                 let mean_ns = mean_us * 1e3;
                 let mu = mean_ns.ln() - sigma * sigma / 2.0;
@@ -103,6 +103,19 @@ impl Sampler {
             Sampler::Empirical(s) => s.iter().map(|&v| v as f64).sum::<f64>() / s.len() as f64 / 1e3,
         }
     }
+}
+
+/// A service time (µs) the simulator can represent: finite, and at least its 1 ns resolution
+/// (a smaller one would be rounded up to 1 ns, silently a different workload).
+fn resolvable(field: &str, us: f64) -> Result<(), ScenarioError> {
+    positive(field, us)?;
+    if us * 1e3 < 1.0 {
+        return Err(ScenarioError::new(
+            field,
+            format!("{us} µs is not allowed: it is below the simulator's resolution of 1 ns: use 0.001 µs or more"),
+        ));
+    }
+    Ok(())
 }
 
 fn to_ns(us: f64) -> Nanos {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::cpus::{format_list, get_affinity, set_affinity, Cpus};
 use crate::cpuset::{self, Hierarchy};
 use crate::procfs;
+use crate::state::{self, Affinity, Repair, State, StateFile, Stopped};
 
 /// What one reassignment did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -38,10 +39,18 @@ pub struct Actuation {
 pub struct Secondary {
     proc_root: PathBuf,
     pub pids: Vec<i32>,
-    /// Original affinity of every thread the agent touched, keyed by (pid, tid).
-    ledger: BTreeMap<(i32, i32), Cpus>,
+    /// Original affinity of every thread the agent touched, keyed by (pid, tid), with the
+    /// thread's start time (to tell it from a later thread given its id).
+    ledger: BTreeMap<(i32, i32), (Cpus, Option<u64>)>,
     /// Stopped because no core was left to it (no dedicated Secondary core, nothing lent).
     pub stopped: bool,
+    /// The processes stopped, with their start times.
+    stopped_pids: Vec<Stopped>,
+    /// Where every change is recorded before it is made (see [`crate::state`]); none in tests
+    /// that do not ask for one.
+    state: Option<StateFile>,
+    /// State writes that failed (each reason once, at most 20).
+    pub state_errors: Vec<String>,
     /// Cpuset files written, with their original content.
     cpusets: BTreeMap<PathBuf, String>,
     /// What was found and done about the Secondaries' cpusets (reported once each).
@@ -64,11 +73,78 @@ impl Secondary {
             pids: Vec::new(),
             ledger: BTreeMap::new(),
             stopped: false,
+            stopped_pids: Vec::new(),
+            state: None,
+            state_errors: Vec::new(),
             cpusets: BTreeMap::new(),
             cpuset_notes: BTreeSet::new(),
             irqs: BTreeMap::new(),
             irq_notes: BTreeSet::new(),
             irq_writes: 0,
+        }
+    }
+
+    /// Opens the state file at `path` and repairs what a dead agent left recorded there, before
+    /// anything here reads a mask as an original; the file is then emptied. Returns what was
+    /// repaired (`None`: nothing was recorded).
+    pub fn use_state_file(&mut self, path: &Path) -> Result<Option<Repair>, String> {
+        let (mut file, left) = StateFile::open(path)?;
+        let repaired = (!left.is_empty()).then(|| state::repair(&self.proc_root, &left));
+        file.write(&State::default()).map_err(|e| format!("--state-file: {}: cannot write: {e}", path.display()))?;
+        self.state = Some(file);
+        Ok(repaired)
+    }
+
+    pub fn state_path(&self) -> Option<&Path> {
+        self.state.as_ref().map(|s| s.path())
+    }
+
+    /// What is changed and not yet put back, as the state file records it.
+    fn snapshot(&self) -> State {
+        State {
+            agent_pid: std::process::id(),
+            affinities: self
+                .ledger
+                .iter()
+                .map(|(&(pid, tid), (cpus, start))| Affinity { pid, tid, start: *start, cpus: format_list(cpus) })
+                .collect(),
+            cpusets: self.cpusets.clone(),
+            irqs: self.irqs.clone(),
+            stopped: self.stopped_pids.clone(),
+        }
+    }
+
+    /// Writes the state file (if any) with what is changed now: called before each change, with
+    /// the change already recorded, and after a restore.
+    fn persist(&mut self) {
+        let snap = self.snapshot();
+        let Some(f) = self.state.as_mut() else { return };
+        if let Err(e) = f.write(&snap) {
+            let e = format!("writing the state file {}: {e}", f.path().display());
+            if !self.state_errors.contains(&e) && self.state_errors.len() < 20 {
+                self.state_errors.push(e);
+            }
+        }
+    }
+
+    /// Records the original affinity of every thread of `threads` not recorded yet, then writes
+    /// the state file once (if anything was added). Returns the errors of threads unreadable.
+    fn record(&mut self, threads: &[(i32, i32)], errors: &mut Vec<String>) {
+        let mut added = false;
+        for &(pid, tid) in threads {
+            if self.ledger.contains_key(&(pid, tid)) {
+                continue;
+            }
+            match get_affinity(tid) {
+                Ok(orig) => {
+                    self.ledger.insert((pid, tid), (orig, state::start_time(&self.proc_root, pid, tid)));
+                    added = true;
+                }
+                Err(e) => errors.extend(tid_error(e, "sched_getaffinity", tid)),
+            }
+        }
+        if added {
+            self.persist();
         }
     }
 
@@ -79,15 +155,11 @@ impl Secondary {
     /// Sets `mask` on one thread, recording its original affinity first. EINVAL (no CPU of
     /// the mask is in the thread's cpuset) is returned as `Err(())` rather than reported.
     fn set(&mut self, pid: i32, tid: i32, mask: &Cpus, errors: &mut Vec<String>) -> Result<bool, ()> {
-        if let std::collections::btree_map::Entry::Vacant(v) = self.ledger.entry((pid, tid)) {
-            match get_affinity(tid) {
-                Ok(orig) => {
-                    v.insert(orig);
-                }
-                Err(e) => {
-                    errors.extend(tid_error(e, "sched_getaffinity", tid));
-                    return Ok(false);
-                }
+        if !self.ledger.contains_key(&(pid, tid)) {
+            // Recorded (and written to the state file) before it is changed.
+            self.record(&[(pid, tid)], errors);
+            if !self.ledger.contains_key(&(pid, tid)) {
+                return Ok(false);
             }
         }
         match set_affinity(tid, mask) {
@@ -138,6 +210,8 @@ impl Secondary {
             return a;
         }
         let threads = self.threads();
+        // One state write for every thread about to be touched, before any is.
+        self.record(&threads, &mut a.errors);
         if !new.is_empty() {
             let mut marked = Cpus::new();
             let mut free: Vec<usize> = new.iter().copied().collect();
@@ -217,20 +291,32 @@ impl Secondary {
             }
         }
         if self.stopped {
-            for &p in &self.pids {
-                // SAFETY: kill has no memory preconditions.
-                unsafe { libc::kill(p, libc::SIGCONT) };
-            }
-            self.stopped = false;
+            self.resume();
         }
         a.us = t0.elapsed().as_secs_f64() * 1e6;
         a
+    }
+
+    /// SIGCONT to the stopped processes; their entries leave the state file after.
+    fn resume(&mut self) {
+        for &p in &self.pids {
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(p, libc::SIGCONT) };
+        }
+        self.stopped = false;
+        if !self.stopped_pids.is_empty() {
+            self.stopped_pids.clear();
+            self.persist();
+        }
     }
 
     fn stop(&mut self, errors: &mut Vec<String>) {
         if self.stopped {
             return;
         }
+        // Recorded before they are stopped: a dead agent's stopped Secondary is resumed by the next.
+        self.stopped_pids = self.pids.iter().map(|&pid| Stopped { pid, start: state::start_time(&self.proc_root, pid, pid) }).collect();
+        self.persist();
         for &p in &self.pids {
             // SAFETY: kill has no memory preconditions.
             if unsafe { libc::kill(p, libc::SIGSTOP) } != 0 {
@@ -289,9 +375,27 @@ impl Secondary {
                 )));
             };
             let target = cpuset::widened(&cs, need).map_err(&refuse)?;
+            // The original is recorded (and written to the state file) before the file is written.
+            let recorded = !self.cpusets.contains_key(&f);
+            if recorded {
+                match fs::read_to_string(&f) {
+                    Ok(orig) => {
+                        self.cpusets.insert(f.clone(), orig);
+                        self.persist();
+                    }
+                    Err(e) => return Err(refuse(format!("reading {}: {e}", f.display()))),
+                }
+            }
+            let forget = |s: &mut Self| {
+                if recorded {
+                    s.cpusets.remove(&f);
+                    s.persist();
+                }
+            };
             let before = match cpuset::write_cpus(&f, &target) {
                 Ok(before) => before,
                 Err(e) => {
+                    forget(self);
                     let parent = cs.dir.parent().map(|p| p.join(h.version.effective_file()));
                     let pe = parent.as_deref().and_then(|p| fs::read_to_string(p).ok()).map(|s| s.trim().to_string());
                     return Err(refuse(format!(
@@ -305,10 +409,10 @@ impl Secondary {
             if !after.as_ref().is_ok_and(|a| need.is_subset(&a.effective)) {
                 // It did not take: put the file back as it was.
                 let _ = fs::write(&f, before.trim());
+                forget(self);
             }
             match after {
                 Ok(after) if need.is_subset(&after.effective) => {
-                    self.cpusets.entry(f.clone()).or_insert(before);
                     written.push(f.clone());
                     self.cpuset_notes.insert(format!(
                         "Secondary pid {pid}: cpuset widened to {} ({}), as the artifact's pincores.sh: {} now",
@@ -344,6 +448,8 @@ impl Secondary {
                 match fs::read_to_string(&f) {
                     Ok(s) => {
                         v.insert(s.trim().to_string());
+                        // Recorded before the IRQ is steered.
+                        self.persist();
                     }
                     Err(e) => {
                         self.irq_notes.insert(format!("IRQ {irq}: not steered: {e}"));
@@ -371,18 +477,14 @@ impl Secondary {
             }
         }
         let mut n = 0;
-        for ((_, tid), orig) in std::mem::take(&mut self.ledger) {
+        for ((_, tid), (orig, _)) in std::mem::take(&mut self.ledger) {
             match set_affinity(tid, &orig) {
                 Ok(()) => n += 1,
                 Err(e) => errors.extend(tid_error(e, "restoring the affinity", tid)),
             }
         }
         if self.stopped {
-            for &p in &self.pids {
-                // SAFETY: kill has no memory preconditions.
-                unsafe { libc::kill(p, libc::SIGCONT) };
-            }
-            self.stopped = false;
+            self.resume();
         }
         for (irq, orig) in std::mem::take(&mut self.irqs) {
             let f = self.proc_root.join("irq").join(irq.to_string()).join("smp_affinity_list");
@@ -390,6 +492,9 @@ impl Secondary {
                 errors.push(format!("IRQ {irq}: restoring {orig}: {e}"));
             }
         }
+        // Put back (or gone for good): the state file holds nothing any more.
+        self.stopped_pids.clear();
+        self.persist();
         (n, errors)
     }
 }

@@ -69,6 +69,9 @@ pub struct Opts {
     pub irqs: Vec<u32>,
     pub duration: Option<Duration>,
     pub status_every: Duration,
+    /// Where every change is recorded before it is made, so that the next agent repairs what a
+    /// killed one left (see [`crate::state`]); none: changes live in memory only.
+    pub state_file: Option<PathBuf>,
 }
 
 impl Default for Opts {
@@ -88,6 +91,7 @@ impl Default for Opts {
             irqs: Vec::new(),
             duration: None,
             status_every: Duration::from_secs(1),
+            state_file: None,
         }
     }
 }
@@ -304,6 +308,9 @@ pub struct Report {
     pub lend_refusals: Vec<String>,
     pub irq: Value,
     pub refused: Vec<String>,
+    /// The state file, what was repaired from it at start-up (a killed agent's changes), and
+    /// state writes that failed.
+    pub state: Value,
 }
 
 /// How long a core the Secondary could not take is not lent again (the controller asks at every
@@ -336,6 +343,7 @@ pub struct Agent {
     act_errors: Vec<String>,
     refused: Vec<String>,
     sec_cpu0: HashMap<i32, u64>,
+    repaired: Option<crate::state::Repair>,
 }
 
 fn thread_cpu_s() -> f64 {
@@ -354,6 +362,11 @@ impl Agent {
         }
         let listener = opts.listen.map(Listener::start).transpose()?;
         let mut sec = Secondary::new(&opts.proc_root);
+        // Before any mask is read as an original: put back what a killed agent left changed.
+        let repaired = match &opts.state_file {
+            Some(p) => sec.use_state_file(p)?,
+            None => None,
+        };
         let hier = match cpuset::find_hierarchy(&opts.proc_root, &opts.cgroup_root) {
             Ok(h) => {
                 sec.cpuset_notes.insert(format!(
@@ -389,6 +402,7 @@ impl Agent {
             act_errors: Vec::new(),
             refused: Vec::new(),
             sec_cpu0: HashMap::new(),
+            repaired,
             opts,
         };
         a.emit(json!({
@@ -402,7 +416,13 @@ impl Agent {
             "secondary_cores": format_list(&a.opts.secondary_cores),
             "cpuset": a.hier.as_ref().map(|h| h.to_string()),
             "cpuset_write": a.opts.cpuset,
+            "state_file": a.sec.state_path().map(|p| p.display().to_string()),
         }));
+        if let Some(r) = a.repaired.clone() {
+            let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
+            v["event"] = json!("repair");
+            a.emit(v);
+        }
         for p in a.opts.primaries.clone() {
             a.add_primary(p, None)?;
         }
@@ -940,6 +960,11 @@ impl Agent {
             lend_refusals: self.lend_refusals.clone(),
             irq: json!({"irqs": self.opts.irqs, "writes": self.sec.irq_writes, "notes": self.sec.irq_notes.iter().cloned().collect::<Vec<_>>()}),
             refused: self.refused.clone(),
+            state: json!({
+                "file": self.sec.state_path().map(|p| p.display().to_string()),
+                "repaired": self.repaired,
+                "errors": self.sec.state_errors,
+            }),
         };
         let mut v = serde_json::to_value(&rep).unwrap_or(Value::Null);
         v["event"] = json!("end");

@@ -12,5 +12,6 @@ pub mod listener;
 pub mod opts;
 pub mod pods;
 pub mod procfs;
+pub mod state;
 
 pub use agent::{Activity, Agent, Opts, PrimaryOpt, Report};

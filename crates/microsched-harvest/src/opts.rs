@@ -48,6 +48,8 @@ struct OptsJson {
     duration_s: Option<f64>,
     #[serde(default)]
     status_every_s: Option<f64>,
+    #[serde(default)]
+    state_file: Option<String>,
 }
 
 fn secs(v: f64, field: &str) -> Result<Duration, String> {
@@ -97,6 +99,7 @@ impl Opts {
         if let Some(s) = j.status_every_s {
             o.status_every = secs(s, "--status-every")?;
         }
+        o.state_file = j.state_file.filter(|s| !s.is_empty()).map(PathBuf::from);
         Ok(o)
     }
 }

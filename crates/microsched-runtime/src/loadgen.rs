@@ -204,7 +204,6 @@ struct Pending {
     rtype: u16,
     service: Nanos,
     sched: Nanos,
-    measured: bool,
 }
 
 struct Gen {
@@ -239,9 +238,17 @@ struct Gen {
     iv: [u64; 3],
     /// Per-request records (`metrics.record_requests`).
     records: Option<crate::records::Records>,
+    /// The measured window [warm-up end, end of sending), ns since the start: a request's end
+    /// (completion, drop) counts in the window's statistics if it happens inside it, as in the
+    /// simulator, whenever the request was sent.
+    window: (Nanos, Nanos),
 }
 
 impl Gen {
+    fn in_window(&self, now: Nanos) -> bool {
+        now >= self.window.0 && now < self.window.1
+    }
+
     fn send(&mut self, m: &Msg) {
         self.c.datagrams_out += 1;
         if self.sock.send_to(&encode(m), self.server).is_err() {
@@ -274,16 +281,17 @@ impl Gen {
                 }
                 Out::Drop { req, why } => {
                     if let Some(p) = self.pending.remove(&req) {
+                        let measured = self.in_window(now);
                         match why {
                             ClientDrop::Timeout => {
                                 self.c.client_timeouts += 1;
-                                self.w_timeouts += p.measured as u64;
-                                self.ended_dropped(&p, Outcome::ClientTimeout);
+                                self.w_timeouts += measured as u64;
+                                self.ended_dropped(&p, Outcome::ClientTimeout, now);
                             }
                             ClientDrop::Overflow => {
                                 self.c.client_overflows += 1;
-                                self.w_overflows += p.measured as u64;
-                                self.ended_dropped(&p, Outcome::ClientOverflow);
+                                self.w_overflows += measured as u64;
+                                self.ended_dropped(&p, Outcome::ClientOverflow, now);
                             }
                         }
                     }
@@ -318,10 +326,10 @@ impl Gen {
         }
     }
 
-    fn ended_dropped(&mut self, p: &Pending, why: Outcome) {
+    fn ended_dropped(&mut self, p: &Pending, why: Outcome, now: Nanos) {
         self.record(p, why, 0, 0);
         self.iv[2] += 1;
-        if p.measured {
+        if self.in_window(now) {
             self.rec.dropped(p.rtype as usize);
         }
     }
@@ -343,6 +351,7 @@ impl Gen {
                     self.c.late_responses += 1;
                     return;
                 };
+                let measured = self.in_window(now);
                 match status {
                     Status::Ok => {
                         if let Some(s) = &mut self.seda {
@@ -351,7 +360,7 @@ impl Gen {
                         self.c.completed += 1;
                         self.iv[1] += 1;
                         self.record(&p, Outcome::Ok, now.saturating_sub(p.sched).max(1), qdelay_ns);
-                        if p.measured {
+                        if measured {
                             self.rec.completed(
                                 p.rtype as usize,
                                 now.saturating_sub(p.sched).max(1),
@@ -362,27 +371,27 @@ impl Gen {
                     }
                     Status::Dropped => {
                         self.c.aqm_dropped += 1;
-                        self.w_aqm += p.measured as u64;
-                        self.ended_dropped(&p, Outcome::AqmDropped);
+                        self.w_aqm += measured as u64;
+                        self.ended_dropped(&p, Outcome::AqmDropped, now);
                     }
                     Status::Rejected => {
                         self.c.rejected += 1;
-                        self.ended_dropped(&p, Outcome::Rejected);
+                        self.ended_dropped(&p, Outcome::Rejected, now);
                     }
                     Status::LockDropped => {
                         self.c.lock_dropped += 1;
-                        if p.measured {
+                        if measured {
                             let d = now.saturating_sub(p.sched).max(1);
                             self.w_lock += 1;
                             self.failure_reply.saturating_record(d);
                             self.failure_reply_sum += u128::from(d);
                         }
-                        self.ended_dropped(&p, Outcome::LockDropped);
+                        self.ended_dropped(&p, Outcome::LockDropped, now);
                     }
                     Status::StartDropped => {
                         self.c.start_dropped += 1;
-                        self.w_start += p.measured as u64;
-                        self.ended_dropped(&p, Outcome::StartDropped);
+                        self.w_start += measured as u64;
+                        self.ended_dropped(&p, Outcome::StartDropped, now);
                     }
                 }
                 self.clients
@@ -611,10 +620,12 @@ pub fn run(
         w_overflows: 0,
         iv: [0; 3],
         records: sc.metrics.record_requests.then(crate::records::Records::new),
+        window: (0, 0),
     };
 
     let warmup = ms(sc.warmup_ms);
     let end_send = warmup + ms(sc.duration_ms);
+    g.window = (warmup, end_send);
     let drain = ms(sc.runtime.drain_ms);
     let req_timeout = ms(sc.runtime.request_timeout_ms);
     let sample_every = us(sc.metrics.sample_interval_us.max(1000.0));
@@ -660,7 +671,6 @@ pub fn run(
                     rtype,
                     service,
                     sched: t,
-                    measured,
                 },
             );
             let admit = g.seda.as_mut().map_or(Admit::Send, |s| s.admit(session, seq, t));
@@ -669,7 +679,7 @@ pub fn run(
                 // simulator does.
                 let p = g.pending.remove(&seq).expect("just inserted");
                 g.c.seda_rejected += 1;
-                g.ended_dropped(&p, Outcome::SedaRejected);
+                g.ended_dropped(&p, Outcome::SedaRejected, now);
             } else if admit == Admit::Wait {
                 if let Some(at) = g.seda.as_mut().and_then(|s| s.next_release(session)) {
                     g.seda_timers.push(Reverse((at, session)));
@@ -712,7 +722,7 @@ pub fn run(
             for r in dropped {
                 if let Some(p) = g.pending.remove(&r) {
                     g.c.seda_rejected += 1;
-                    g.ended_dropped(&p, Outcome::SedaRejected);
+                    g.ended_dropped(&p, Outcome::SedaRejected, now);
                 }
             }
             for r in sent {
@@ -729,7 +739,7 @@ pub fn run(
             if let Some(p) = g.pending.remove(&req) {
                 g.c.timed_out += 1;
                 g.clients.forget(p.session);
-                g.ended_dropped(&p, Outcome::TimedOut);
+                g.ended_dropped(&p, Outcome::TimedOut, now);
             }
         }
         // 5. Time series.
@@ -804,14 +814,14 @@ pub fn run(
     g.c.queued_end = queued.len() as u64;
     for r in queued {
         if let Some(p) = g.pending.remove(&r) {
-            g.ended_dropped(&p, Outcome::QueuedEnd);
+            g.ended_dropped(&p, Outcome::QueuedEnd, end);
         }
     }
     g.c.in_flight_end = g.pending.len() as u64;
     let left: Vec<u64> = g.pending.keys().copied().collect();
     for r in left {
         if let Some(p) = g.pending.remove(&r) {
-            g.ended_dropped(&p, Outcome::InFlightEnd);
+            g.ended_dropped(&p, Outcome::InFlightEnd, end);
         }
     }
     if let Ok(local) = g.sock.local_addr() {

@@ -388,14 +388,21 @@ impl Rpc {
         }
     }
 
-    /// A request of an authenticated session reaches the server.
+    /// A request of an authenticated session reaches the server. One refused for want of
+    /// credit is not activity: a session whose requests are all refused so is idle for
+    /// eviction (else a client sending credit-less requests could hold every slot).
     pub fn admit(&mut self, now: Nanos, sid: u32, demand: u32, delay: Nanos) -> Verdict {
-        self.touch(sid, now);
-        let Some(ctl) = &mut self.ctl else { return Verdict::Admit };
+        if self.ctl.is_none() {
+            self.touch(sid, now);
+            return Verdict::Admit;
+        }
         let slot = self.slots[sid as usize].as_mut().expect("authenticated slot");
         if slot.outstanding >= slot.allowance() {
             return Verdict::Reject { credits: slot.adv[slot.adv_i] };
         }
+        self.touch(sid, now);
+        let Some(ctl) = &mut self.ctl else { unreachable!("checked above") };
+        let slot = self.slots[sid as usize].as_mut().expect("authenticated slot");
         slot.outstanding += 1;
         match ctl.on_request(now, sid, demand, delay) {
             Admission::Admit => Verdict::Admit,
@@ -595,6 +602,42 @@ mod tests {
         let evicted_cookie = (2..20).find(|&c| !matches!(rpc.auth(first[c as usize], hog), Auth::Ok(_))).unwrap();
         assert_eq!(rpc.connect(3 * S, hog, evicted_cookie, 0), Connected::Full);
         assert_eq!(rpc.connected(), 20);
+    }
+
+    /// The hog: one client holds every slot and sends one request per session every
+    /// 0.2 s, each refused for want of credit. Refused requests are not activity: after the
+    /// eviction time its sessions are idle and a newcomer gets in.
+    #[test]
+    fn sessions_whose_requests_are_all_refused_for_credit_are_idle_for_eviction() {
+        let cfg: microsched_core::scenario::OverloadCfg = serde_json::from_value(serde_json::json!({"kind": "breakwater"})).unwrap();
+        let ctl = microsched_core::overload::build(&cfg, 20, 2, 50_000);
+        assert!(ctl.is_some());
+        let mut rpc = Rpc::new(ctl, 20);
+        let (hog, lg) = (addr("127.0.0.1:4000"), addr("127.0.0.1:5000"));
+        // Connects asking for no credit: none granted.
+        let sids: Vec<u32> = (0..20)
+            .map(|c| {
+                let t = token(rpc.connect(0, hog, c, 0));
+                let Auth::Ok(sid) = rpc.auth(t, hog) else { panic!() };
+                sid
+            })
+            .collect();
+        let mut now = 0;
+        let mut newcomer = None;
+        for _ in 0..30 {
+            now += S / 5;
+            for &sid in &sids {
+                assert!(matches!(rpc.admit(now, sid, 0, 0), Verdict::Reject { .. }));
+            }
+            if let Connected::Ack { .. } = rpc.connect(now, lg, 0, 0) {
+                newcomer = Some(now);
+                break;
+            }
+        }
+        let at = newcomer.expect("the newcomer got a slot within 6 s");
+        assert!(at >= S, "not before the eviction time (1 s): {at}");
+        assert!(at <= S + S / 5, "at the first try after it: {at}");
+        assert_eq!(rpc.evicted(), 1);
     }
 
     #[test]

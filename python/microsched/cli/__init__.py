@@ -97,8 +97,19 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     sys.stderr.write(f"{PROG}: warning: {' '.join(str(message).split())}\n")
 
 
+def _die_with_parent_if_asked() -> None:
+    """In a `serve` or `loadgen` that `microsched real` started (its pid in
+    MICROSCHED_DIE_WITH_PARENT): die when it dies, even by SIGKILL (and at once if it already has)."""
+    parent = os.environ.pop("MICROSCHED_DIE_WITH_PARENT", None)
+    if parent and parent.isdigit():
+        from ..sweep.worker import die_with_parent
+
+        die_with_parent(int(parent))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``microsched`` console script; returns the exit status."""
+    _die_with_parent_if_asked()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -8,8 +8,9 @@ followed by the policy's traceback when it raised, and exit status 2."""
 
 from __future__ import annotations
 
+import signal
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 PROG = "microsched"
 EXIT_USAGE = 2
@@ -20,8 +21,40 @@ class CliError(Exception):
     """Bad input: reported as one line on stderr, exit status 2."""
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def sigterm_as_ctrl_c() -> None:
+    """SIGTERM (`kill PID`, kubectl delete, systemctl stop, a parent stopping its children)
+    stops the command as Ctrl-C does: what it does on Ctrl-C (restore, report, stop its own
+    children) it does on SIGTERM too."""
+    signal.signal(signal.SIGTERM, _terminate)
+
+
+# An echoed input (a quoted span or an unbroken token) longer than CLIP_ABOVE characters is cut
+# to its first ECHO_CHARS, with its length: as the native errors do (microsched_core::error).
+ECHO_CHARS = 80
+CLIP_ABOVE = 200
+
+
+def _clip(s: str) -> str:
+    return s if len(s) <= CLIP_ABOVE else f"{s[:ECHO_CHARS]}… ({len(s)} characters)"
+
+
+def shown(msg: str) -> str:
+    """``msg`` with control characters escaped and long echoed inputs clipped."""
+    import re
+
+    s = "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in msg)
+    if len(s) <= CLIP_ABOVE:
+        return s
+    s = re.sub(r"([`\"'])([^`\"']{%d,})\1" % (CLIP_ABOVE + 1), lambda m: m.group(1) + _clip(m.group(2)) + m.group(1), s)
+    return re.sub(r"\S{%d,}" % (CLIP_ABOVE + 1), lambda m: _clip(m.group(0)), s)
+
+
 def one_line(msg: object) -> str:
-    return " ".join(str(msg).split()) or "unknown error"
+    return shown(" ".join(str(msg).split())) or "unknown error"
 
 
 def with_file(msg: object, path: str) -> str:

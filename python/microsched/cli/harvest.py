@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from .args import Formatter, duration
-from .errors import CliError
+from .errors import CliError, sigterm_as_ctrl_c
 
 DESCRIPTION = """\
 Lend the idle cores of latency-sensitive Primary processes to Secondary processes and take
@@ -26,6 +25,11 @@ the call returns). A Secondary with no core left (no --secondary-cores, nothing 
 stopped (SIGSTOP) until a core is lent. --irq steers those IRQs onto the Secondary's cores
 (root). Every change is undone at exit: affinities, cpusets, IRQ masks, SIGCONT — on
 --duration, Ctrl-C and SIGTERM.
+
+A killed agent (SIGKILL, an OOM kill) cannot undo anything, so each change is first written to
+--state-file (atomically: temporary file, fsync, rename), and an agent starting on that file
+puts back what the dead one left (event `repair` in the log) before it reads any mask as an
+original. One live agent per state file (a lock beside it: PATH.lock).
 
 No false lends: the kernel cuts an affinity to the process's cpuset without an error (a
 Secondary in a cgroup v1 cpuset, as under Kubernetes' static CPU manager, would read back
@@ -96,6 +100,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--log", metavar="FILE", help="write the decision log (JSON lines) to FILE instead of stderr")
     p.add_argument("--report", metavar="FILE", help="also write the final report (JSON) to FILE")
     p.add_argument("--json", action="store_true", help="print the final report as JSON on stdout")
+    p.add_argument("--state-file", default=None, metavar="FILE",
+                   help="where each change is recorded before it is made, for the next agent to repair if this "
+                        "one is killed (default: /var/lib/microsched/harvest-state.json as root, else "
+                        "$XDG_STATE_HOME/microsched/harvest-state.json, ~/.local/state by default); one agent per file")
     p.set_defaults(func=cmd_harvest)
     add_pods_command(sub)
 
@@ -151,6 +159,7 @@ def options(args: argparse.Namespace) -> dict:
         "irqs": sorted(set(args.irq) | set(irqs_matching(args.irq_match, Path("/proc/interrupts").read_text())
                                            if args.irq_match else set())),
         "status_every_s": args.status_every,
+        "state_file": args.state_file or default_state_file(),
     }
     ctl = _controller(args.controller)
     if ctl is not None:
@@ -160,6 +169,17 @@ def options(args: argparse.Namespace) -> dict:
     if args.duration:
         opts["duration_s"] = args.duration
     return opts
+
+
+def default_state_file() -> str:
+    """The state file of an agent not given --state-file: a system path as root (where a
+    DaemonSet mounts the host's /var/lib/microsched), else the user's state directory."""
+    import os
+
+    if os.geteuid() == 0:
+        return "/var/lib/microsched/harvest-state.json"
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "microsched", "harvest-state.json")
 
 
 def irqs_matching(names: list[str], interrupts: str) -> list[int]:
@@ -173,18 +193,14 @@ def irqs_matching(names: list[str], interrupts: str) -> list[int]:
     return out
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    # SIGTERM (kubectl delete, systemctl stop) stops the agent as Ctrl-C does: restore, report.
-    raise KeyboardInterrupt
-
-
 def cmd_harvest(args: argparse.Namespace) -> int:
     from .._native_loader import native
 
     if not sys.platform.startswith("linux"):
         raise CliError("harvest: the agent needs Linux (sched_setaffinity, /proc)")
     opts = options(args)
-    signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM (kubectl delete, systemctl stop) stops the agent as Ctrl-C does: restore, report.
+    sigterm_as_ctrl_c()
 
     def ready(addr: str | None) -> None:
         if addr:
@@ -255,7 +271,7 @@ def cmd_pods(args: argparse.Namespace) -> int:
         if not node:
             raise CliError("--node: give this node's name (or set NODE_NAME, as the DaemonSet does)")
         list_pods = harvest_k8s.list_pods_in_cluster
-    signal.signal(signal.SIGTERM, _terminate)
+    sigterm_as_ctrl_c()
     try:
         harvest_k8s.watch(args.agent, node or "", args.every, list_pods, 1 if args.once else None,
                           log=lambda m: print(m, flush=True))

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..api import null_if_none_completed
+from ..api import empty_window_warning, null_if_none_completed
 from .args import Formatter, add_scenario, add_set, add_trace, duration, seed
-from .errors import CliError, with_file
+from .errors import CliError, sigterm_as_ctrl_c, with_file
 from .render import console, num, print_summary
 
 SERVE_DESCRIPTION = """\
@@ -23,7 +24,7 @@ threads at the lowest priority. Malformed or unauthorised datagrams are counted 
 
 It prints `listening on ADDR` once bound (and, on stderr, whether authentication is on and the
 limits below), then runs until --duration, until every client has disconnected (--once), or
-until Ctrl-C, and prints its report (JSON with --json: counters, cores, limits and a summary of
+until Ctrl-C or SIGTERM (both stop it the same way: the report is still written), and prints its report (JSON with --json: counters, cores, limits and a summary of
 the time series; the series itself goes to --series FILE).
 
 authentication: with MICROSCHED_SECRET set in the environment, a Connect must prove the secret
@@ -64,7 +65,8 @@ loopback (a free port), for the scenario's warm-up + duration (+ runtime.drain_m
 their results: the summary has the keys of `microsched run` (cores and core time from the
 server, latency and throughput from the load generator) plus a `runtime` section (client and
 server counters, best-effort throughput, controller tick). Everything started is stopped at the
-end, on error and on Ctrl-C.
+end, on error, on Ctrl-C and on SIGTERM (exit status 130, as Ctrl-C); the two processes also die
+with it if it is killed outright (SIGKILL: Linux PR_SET_PDEATHSIG, as a sweep's workers).
 
 Note: both processes share this machine's CPUs; on a small machine the load generator and the
 server compete, which the results include.
@@ -166,6 +168,9 @@ def add_commands(sub: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .. import real
 
+    # `kill PID` (and `real` stopping it) stops the server as Ctrl-C does: it reports.
+    sigterm_as_ctrl_c()
+
     def ready(addr: str) -> None:
         sys.stdout.write(f"{real.LISTENING}{addr}\n")
         sys.stdout.flush()
@@ -200,6 +205,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          max_service_us=args.max_service_us, max_client_sessions=args.max_client_sessions,
                          connect_rate=args.connect_rate, limits=limits, trace=args.trace,
                          trace_window=args.trace_window, trace_max_events=args.trace_max_events)
+        # Stopped: a second SIGTERM must not cut the report short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except ValueError as e:
         # A flag or the environment is at fault, not the scenario file.
         msg = str(e)
@@ -254,6 +261,9 @@ def cmd_loadgen(args: argparse.Namespace) -> int:
         Path(args.result).write_text(json.dumps(res) + "\n", encoding="utf-8")
     res.pop("records", None)  # in --result (for `real`), not in the summary
     summary = null_if_none_completed(copy.deepcopy(res["summary"]))
+    empty = empty_window_warning(summary)
+    if empty:
+        sys.stderr.write(f"microsched: warning: {empty}\n")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
@@ -283,6 +293,9 @@ def check_cpus(scenario: str, overrides: list[str], oversubscribe: bool) -> None
 
 def cmd_real(args: argparse.Namespace) -> int:
     from .. import real
+
+    # SIGTERM stops the run as Ctrl-C does: both processes are stopped before it exits.
+    sigterm_as_ctrl_c()
 
     if args.replay and not args.compare_sim:
         raise CliError("--replay: it compares with the simulator: use it with --compare-sim")

@@ -12,7 +12,9 @@ Run every point of a sweep spec: a base scenario, overrides for every point, a [
 dotted keys (cartesian product), named [[variants]] and seeds (the format of
 experiments/*/sweep.toml; see experiments/sweeps/smoke.toml). Every point's scenario is
 validated before anything runs. Points run in parallel on a local process pool (--jobs), or
-on Ray (--backend ray: a local Ray instance, or an existing cluster with --address).
+on Ray (--backend ray: a local Ray instance, or an existing cluster with --address). A sweep
+of more than --max-points points (default 100000), or estimated to take more than --max-hours
+(default 168), is refused from the spec's shape before any point is built.
 
 Each finished point is written at once to OUT/parts/<point_id>.parquet (point_id: a hash of
 the point's overrides and seed), so an interrupted sweep loses no finished point and
@@ -89,6 +91,12 @@ def add_commands(sub: Any, formatter: Any) -> None:
                     help="complete the sweep in --out: skip the points whose result is already there")
     sw.add_argument("--quick", action="store_true", help="the spec's [quick] profile (fewer, shorter runs)")
     sw.add_argument("--seeds", type=positive, metavar="K", help="run seeds 1..K of every point (default: the spec's)")
+    sw.add_argument("--max-points", type=positive, metavar="N", default=None,
+                    help="refuse a sweep of more than N points (default 100000), checked from the spec's shape "
+                         "before any point is built")
+    sw.add_argument("--max-hours", type=float, metavar="H", default=None,
+                    help="refuse a sweep whose estimated time (the base scenario's cost estimate × points / jobs) "
+                         "is over H hours (default 168, a week)")
     sw.set_defaults(func=cmd_sweep)
 
     pl = sub.add_parser("plot", help="draw latency, throughput, Pareto, slowdown or time-series figures",
@@ -158,6 +166,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except SpecError as e:
         raise CliError(e) from None
     out = Path(args.out) if args.out else Path("results") / "sweeps" / spec.name
+    max_points = args.max_points or engine.MAX_POINTS
+    max_hours = engine.MAX_HOURS if args.max_hours is None else args.max_hours
+    if not (max_hours > 0):
+        raise CliError(f"--max-hours: {args.max_hours} is not allowed: use a number of hours > 0")
+    try:
+        # Before anything is said or built: an absurd grid is refused at once.
+        engine.check_size(spec, args.jobs, max_points, max_hours)
+    except engine.SweepError as e:
+        raise CliError(e) from None
     err_con = err_console()
     con = console()
     describe_size(spec, args.jobs, err_con)
@@ -181,7 +198,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
             outcome = engine.run_sweep(args.spec, out, jobs=args.jobs, backend=args.backend, address=args.address,
                                        resume=args.resume, quick=args.quick, seeds=args.seeds, driver=args.driver,
-                                       progress=tick, on_start=start)
+                                       progress=tick, on_start=start, max_points=max_points, max_hours=max_hours)
     except (SpecError, engine.SweepError) as e:
         raise CliError(e) from None
     except engine.PointFailed as e:

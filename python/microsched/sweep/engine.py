@@ -528,14 +528,53 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Above these a sweep is refused before any point is built (raise them with --max-points and
+# --max-hours): a grid of 10^10 points would otherwise take memory without bound while it is
+# listed and checked, for a run that could never end.
+MAX_POINTS = 100_000
+MAX_HOURS = 24.0 * 7
+
+
+def check_size(spec: SweepSpec, jobs: int | None = None, max_points: int | None = MAX_POINTS,
+               max_hours: float | None = MAX_HOURS) -> None:
+    """Refuses a sweep whose grid has more than ``max_points`` points, or whose estimated
+    wall-clock time (the base scenario's cost estimate × points / jobs) is over ``max_hours``,
+    from the spec's shape alone: no point is built. ``None``: no limit."""
+    n = spec.n_points()
+    shape = " × ".join([*(f"{len(v)} {k}" for k, v in spec.grid.items()),
+                        *([f"{len(spec.variants)} variants"] if spec.variants else []), f"{len(spec.seeds)} seeds"])
+    if max_points is not None and n > max_points:
+        raise SweepError(f"--max-points: the sweep {spec.path} has {n:,} points ({shape}), more than {max_points:,}: "
+                         f"shrink its grid, variants or seeds, or raise --max-points")
+    if max_hours is None:
+        return
+    from ..api import estimate
+
+    try:
+        per_point = float(estimate(spec.base, overrides=list(spec.overrides))["wall_s"])
+    except (ValueError, OSError):
+        return  # the points' own checks say what is wrong with the base
+    jobs = jobs or default_jobs()
+    hours = per_point * n / jobs / 3600
+    if hours > max_hours:
+        from .commands import _duration
+
+        raise SweepError(f"--max-hours: the sweep {spec.path} ({n:,} points: {shape}) would take roughly "
+                         f"{_duration(hours * 3600)} on {jobs} job(s) at a typical engine speed, more than "
+                         f"{max_hours:g} h: shrink it, or raise --max-hours")
+
+
 def prepare(spec_path: str | Path | Mapping[str, Any], quick: bool = False, seeds: int | None = None,
-            driver: str = "sim") -> tuple[SweepSpec, list[Task]]:
-    """Loads and checks a spec and every point's scenario; raises before anything runs."""
+            driver: str = "sim", jobs: int | None = None, max_points: int | None = MAX_POINTS,
+            max_hours: float | None = MAX_HOURS) -> tuple[SweepSpec, list[Task]]:
+    """Loads and checks a spec (its size first: :func:`check_size`) and every point's
+    scenario; raises before anything runs."""
     if isinstance(spec_path, Mapping):
         # A spec built in Python: its `base` is relative to the current directory.
         spec = SweepSpec.from_dict(spec_path, Path.cwd() / "<dict>", quick=quick, seeds=seeds)
     else:
         spec = SweepSpec.load(spec_path, quick=quick, seeds=seeds)
+    check_size(spec, jobs, max_points, max_hours)
     points = spec.points()
     tasks = make_tasks(spec, points, driver)
     validate_points(spec, points, force=driver == "real")
@@ -545,12 +584,15 @@ def prepare(spec_path: str | Path | Mapping[str, Any], quick: bool = False, seed
 def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, jobs: int | None = None, backend: str = "local",
               address: str | None = None, resume: bool = False, quick: bool = False, seeds: int | None = None,
               driver: str = "sim", progress: Callable[[int, int], None] | None = None,
-              on_start: Callable[[int, int], None] | None = None) -> SweepOutcome:
+              on_start: Callable[[int, int], None] | None = None, max_points: int | None = MAX_POINTS,
+              max_hours: float | None = MAX_HOURS) -> SweepOutcome:
     """Runs a sweep spec (a file, or the same structure as a dict) and writes its results to
     ``out`` (see the module's doc).
 
     ``progress(done, total)`` is called after each finished point (``done`` counts the points
     skipped by ``resume`` too); ``on_start(skipped, total)`` once before the first point runs.
+    ``max_points`` and ``max_hours`` bound the sweep's size and estimated time (None: no limit),
+    checked before any point is built.
     Raises :class:`SpecError` / ``ValueError`` / :class:`SweepError` before anything runs on bad
     input, :class:`PointFailed` if a point fails (finished points are kept)."""
     if backend not in BACKENDS:
@@ -568,7 +610,8 @@ def run_sweep(spec_path: str | Path | Mapping[str, Any], out: str | Path, *, job
             raise SweepError(f"--jobs: {jobs} is not allowed with --driver real: real runs measure the machine, "
                              f"so they run one at a time (--jobs 1)")
         jobs = 1
-    spec, tasks = prepare(spec_path, quick=quick, seeds=seeds, driver=driver)
+    spec, tasks = prepare(spec_path, quick=quick, seeds=seeds, driver=driver, jobs=jobs, max_points=max_points,
+                          max_hours=max_hours)
     if backend == "ray":  # fail before writing anything
         try:
             import ray  # noqa: F401

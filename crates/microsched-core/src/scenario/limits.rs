@@ -24,6 +24,10 @@ pub const MAX_SAMPLES: u64 = 1 << 18;
 /// simulation at the engine's typical ~5 M events/s).
 pub const MAX_EVENTS: f64 = 1e10;
 
+/// A mean service time below this (µs) is named as the cause of a run too large when the load
+/// is a fraction of the capacity it sets (no microsecond-scale workload is that short).
+const TINY_SERVICE_US: f64 = 0.05;
+
 /// Estimated memory above which a run is refused without `force`.
 pub const MAX_MEMORY_BYTES: f64 = 8.0 * (1u64 << 30) as f64;
 
@@ -188,6 +192,7 @@ impl Loaded {
                 // Without admission control, what the cores cannot serve waits in the server.
                 ((peak - capacity).max(0.0) * end / 1e9).min(n)
             };
+            let mean_us = sc.app_mean_service_us(&app, &self.base_dir)?;
             if n > busiest.0 {
                 let which = if !app.load.schedule.is_empty() && app.load.fraction.unwrap_or(0.0) == 0.0 && app.load.rps.unwrap_or(0.0) == 0.0 {
                     "load.schedule"
@@ -196,9 +201,15 @@ impl Loaded {
                 } else {
                     "load.fraction"
                 };
-                busiest = (n, format!("{}{which}", app.field));
+                // A load given as a fraction of the capacity is only as large as the capacity: a
+                // service time of a few ns is what makes it huge, not the fraction.
+                let field = if which == "load.fraction" && mean_us < TINY_SERVICE_US {
+                    format!("{}workload.types", app.field)
+                } else {
+                    format!("{}{which}", app.field)
+                };
+                busiest = (n, field);
             }
-            let mean_us = sc.app_mean_service_us(&app, &self.base_dir)?;
             if mean_us * 1e3 >= end {
                 warnings.push(format!(
                     "{}workload: a mean request ({mean_us} µs of work) takes longer than the whole run ({} ms): few or no requests will complete",
@@ -226,7 +237,10 @@ impl Loaded {
         let record = if sc.metrics.record_requests { measured * RECORD_BYTES } else { 0.0 };
         let session_mem = sessions as f64 * replicas * SESSION_BYTES;
         let memory = session_mem + backlog * REQUEST_BYTES + record + samples as f64 * SERIES_COLUMNS * 8.0;
-        let culprit = if session_mem > memory / 2.0 {
+        // The field behind the limit that is exceeded the most: memory (sessions, backlog) or
+        // events (requests, periodic timers over a long run).
+        let memory_over = memory / MAX_MEMORY_BYTES >= events / MAX_EVENTS;
+        let culprit = if memory_over && session_mem > memory / 2.0 {
             if sc.clients.sessions as u64 * 2 >= sessions { "clients.sessions".into() } else { "applications".into() }
         } else if timers > events / 2.0 || end > 1e12 {
             if warmup > end - warmup { "warmup_ms".into() } else { "duration_ms".into() }
@@ -238,6 +252,13 @@ impl Loaded {
             warnings.push(format!(
                 "network.rtt_us: a round trip ({} ms) is longer than the whole run ({} ms): no request can complete",
                 rtt / 1e6,
+                end / 1e6
+            ));
+        } else if rtt + sc.network.jitter_us * 1e3 >= end {
+            // Each one-way trip adds a uniform [0, jitter] delay: a mean round trip of rtt + jitter.
+            warnings.push(format!(
+                "network.jitter_us: a mean round trip with the jitter ({} ms) is longer than the whole run ({} ms): few or no requests can complete",
+                (rtt + sc.network.jitter_us * 1e3) / 1e6,
                 end / 1e6
             ));
         } else if requests == 0.0 {
