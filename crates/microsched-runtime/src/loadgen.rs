@@ -309,6 +309,8 @@ impl Gen {
 
     /// Keeps `p`'s row, if records are kept.
     fn record(&mut self, p: &Pending, outcome: Outcome, latency_ns: Nanos, server_queue_ns: Nanos) {
+        // Created in the measured window: the rows a replay's window statistics compare with.
+        let measured = self.in_window(p.sched);
         if let Some(r) = &mut self.records {
             r.push(crate::records::Row {
                 id: p.id,
@@ -321,7 +323,7 @@ impl Gen {
                 outcome,
                 latency_ns,
                 server_queue_ns,
-                measured: p.measured,
+                measured,
             });
         }
     }
