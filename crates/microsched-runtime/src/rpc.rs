@@ -610,7 +610,8 @@ mod tests {
     #[test]
     fn sessions_whose_requests_are_all_refused_for_credit_are_idle_for_eviction() {
         let cfg: microsched_core::scenario::OverloadCfg = serde_json::from_value(serde_json::json!({"kind": "breakwater"})).unwrap();
-        let ctl = microsched_core::overload::build(&cfg, 20, 2, 50_000);
+        let env = microsched_core::env::OverloadEnv { sessions: 20, max_cores: 2, rtt_ns: 50_000, seed: 0 };
+        let ctl = microsched_core::overload::build(&cfg, &env).expect("builds");
         assert!(ctl.is_some());
         let mut rpc = Rpc::new(ctl, 20);
         let (hog, lg) = (addr("127.0.0.1:4000"), addr("127.0.0.1:5000"));

@@ -674,14 +674,14 @@ mod tests {
             ref other => panic!("{other:?}"),
         }
         validate(&c, "policy.allocator").unwrap();
-        let a = build(&c, 16);
+        let a = build(&c, &crate::env::AllocEnv::unseeded(16)).unwrap();
         assert_eq!((a.name(), a.interval(), a.park_rule().min_poll_ns), ("coresync", Some(5_000), 2_000));
         // Unknown fields are rejected.
         assert!(serde_json::from_value::<AllocatorCfg>(serde_json::json!({ "kind": "coresync", "R": 5 })).is_err());
         // The per-session form builds and gates on the sessions it sees.
         let c = cfg(serde_json::json!({ "kind": "coresync", "r_per_session": 0.5, "keep_quirk": true }));
         validate(&c, "p").unwrap();
-        let mut a = build(&c, 4);
+        let mut a = build(&c, &crate::env::AllocEnv::unseeded(4)).unwrap();
         let mut l = link(600, 301);
         assert_eq!(a.on_park_attempt(0, 0, 4, Some(&mut l)), K);
         assert_eq!(l.pool, 550);

@@ -368,7 +368,7 @@ mod tests {
             assert_eq!(feed(&mut a, &[0.0005, 0.0005]), after, "tolerance {tolerance:?}");
         }
         let bad = Config { window_tolerance: Some(1.5), ..Default::default() };
-        let e = bad.validate("policy.allocator").unwrap_err().to_string();
+        let e = super::super::AllocatorConfig::validate(&bad, "policy.allocator").unwrap_err().to_string();
         assert!(e.contains("policy.allocator.window_tolerance") && e.contains("[0, 1]"), "{e}");
     }
 

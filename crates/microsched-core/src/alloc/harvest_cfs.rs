@@ -152,7 +152,7 @@ impl super::AllocatorConfig for Config {
 #[cfg(test)]
 mod tests {
     use super::super::harvest::test_view::View;
-    use super::super::CoreState;
+    use super::super::{AllocatorConfig, CoreState};
     use super::*;
 
     #[test]

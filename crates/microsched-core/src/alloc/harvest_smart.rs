@@ -135,12 +135,13 @@ impl super::AllocatorConfig for Config {
 #[cfg(test)]
 mod tests {
     use super::super::harvest::test_view::View;
+    use super::super::AllocatorConfig;
     use super::*;
 
     #[test]
     fn a_burst_at_the_end_of_a_window_blocks_the_next_windows_harvest() {
         let cfg = Config { window_ms: 0.01, mechanism: Mechanism { lend_us: Some(0.0), ..Mechanism::cpuset() }, ..Default::default() };
-        let mut a = cfg.build(8);
+        let mut a = cfg.build(&crate::env::AllocEnv::unseeded(8));
         // Window 1: 2 cores busy, then a transient burst to 8 just before its end.
         for t in 0..9 {
             assert_eq!(a.tick(&View::held(t * 1_000, 8, 2)), AllocAction::Nothing, "no prediction yet");
