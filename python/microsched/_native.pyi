@@ -9,8 +9,13 @@ functions: it parses the JSON and builds DataFrames.
 
 from typing import Callable, Literal, Sequence, TypedDict
 
-__all__ = ["run", "validate", "estimate", "schema", "merge_histograms", "serve", "loadgen", "merge_real",
-           "harvest"]
+__all__ = ["PolicyFailed", "run", "validate", "estimate", "schema", "merge_histograms", "serve", "loadgen",
+           "merge_real", "harvest"]
+
+
+class PolicyFailed(RuntimeError):
+    """A policy written in Python raised an exception or made a decision out of bounds during a
+    run; the message names the policy, the call, the value and the simulated time."""
 
 Format = Literal["toml", "json"]
 
@@ -60,6 +65,9 @@ def run(
     force: bool = False,
     progress: Callable[[float, float], object] | None = None,
     keep_partial: bool = False,
+    trace_path: str | None = None,
+    trace_window: tuple[float, float] | None = None,
+    trace_max_events: int = ...,
 ) -> RunOutput:
     """Runs one simulation of the scenario ``text`` (``--set``-style ``overrides`` applied,
     relative paths resolved against ``base_dir``). The GIL is released during the run; Ctrl-C
@@ -103,6 +111,9 @@ def serve(
     max_client_sessions: int | None = None,
     connect_rate: float | None = None,
     info: Callable[[str], object] | None = None,
+    trace_path: str | None = None,
+    trace_window: tuple[float, float] | None = None,
+    trace_max_events: int = ...,
 ) -> str:
     """Runs the real server of the scenario until ``duration_s`` (or, with ``once``, until every
     client that connected has left; Ctrl-C stops it gracefully). Calls ``ready(addr)`` once it

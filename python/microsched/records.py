@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a frame is made: `microsched validate` must not pay for it
+    import pandas as pd
 
 COLUMNS = ["id", "created_ns", "session", "type", "service_ns", "replica", "tries", "outcome", "latency_ns",
            "server_queue_ns", "measured"]
@@ -31,6 +32,8 @@ REPLAY_COLUMNS = ["created_ns", "session", "type", "service_ns"]
 def records_frame(loadgen_result: dict) -> tuple[pd.DataFrame | None, str | None]:
     """The load generator's records as a DataFrame (None if it kept none), and a warning when
     the bound cut some."""
+    import pandas as pd
+
     rec = loadgen_result.get("records")
     if not rec:
         return None, None
@@ -57,6 +60,8 @@ def write_records(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 
 def replay_csv(record: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     """The simulator's replay file (CSV) of a Parquet record, written in ``out_dir``."""
+    import pandas as pd
+
     src = Path(record)
     try:
         df = pd.read_parquet(src, columns=REPLAY_COLUMNS)
@@ -77,7 +82,8 @@ def _replay_value(text: str, fmt: str, overrides: Iterable[str]) -> str | None:
     value = None
     try:
         tree = _parse(text, fmt)
-        value = ((tree or {}).get("workload") or {}).get("replay")
+        workload = tree.get("workload") if isinstance(tree, dict) else None
+        value = workload.get("replay") if isinstance(workload, dict) else None
     except ValueError:
         pass  # the simulator's own parser reports syntax errors
     for o in overrides:
@@ -112,6 +118,8 @@ def divergence(real: pd.DataFrame, sim: pd.DataFrame, top: int = 10) -> dict[str
     ``latency_real − latency_sim`` (µs) over the requests completed in both and measured, and the
     ``top`` requests that differ most, with where their time went on each side (queueing at the
     server, service, the rest)."""
+    import pandas as pd
+
     r = real[real["outcome"] == "ok"].copy()
     r = r[r["measured"]]
     s = sim.copy()

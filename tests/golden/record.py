@@ -28,6 +28,7 @@ SCENARIOS = [
     "experiments/load-shift/base.toml",
     "experiments/real/overload-2x.toml",
     "experiments/real/overload-2x-none.toml",
+    "experiments/real/dispatcher.toml",
     "experiments/protego/real-synthetic.toml",
     "experiments/protego/real-synthetic-breakwater.toml",
     "experiments/protego/real-memcached-var.toml",
