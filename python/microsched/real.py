@@ -284,8 +284,6 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
 
         df, cut_warning = records_frame(json.loads(lg_text))
         if cut_warning:
-            import warnings
-
             warnings.warn(cut_warning, UserWarning, stacklevel=2)
         res.requests = df
         if df is not None and not isinstance(record, bool):
