@@ -1,6 +1,6 @@
 """Issue 25, the real agent's safety: no false lend into a cpuset that lacks the core (cgroup v1
 and v2 layouts, in a fake cgroup tree so it runs anywhere; the real-kernel v1 case is
-crates/microsched-harvest/tests/cpuset_v1.rs), the registration sidecar bringing a restarted
+crates/microsched-harvest/tests/harvest/cpuset_v1.rs), the registration sidecar bringing a restarted
 agent its pods back (re-sent registrations must not duplicate anything), the Dockerfile that
 builds the DaemonSet's image, and the files `microsched harvest --help` cites."""
 

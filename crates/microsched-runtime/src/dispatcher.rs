@@ -447,19 +447,7 @@ fn run_slice(sh: &Shared, mut w: OwnWork, ns: Nanos, rep: &mut DispatcherReport,
 /// The dispatcher's own request is done: its credit back, its answer.
 fn respond(sh: &Shared, job: &Job, started: Nanos, msgs: &mut Vec<CreditMsg>) {
     let done = sh.clock.now();
-    let credits = if sh.credit_based {
-        let delay = sh.delay_ns.load(Ordering::Relaxed);
-        let mut rpc = sh.rpc.lock();
-        let c = rpc.complete(done, job.session, delay);
-        rpc.wakeups(msgs);
-        drop(rpc);
-        for m in msgs.drain(..) {
-            sh.send_credit(m);
-        }
-        c
-    } else {
-        0
-    };
+    let credits = sh.complete_credits(done, job.session, msgs);
     Counters::bump(&sh.counters.completed);
     let msg = Msg::Response { req_id: job.req_id, credits, status: Status::Ok, qdelay_ns: started.saturating_sub(job.arrived) };
     sh.send(&encode(&msg), job.peer);

@@ -25,6 +25,7 @@ use microsched_core::program::Programs;
 use microsched_core::scenario::Loaded;
 use microsched_core::sched::Place;
 use microsched_core::time::us;
+use microsched_core::Nanos;
 use parking_lot::Mutex;
 
 use crate::be::BeCoTenant;
@@ -195,6 +196,24 @@ impl Shared {
             }),
             m.peer,
         );
+    }
+
+    /// A request of `session` completed at `done`: under credit-based control, the credits its
+    /// response carries (the controller's decision at the current delay), and the credits the
+    /// completion freed for waiting sessions sent; without, 0. `msgs` is the caller's scratch.
+    pub fn complete_credits(&self, done: Nanos, session: u32, msgs: &mut Vec<CreditMsg>) -> u32 {
+        if !self.credit_based {
+            return 0;
+        }
+        let delay = self.delay_ns.load(Ordering::Relaxed);
+        let mut rpc = self.rpc.lock();
+        let credits = rpc.complete(done, session, delay);
+        rpc.wakeups(msgs);
+        drop(rpc);
+        for m in msgs.drain(..) {
+            self.send_credit(m);
+        }
+        credits
     }
 }
 

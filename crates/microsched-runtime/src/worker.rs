@@ -490,19 +490,7 @@ fn finish(sh: &Shared, me: usize, job: &Job, started: Nanos, msgs: &mut Vec<Cred
         t.request(me, job.req_id, job.arrived, done, false);
     }
     core.completed.fetch_add(1, Ordering::Relaxed);
-    let credits = if sh.credit_based {
-        let delay = sh.delay_ns.load(Ordering::Relaxed);
-        let mut rpc = sh.rpc.lock();
-        let c = rpc.complete(done, job.session, delay);
-        rpc.wakeups(msgs);
-        drop(rpc);
-        for m in msgs.drain(..) {
-            sh.send_credit(m);
-        }
-        c
-    } else {
-        0
-    };
+    let credits = sh.complete_credits(done, job.session, msgs);
     Counters::bump(&sh.counters.completed);
     if let Some(d) = sh.dispatch.as_ref().filter(|d| d.routes.completions) {
         d.completed();

@@ -36,7 +36,7 @@ tick_us = 50
 drain_ms = 300
 "#;
 
-mod common;
+use crate::common;
 
 fn scenario(overrides: &[&str]) -> Loaded {
     common::load(BASE, overrides)

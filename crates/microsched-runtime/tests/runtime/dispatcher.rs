@@ -15,9 +15,9 @@ use microsched_runtime::loadgen::{self, LoadgenOpts, LoadgenResult};
 use microsched_runtime::{merge, Server, ServerReport};
 use parking_lot::Mutex;
 
-mod common;
+use crate::common;
 
-use common::{opts, serial};
+use crate::common::{opts, serial};
 
 /// Short and long requests (90 / 10 %), 1 s at 1 000 req/s: about a tenth of one worker's time
 /// on long requests, far below any machine's capacity.

@@ -3,20 +3,13 @@
 //! mutex (the simulator's spin-waiting core). Loopback, two workers; the test enforces each step
 //! with flags and live counters, never with timing alone.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use microsched_runtime::clock::spin_for;
-use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::Server;
 
-mod common;
-
-use common::{live, load, opts, serial, wait_until, Client};
-
-const A: u16 = 0;
-const B: u16 = 1;
+use crate::common::{live, load, opts, serial, wait_until, Client, LockFlags, Locking, LOCK_A, LOCK_B};
 
 fn scenario(spin: bool) -> String {
     format!(
@@ -45,56 +38,17 @@ spin = {spin}
     )
 }
 
-#[derive(Default)]
-struct Flags {
-    a_holds: AtomicBool,
-    release_a: AtomicBool,
-    b_asks: AtomicBool,
-}
-
-/// A takes the mutex and holds it (computing, no yield) until released; B asks for it; C only
-/// computes.
-struct Locking(Arc<Flags>);
-
-impl Handler for Locking {
-    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
-        let f = &self.0;
-        match req.rtype {
-            A => {
-                cx.lock(0);
-                f.a_holds.store(true, Ordering::SeqCst);
-                let t = Instant::now();
-                while !f.release_a.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(5) {
-                    spin_for(5_000);
-                }
-                cx.unlock(0);
-            }
-            B => {
-                f.b_asks.store(true, Ordering::SeqCst);
-                cx.lock(0);
-                spin_for(10_000);
-                cx.unlock(0);
-            }
-            _ => spin_for(10_000),
-        }
-        Outcome::Ok
-    }
-
-    fn coroutine(&self, _rtype: u16) -> bool {
-        true
-    }
-}
-
 /// A holds the mutex on one worker, B asks for it on the other, then C arrives: the completion
 /// count while A still holds, and the completion order after A releases.
 fn hold_ask_arrive(spin: bool) -> (u64, Vec<u64>, microsched_runtime::ServerReport) {
     let sc = load(&scenario(spin), &[]);
-    let flags = Arc::new(Flags::default());
-    let server = Server::start_with(&sc, opts(false), Arc::new(Locking(flags.clone()))).expect("server starts");
+    let flags = Arc::new(LockFlags::default());
+    let handler = Locking { flags: flags.clone(), yields: false };
+    let server = Server::start_with(&sc, opts(false), Arc::new(handler)).expect("server starts");
     let c = Client::connect(server.addr(), Duration::from_secs(5));
-    c.send(1, A, 10_000);
+    c.send(1, LOCK_A, 10_000);
     wait_until("A holds the mutex", || flags.a_holds.load(Ordering::SeqCst));
-    c.send(2, B, 10_000);
+    c.send(2, LOCK_B, 10_000);
     wait_until("B asks for it", || flags.b_asks.load(Ordering::SeqCst));
     c.send(3, 2, 10_000);
     wait_until("C reaches the server", || live(&server, "requests") >= 3);

@@ -14,6 +14,8 @@ use microsched_runtime::loadgen::{self, LoadgenOpts, LoadgenResult};
 use microsched_runtime::wire::{decode, encode, Msg, Status};
 use microsched_runtime::{merge, ServeOpts, Server, ServerReport};
 
+use crate::common::{self, serial};
+
 /// The shipped experiments' set-up (`experiments/real/overload-2x.toml`): 2 workers,
 /// exponential 100 µs (capacity ≈ 16 k req/s on this machine), Breakwater-sized client timeout
 /// and SLO, 1 s runs.
@@ -40,25 +42,11 @@ drain_ms = 300
 "#;
 
 fn scenario(overrides: &[&str]) -> Loaded {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Scenario::load(BASE, Format::Toml, Path::new("."), &o).expect("valid scenario")
+    common::load(BASE, overrides)
 }
 
 fn opts() -> ServeOpts {
-    ServeOpts {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
-        duration: Some(Duration::from_secs(20)),
-        once: true,
-        ..Default::default()
-    }
-}
-
-/// Tests that start a server run one at a time: they measure, and the machine has 2 CPUs.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    common::opts(true)
 }
 
 /// Breakwater as the shipped experiment configures it (its defaults, the delay target of its
@@ -69,15 +57,7 @@ const BW: [&str; 2] = [
 ];
 
 fn run(loaded: &Loaded) -> (LoadgenResult, ServerReport) {
-    let server = Server::start(loaded, opts()).expect("server starts");
-    let lo = LoadgenOpts {
-        addr: server.addr(),
-        allow_remote: false,
-        seed: None,
-    };
-    let lg = loadgen::run(loaded, &lo, &|| false).expect("load generator runs");
-    let rep = server.wait(|| false);
-    (lg, rep)
+    common::serve_and_load(loaded)
 }
 
 /// Every request is accounted for, and client and server agree on what crossed the wire.

@@ -19,16 +19,12 @@ use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::loadgen::{self, LoadgenOpts};
 use microsched_runtime::{merge, Server, ServerReport};
 
-mod common;
+use crate::common;
 
-use common::{live, opts, serial, wait_until, Client};
+use crate::common::{connect, live, opts, serial, wait_until};
 
 fn load(text: &str, base: &Path, overrides: &[&str]) -> Loaded {
     common::load_in(text, base, overrides)
-}
-
-fn connect(server: std::net::SocketAddr) -> Client {
-    Client::connect(server, Duration::from_secs(2))
 }
 
 const ONE_WORKER: &str = r#"

@@ -14,17 +14,12 @@ use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 use microsched_runtime::loadgen::{self, LoadgenOpts};
 use microsched_runtime::{ServeOpts, Server};
 
-mod common;
+use crate::common;
 
-use common::{load, serial, Client};
+use crate::common::{connect, load, serial, wait_until, LockFlags, Locking, LOCK_A, LOCK_B};
 
 fn opts() -> ServeOpts {
     common::opts(false)
-}
-
-/// Sessions of these tests: every response within 2 s.
-fn connect(server: std::net::SocketAddr) -> Client {
-    Client::connect(server, Duration::from_secs(2))
 }
 
 const ONE_WORKER: &str = r#"
@@ -164,63 +159,7 @@ service = { dist = "constant", value_us = 500 }
     assert_eq!(rep.abandoned, 0);
 }
 
-/// Request types of the mutex test: A takes the mutex and yields inside its critical section
-/// until the test lets it go; B waits for the mutex; C takes no lock.
-const A: u16 = 0;
-const B: u16 = 1;
 const C: u16 = 2;
-
-#[derive(Default)]
-struct Flags {
-    a_holds: AtomicBool,
-    release_a: AtomicBool,
-    b_asks: AtomicBool,
-    b_holds: AtomicBool,
-}
-
-struct Locking(Arc<Flags>);
-
-impl Handler for Locking {
-    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
-        let f = &self.0;
-        match req.rtype {
-            A => {
-                cx.lock(0);
-                f.a_holds.store(true, Ordering::SeqCst);
-                let t = Instant::now();
-                while !f.release_a.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(5) {
-                    spin_for(5_000);
-                    cx.yield_now();
-                }
-                cx.unlock(0);
-            }
-            B => {
-                f.b_asks.store(true, Ordering::SeqCst);
-                cx.lock(0);
-                f.b_holds.store(true, Ordering::SeqCst);
-                spin_for(10_000);
-                cx.unlock(0);
-            }
-            _ => spin_for(10_000),
-        }
-        Outcome::Ok
-    }
-
-    fn coroutine(&self, _rtype: u16) -> bool {
-        true
-    }
-}
-
-fn wait_for(flag: &AtomicBool) {
-    let t = Instant::now();
-    while !flag.load(Ordering::SeqCst) {
-        assert!(
-            t.elapsed() < Duration::from_secs(2),
-            "the server never got there"
-        );
-        std::thread::sleep(Duration::from_micros(100));
-    }
-}
 
 #[test]
 fn a_request_blocked_on_a_held_mutex_leaves_its_worker_to_another() {
@@ -241,14 +180,14 @@ name = \"m\"
 "
     );
     let sc = load(&text, &[]);
-    let flags = Arc::new(Flags::default());
-    let server =
-        Server::start_with(&sc, opts(), Arc::new(Locking(flags.clone()))).expect("server starts");
+    let flags = Arc::new(LockFlags::default());
+    let handler = Locking { flags: flags.clone(), yields: true };
+    let server = Server::start_with(&sc, opts(), Arc::new(handler)).expect("server starts");
     let c = connect(server.addr());
-    c.send(1, A, 10_000);
-    wait_for(&flags.a_holds);
-    c.send(2, B, 10_000);
-    wait_for(&flags.b_asks);
+    c.send(1, LOCK_A, 10_000);
+    wait_until("A holds the mutex", || flags.a_holds.load(Ordering::SeqCst));
+    c.send(2, LOCK_B, 10_000);
+    wait_until("B asks for it", || flags.b_asks.load(Ordering::SeqCst));
     // B reached the mutex on the only worker; A holds it, suspended at a yield point.
     c.send(3, C, 10_000);
     let (first, _) = c.ok();

@@ -15,9 +15,9 @@ use microsched_runtime::kv::KvStore;
 use microsched_runtime::wire::Status;
 use microsched_runtime::{merge, Server, ServerReport};
 
-mod common;
+use crate::common;
 
-use common::{load, opts, serial};
+use crate::common::{load, opts, serial};
 
 /// A raw session whose program's lock steps without a time of their own take the service time.
 struct Client(common::Client);

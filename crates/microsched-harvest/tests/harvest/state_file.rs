@@ -3,36 +3,12 @@
 //! the current masks as originals; two live agents cannot share one file.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::Duration;
 
 use microsched_harvest::actuate::Secondary;
 use microsched_harvest::cpus::{get_affinity, online, Cpus};
-use microsched_harvest::procfs;
+
+use crate::common::{child, masks, state};
 use microsched_harvest::state::StateFile;
-
-fn child() -> Child {
-    let c = Command::new("python3")
-        .args(["-c", "import threading,time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\ntime.sleep(30)"])
-        .spawn()
-        .expect("python3");
-    for _ in 0..100 {
-        if procfs::tids(Path::new("/proc"), c.id() as i32).len() >= 3 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    c
-}
-
-fn masks(pid: i32) -> Vec<Cpus> {
-    procfs::tids(Path::new("/proc"), pid).iter().map(|&t| get_affinity(t).unwrap()).collect()
-}
-
-fn state(pid: i32) -> char {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    s[s.rfind(')').unwrap() + 2..].chars().next().unwrap()
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("msh-state-{name}-{}", std::process::id()));

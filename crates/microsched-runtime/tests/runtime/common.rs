@@ -1,10 +1,15 @@
 //! What the runtime's loopback tests share: one server at a time, scenarios from text, and a
-//! raw client session (no credits: a server without overload control admits every request).
-#![allow(dead_code)] // each test binary uses its own part
+//! raw client session (no credits: a server without overload control admits every request), and
+//! the handler of the mutex tests.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use microsched_runtime::clock::spin_for;
+use microsched_runtime::handler::{Cx, Handler, Outcome, Request};
 
 use microsched_core::scenario::{Format, Loaded, Scenario};
 use microsched_runtime::loadgen::{self, LoadgenOpts, LoadgenResult};
@@ -90,6 +95,11 @@ impl Client {
     }
 }
 
+/// A raw session whose every response is awaited at most 2 s (the single-worker tests').
+pub fn connect(server: SocketAddr) -> Client {
+    Client::connect(server, Duration::from_secs(2))
+}
+
 /// Waits (at most 10 s) until `cond` holds: how a test makes sure the server got somewhere
 /// before it goes on, instead of sleeping and hoping.
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
@@ -103,4 +113,58 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 /// A live counter of a running server ([`Server::live`]).
 pub fn live(server: &microsched_runtime::Server, name: &str) -> u64 {
     server.live()[name].as_u64().unwrap_or(0)
+}
+
+/// Request types of the mutex tests: A takes mutex 0 and holds it until the test releases it;
+/// B asks for it; any other type takes no lock and computes 10 µs.
+pub const LOCK_A: u16 = 0;
+pub const LOCK_B: u16 = 1;
+
+/// How far the mutex tests' requests got, set by the handler and read by the test.
+#[derive(Default)]
+pub struct LockFlags {
+    pub a_holds: AtomicBool,
+    pub release_a: AtomicBool,
+    pub b_asks: AtomicBool,
+    pub b_holds: AtomicBool,
+}
+
+/// Every request a coroutine; A computes in its critical section until released (at most 5 s),
+/// yielding every 5 µs if `yields` (a coroutine suspended while holding the mutex).
+pub struct Locking {
+    pub flags: Arc<LockFlags>,
+    pub yields: bool,
+}
+
+impl Handler for Locking {
+    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
+        let f = &self.flags;
+        match req.rtype {
+            LOCK_A => {
+                cx.lock(0);
+                f.a_holds.store(true, Ordering::SeqCst);
+                let t = Instant::now();
+                while !f.release_a.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(5) {
+                    spin_for(5_000);
+                    if self.yields {
+                        cx.yield_now();
+                    }
+                }
+                cx.unlock(0);
+            }
+            LOCK_B => {
+                f.b_asks.store(true, Ordering::SeqCst);
+                cx.lock(0);
+                f.b_holds.store(true, Ordering::SeqCst);
+                spin_for(10_000);
+                cx.unlock(0);
+            }
+            _ => spin_for(10_000),
+        }
+        Outcome::Ok
+    }
+
+    fn coroutine(&self, _rtype: u16) -> bool {
+        true
+    }
 }
