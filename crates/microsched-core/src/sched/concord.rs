@@ -86,14 +86,14 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl super::SchedChecks for Config {
     /// What a scenario choosing Concord (SOSP'23) leaves out of what makes it preemptive: a quantum (the one
     /// Synergy's evaluation runs it at); its dispatcher core is required by `validate`.
-    pub fn missing(sc: &Scenario) -> Vec<String> {
+    fn warnings(&self, sc: &Scenario) -> Vec<String> {
         super::missing_preemption(sc, "concord", 5.0, false)
     }
 
-    pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
+    fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
         if self.jbsq == 0 || self.jbsq > 64 {
             return Err(ScenarioError::new(format!("{field}.jbsq"), format!("{} is not allowed: use 1..=64 mailbox slots (the artifact: 2)", self.jbsq)));
         }
@@ -110,7 +110,15 @@ impl Config {
         Ok(())
     }
 
-    pub fn build(&self, env: &crate::env::SchedEnv) -> Concord {
+    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
+        DISPATCHER_ROUTES
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = Concord;
+
+    fn build(&self, env: &crate::env::SchedEnv) -> Concord {
         let quantum = env.quantum;
         let threshold = match self.work_threshold_us {
             Some(t) => us(t),
@@ -316,24 +324,5 @@ mod tests {
         assert_eq!(QueuePolicy::<View>::dispatcher_slack(&mut p, 11_600), Slack::Run(300));
         // Worker 0 past its quantum no longer counts; worker 1 is 4000 ns in: capped at 2 µs.
         assert_eq!(QueuePolicy::<View>::dispatcher_slack(&mut p, 15_000), Slack::Run(1500));
-    }
-}
-
-impl super::SchedChecks for Config {
-    fn validate(&self, field: &str, sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
-        Config::validate(self, field, sc)
-    }
-    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
-        DISPATCHER_ROUTES
-    }
-    fn warnings(&self, sc: &crate::scenario::Scenario) -> Vec<String> {
-        Config::missing(sc)
-    }
-}
-
-impl super::SchedConfig for Config {
-    type Policy = Concord;
-    fn build(&self, env: &crate::env::SchedEnv) -> Concord {
-        Config::build(self, env)
     }
 }

@@ -42,14 +42,14 @@ pub struct Config {
     pub slo_us: Vec<f64>,
 }
 
-impl Config {
+impl super::SchedChecks for Config {
     /// What a scenario choosing Shinjuku (NSDI'19) leaves out of what makes it preemptive: a quantum (the one
     /// Synergy's evaluation runs it at), from a dispatcher core.
-    pub fn missing(sc: &Scenario) -> Vec<String> {
+    fn warnings(&self, sc: &Scenario) -> Vec<String> {
         super::missing_preemption(sc, "shinjuku", 5.0, true)
     }
 
-    pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
+    fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
         let n = sc.workload.types.len();
         if !self.slo_us.is_empty() && self.slo_us.len() != n {
             return Err(ScenarioError::new(
@@ -66,7 +66,15 @@ impl Config {
         Ok(())
     }
 
-    pub fn build(&self, env: &crate::env::SchedEnv) -> Shinjuku {
+    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
+        DISPATCHER_ROUTES
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = Shinjuku;
+
+    fn build(&self, env: &crate::env::SchedEnv) -> Shinjuku {
         let n = env.types.len();
         let slo = if self.slo_us.is_empty() { vec![1.0; n] } else { self.slo_us.clone() };
         Shinjuku { slo, times: vec![VecDeque::new(); n], now: 0, current: Vec::new(), pending: 0 }
@@ -151,24 +159,5 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
         }
         self.current[core as usize] = rtype as u8;
         default
-    }
-}
-
-impl super::SchedChecks for Config {
-    fn validate(&self, field: &str, sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
-        Config::validate(self, field, sc)
-    }
-    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
-        DISPATCHER_ROUTES
-    }
-    fn warnings(&self, sc: &crate::scenario::Scenario) -> Vec<String> {
-        Config::missing(sc)
-    }
-}
-
-impl super::SchedConfig for Config {
-    type Policy = Shinjuku;
-    fn build(&self, env: &crate::env::SchedEnv) -> Shinjuku {
-        Config::build(self, env)
     }
 }

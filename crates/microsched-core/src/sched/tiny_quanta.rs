@@ -76,14 +76,14 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl super::SchedChecks for Config {
     /// What a scenario choosing Tiny Quanta (ASPLOS'24) leaves out of what makes it preemptive: a quantum (the one
     /// Synergy's evaluation runs it at), from a dispatcher core.
-    pub fn missing(sc: &Scenario) -> Vec<String> {
+    fn warnings(&self, sc: &Scenario) -> Vec<String> {
         super::missing_preemption(sc, "tiny_quanta", 2.0, true)
     }
 
-    pub fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
+    fn validate(&self, field: &str, sc: &Scenario) -> Result<(), ScenarioError> {
         if self.ring_poll_quanta == 0 {
             return Err(ScenarioError::new(format!("{field}.ring_poll_quanta"), "0 is not allowed: use 1 (look at the ring after every run) or more (the artifact: 4)"));
         }
@@ -99,7 +99,15 @@ impl Config {
         Ok(())
     }
 
-    pub fn build(&self, env: &crate::env::SchedEnv) -> TinyQuanta {
+    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
+        DISPATCHER_ROUTES
+    }
+}
+
+impl super::SchedConfig for Config {
+    type Policy = TinyQuanta;
+
+    fn build(&self, env: &crate::env::SchedEnv) -> TinyQuanta {
         let n = env.workers as usize;
         TinyQuanta {
             cap: if self.coroutines == 0 { u32::MAX } else { self.coroutines },
@@ -234,24 +242,5 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for TinyQuanta {
         let w = self.worker(core);
         w.in_flight -= 1;
         w.serviced -= w.current as u64;
-    }
-}
-
-impl super::SchedChecks for Config {
-    fn validate(&self, field: &str, sc: &crate::scenario::Scenario) -> Result<(), ScenarioError> {
-        Config::validate(self, field, sc)
-    }
-    fn dispatcher_routes(&self) -> super::dispatcher::Routes {
-        DISPATCHER_ROUTES
-    }
-    fn warnings(&self, sc: &crate::scenario::Scenario) -> Vec<String> {
-        Config::missing(sc)
-    }
-}
-
-impl super::SchedConfig for Config {
-    type Policy = TinyQuanta;
-    fn build(&self, env: &crate::env::SchedEnv) -> TinyQuanta {
-        Config::build(self, env)
     }
 }
