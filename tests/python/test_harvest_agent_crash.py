@@ -17,37 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from agent_procs import ENV, allowed, sleeper, state, wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
                                 reason="the agent needs Linux and 2 CPUs")
 
-ENV = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-SLEEPER = "import threading,time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(120,), daemon=True).start()\ntime.sleep(120)"
+SLEEPER = sleeper(120)
 CRASH = "MICROSCHED_HARVEST_CRASH_AFTER_WRITES"
-
-
-def allowed(pid: int) -> dict[str, str]:
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        for line in open(f"/proc/{pid}/task/{tid}/status"):
-            if line.startswith("Cpus_allowed_list:"):
-                out[tid] = line.split(":", 1)[1].strip()
-    return out
-
-
-def state(pid: int) -> str:
-    s = open(f"/proc/{pid}/stat").read()
-    return s[s.rfind(")") + 2]
-
-
-def wait_for(cond, timeout: float = 20.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_sigkilled_agent_is_repaired_by_a_restart(tmp_path: Path) -> None:
