@@ -102,7 +102,9 @@ impl StateFile {
             fs::create_dir_all(dir).map_err(|e| err("cannot create its directory", &e))?;
         }
         let lock_path = lock_path(path);
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| err("cannot open its lock file", &e))?;
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
+            err(&format!("cannot create its lock file {} (the agent needs a writable folder for the file and its lock)", lock_path.display()), &e)
+        })?;
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let e = io::Error::last_os_error();

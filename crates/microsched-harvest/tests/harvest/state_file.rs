@@ -118,3 +118,12 @@ fn a_file_that_is_not_a_state_file_is_refused_by_name() {
     assert!(e.starts_with("--state-file:") && e.contains("not a state file"), "{e}");
     let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
 }
+
+#[test]
+fn a_state_file_in_a_folder_the_agent_cannot_write_is_a_clear_error() {
+    // /proc/version exists, but nothing can be created beside it: the error names the flag, the
+    // lock file it could not create, and what the agent needs.
+    let e = StateFile::open(Path::new("/proc/version")).err().expect("refused");
+    assert!(e.starts_with("--state-file: /proc/version: "), "{e}");
+    assert!(e.contains("/proc/version.lock") && e.contains("writable folder"), "{e}");
+}
