@@ -84,7 +84,7 @@ class RunResult:
         ``summary.json``, ``scenario.json`` (resolved), ``timeseries.parquet``,
         ``latency_cdf.parquet``, ``latency_cdf.png`` and, if per-request records were kept,
         ``requests.parquet``."""
-        from .plot import plot_latency_cdf
+        from .plots import plot_latency_cdf
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
