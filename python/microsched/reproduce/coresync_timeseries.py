@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .coresync_data import COLD_WARMUP_MS
+from .coresync_report import _plt
 from .framework import Context
 
 VARIANT = "exp10/coresync"
@@ -49,7 +51,6 @@ def run(ctx: Context) -> pd.DataFrame | None:
     # warm-up and the measured window: a pool held down by cuts may escape to its ceiling late.
     duration = DURATION_MS
     if ctx.condition:
-        from .coresync import COLD_WARMUP_MS
         duration = COLD_WARMUP_MS + CONDITION_TAIL_MS
     frames = []
     for load in LOADS:
@@ -98,8 +99,6 @@ def first_blocked_ms(ts: pd.DataFrame, load: float) -> float | None:
 
 
 def plot(ctx: Context, ts: pd.DataFrame) -> None:
-    from .coresync_report import _plt
-
     plt = _plt()
     if plt is None:
         return
