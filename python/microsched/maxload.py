@@ -16,11 +16,10 @@ Metric names are dotted paths into the summary; a list of named sections is inde
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Iterable, Sequence
 
 from .scenario import plain
-from .sweep.runner import default_jobs, main_hidden_from_spawn, mean_ci95
+from .sweep.runner import default_jobs, mean_ci95, run_tasks
 
 
 def metric_value(summary: dict, metric: str) -> float:
@@ -132,13 +131,7 @@ def max_load(scenario: Any, slo: float, metric: str = "slowdown.p999", seeds: It
     validate(scenario, overrides=list(overrides))  # a bad scenario fails here, once
     args = [(scenario, s, slo, metric, tuple(overrides), lo, hi, tol) for s in seeds]
     jobs = min(jobs or default_jobs(), len(seeds))
-    if jobs <= 1:
-        per_seed = [_bisect_args(a) for a in args]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            with main_hidden_from_spawn():  # workers (spawn, as on macOS) must not rerun a script
-                futures = [ex.submit(_bisect_args, a) for a in args]
-            per_seed = [f.result() for f in futures]
+    per_seed = run_tasks(_bisect_args, args, jobs)
     missing = [r["seed"] for r in per_seed if not r["meets_at_lo"]]
     load, ci, n = mean_ci95(r["load"] for r in per_seed)
     if len(missing) == len(per_seed):  # no load in [lo, hi] meets the SLO

@@ -390,7 +390,7 @@ def analyze(ctx: Context):
     first = min(ctx.spec.seeds)
     points = [p for p in ctx.spec.points() if float(p.params[RTT]) == rtt_ts
               and (p.params.get("variant") == BASE or (p.params.get("variant") == FIX and p.seed == first))]
-    ts = run_timeseries(points, extra_overrides=[f"metrics.sample_interval_us={TS_SAMPLE_US:g}"], jobs=ctx.jobs)
+    ts = run_timeseries(ctx, points, extra_overrides=[f"metrics.sample_interval_us={TS_SAMPLE_US:g}"])
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     base_point = next(p for p in points if p.params.get("variant") == BASE)
     data = build_data(ctx.results, ts, validate(base_point.scenario, list(base_point.overrides)))

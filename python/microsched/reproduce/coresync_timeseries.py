@@ -36,9 +36,8 @@ PARK_COLUMNS = ("park_attempts", "park_vetoes", "parks", "wakeups")
 
 
 def run(ctx: Context) -> pd.DataFrame | None:
-    """One cold-start run per load (seed 1): the time series, with the load."""
-    from .. import api
-
+    """One cold-start run per load (seed 1): the time series, with the load (extra runs on the
+    framework's pool, :meth:`Context.run_extra`)."""
     var = next((x for x in ctx.spec.variants if x.name == VARIANT), None)
     if var is None:
         return None
@@ -52,18 +51,24 @@ def run(ctx: Context) -> pd.DataFrame | None:
     duration = DURATION_MS
     if ctx.condition:
         duration = COLD_WARMUP_MS + CONDITION_TAIL_MS
-    frames = []
-    for load in LOADS:
-        ovr = [*sem, *var.set] + ["warmup_ms=0", f"duration_ms={duration}", "policy.overload.initial_pool=16",
-                               f"metrics.sample_interval_us={SAMPLE_US}", f"load.fraction={load}"]
-        # the condition's overrides are already in var.set (run_reproduction appended them)
-        res = api.run(str(ctx.spec.base), seed=1, overrides=ovr)
-        ts = res.timeseries[["t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued",
-                             "drained_sessions", *PARK_COLUMNS]].copy()
-        ts.insert(0, "load", load)
-        ts["bound_rk_n"] = R * ts["cores_allocated"] + N
-        frames.append(ts)
-    return pd.concat(frames, ignore_index=True)
+    # the condition's overrides are already in var.set (run_reproduction appended them)
+    args = [(str(ctx.spec.base), load, (*sem, *var.set, "warmup_ms=0", f"duration_ms={duration}",
+                                        "policy.overload.initial_pool=16", f"metrics.sample_interval_us={SAMPLE_US}",
+                                        f"load.fraction={load}")) for load in LOADS]
+    return pd.concat(ctx.run_extra(_series, args), ignore_index=True)
+
+
+def _series(args: tuple[str, float, tuple[str, ...]]) -> pd.DataFrame:
+    """One load's cold-start run (seed 1): its time series with the load and R·K + N."""
+    from .. import api
+
+    base, load, overrides = args
+    res = api.run(base, seed=1, overrides=list(overrides))
+    ts = res.timeseries[["t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued",
+                         "drained_sessions", *PARK_COLUMNS]].copy()
+    ts.insert(0, "load", load)
+    ts["bound_rk_n"] = R * ts["cores_allocated"] + N
+    return ts
 
 
 def steady(ts: pd.DataFrame, load: float, last_ms: float = 100.0) -> dict[str, float]:

@@ -23,10 +23,7 @@ against its offered load, per variant, with 95 % CIs over seeds).
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -35,7 +32,7 @@ import pandas as pd
 from .claims import (BOUND, GAIN, ORDER, RATIO, VALUE, Cause, ClaimSpec, Condition, Measured, judge_all,
                      rounded as _r)
 from .framework import Context, Figure, Thesis, register
-from .runner import default_jobs, mean_ci95
+from .runner import mean_ci95
 from .spec import Point
 
 BASE, FIX, INIT32 = "baseline", "fix", "baseline-init32"
@@ -68,23 +65,10 @@ def _ts_worker(args: tuple[Point, tuple[str, ...]]) -> pd.DataFrame:
     return ts
 
 
-def run_timeseries(points: Sequence[Point], extra_overrides: Sequence[str] = (),
-                   jobs: int | None = None) -> pd.DataFrame:
+def run_timeseries(ctx: Context, points: Sequence[Point], extra_overrides: Sequence[str] = ()) -> pd.DataFrame:
     """The time series of ``points`` (each with ``extra_overrides`` appended), one frame with the
-    point's parameters as columns. Runs ``jobs`` at a time in spawned worker processes."""
-    jobs = default_jobs() if jobs is None else jobs
-    args = [(p, tuple(extra_overrides)) for p in points]
-    if jobs <= 1 or len(points) <= 1:
-        frames = [_ts_worker(a) for a in args]
-    else:
-        from ..sweep.runner import die_with_parent, main_hidden_from_spawn
-
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx, initializer=die_with_parent,
-                                 initargs=(os.getpid(),)) as pool:
-            with main_hidden_from_spawn():  # the workers start here: they must not re-run a user's script
-                futures = [pool.submit(_ts_worker, a) for a in args]
-            frames = [f.result() for f in futures]
+    point's parameters as columns: extra runs on the framework's pool (:meth:`Context.run_extra`)."""
+    frames = ctx.run_extra(_ts_worker, [(p, tuple(extra_overrides)) for p in points])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -744,7 +728,7 @@ def analyze(ctx: Context):
 
     ctx.require_variants(BASE, FIX)
     points = ctx.spec.points()
-    ts = run_timeseries(points, jobs=ctx.jobs)
+    ts = run_timeseries(ctx, points)
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     fix_point = next(p for p in points if p.params.get("variant") == FIX)
     scenario = validate(fix_point.scenario, list(fix_point.overrides))

@@ -1032,18 +1032,6 @@ def run_point_with_locks(point: Any) -> dict[str, Any]:
     return {"point": point.index, **point.params, **row}
 
 
-def run_rows(points: list, jobs: int) -> list[dict[str, Any]]:
-    """Runs ``points`` with :func:`run_point_with_locks`, ``jobs`` at a time; the rows in order."""
-    if jobs <= 1 or len(points) <= 1:
-        return [run_point_with_locks(p) for p in points]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
-        return list(pool.map(run_point_with_locks, points))
-
-
 def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunCondition | None = None) -> SweepSpec:
     """Sub-sweep ``name`` (experiments/protego/NAME.toml) with ``extra`` (a sensitivity run's cost
     setting) appended to its variants' overrides. ``extra.sets`` sees each variant as
@@ -1060,8 +1048,9 @@ def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunConditi
 
 def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
     """Runs sub-sweeps ``names`` (experiments/protego/NAME.toml) with the main sweep's profile and
-    seed count, and under the run's cost setting if it has one (``--sensitivity``), on one pool
-    (instead of a pool, and its workers' start-up, per sub-sweep)."""
+    seed count, and under the run's cost setting if it has one (``--sensitivity``), as extra runs
+    of one pool (:meth:`Context.run_extra`: instead of a pool, and its workers' start-up, per
+    sub-sweep)."""
     from .runner import _tidy
 
     points = {}
@@ -1072,7 +1061,7 @@ def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
             from ..sweep.engine import validate_points
 
             validate_points(spec, points[name])
-    rows = iter(run_rows([p for name in names for p in points[name]], jobs=ctx.jobs))
+    rows = iter(ctx.run_extra(run_point_with_locks, [p for name in names for p in points[name]]))
     out = {}
     for name in names:
         out[name] = _tidy(pd.DataFrame([next(rows) for _ in points[name]]))

@@ -938,29 +938,22 @@ def _tol(ctx: Context) -> float:
     return 0.01 if ctx.quick else 0.005
 
 
-def _pool_map(fn: Callable, args: list, jobs: int) -> list:
-    if jobs <= 1 or len(args) <= 1:
-        return [fn(a) for a in args]
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=min(jobs, len(args))) as ex:
-        return list(ex.map(fn, args))
-
-
-def run_searches(ctx: Context) -> pd.DataFrame:
+def search_args(ctx: Context) -> tuple[list[tuple], list[tuple]]:
     """Every max-load search of :data:`SEARCHES` whose variant the spec has, one bisection per
-    seed (:func:`microsched.maxload.bisect_seed`), as one row per search and seed."""
-    from ..maxload import _bisect_args
-
+    seed (:func:`microsched.maxload.bisect_seed`): (name, variant, SLO, seed) and the bisection's
+    arguments of each."""
     sets = _variant_sets(ctx)
     tol = _tol(ctx)
     tasks = [(name, v, slo, seed) for name, (v, slo) in SEARCHES.items() if v in sets for seed in ctx.spec.seeds]
     args = [(str(ctx.spec.base), seed, slo, "slowdown.p999", tuple([*ctx.spec.overrides, *sets[v]]), LO, HI, tol)
             for _, v, slo, seed in tasks]
-    rows = []
-    for (name, v, slo, seed), r in zip(tasks, _pool_map(_bisect_args, args, ctx.jobs)):
-        rows.append(search_row(name, v, slo, r, tol))
-    return pd.DataFrame(rows)
+    return tasks, args
+
+
+def search_table(ctx: Context, tasks: list[tuple], results: list[dict]) -> pd.DataFrame:
+    """The bisections as one row per search and seed."""
+    tol = _tol(ctx)
+    return pd.DataFrame([search_row(name, v, slo, r, tol) for (name, v, slo, seed), r in zip(tasks, results)])
 
 
 def search_row(name: str, variant: str, slo: float, r: dict, tol: float) -> dict:
@@ -993,14 +986,13 @@ def _run_one(args: tuple) -> dict:
     return row
 
 
-def run_fixed_points(ctx: Context) -> pd.DataFrame:
+def fixed_point_args(ctx: Context) -> list[tuple]:
     sets = _variant_sets(ctx)
-    args = [(str(ctx.spec.base), seed, (*ctx.spec.overrides, *sets[v], f"{LOAD}={x:.6g}"), {"variant": v, LOAD: x})
+    return [(str(ctx.spec.base), seed, (*ctx.spec.overrides, *sets[v], f"{LOAD}={x:.6g}"), {"variant": v, LOAD: x})
             for v, x in FIXED_POINTS if v in sets for seed in ctx.spec.seeds]
-    return pd.DataFrame(_pool_map(_run_one, args, ctx.jobs))
 
 
-def run_scaling(ctx: Context) -> pd.DataFrame:
+def scaling_args(ctx: Context) -> list[tuple]:
     """Fig. 11: ZippyDB at 50 % load on 8-30 workers (a dispatcher core on top where the system has one)."""
     sets = _variant_sets(ctx)
     workers = (8, 30) if ctx.quick else (8, 14, 22, 30)
@@ -1013,16 +1005,26 @@ def run_scaling(ctx: Context) -> pd.DataFrame:
             cores = n + any(o.startswith("server.dispatcher") for o in sets[v])
             ovr = (*ctx.spec.overrides, *sets[v], f"server.max_cores={cores}", f"{LOAD}={SCALING_LOAD}")
             args += [(str(ctx.spec.base), seed, ovr, {"system": s, "workers": n}) for seed in ctx.spec.seeds]
-    df = pd.DataFrame(_pool_map(_run_one, args, ctx.jobs))
-    if not df.empty:
-        df["loss"] = _loss(df)
-    return df
+    return args
 
 
 def build_data(ctx: Context) -> dict:
-    fixed = run_fixed_points(ctx)
-    searches = run_searches(ctx)
-    scaling = run_scaling(ctx)
+    """The fixed points, the max-load searches and Fig. 11's scaling runs, all as extra runs of one
+    pool (:meth:`Context.run_extra`), then the tables the claims read."""
+    from ..maxload import _bisect_args
+    from ..sweep.worker import call
+
+    fixed_args = fixed_point_args(ctx)
+    tasks, bisect = search_args(ctx)
+    scale_args = scaling_args(ctx)
+    out = ctx.run_extra(call, [*((_run_one, a) for a in fixed_args), *((_bisect_args, a) for a in bisect),
+                               *((_run_one, a) for a in scale_args)])
+    n_fixed, n_search = len(fixed_args), len(bisect)
+    fixed = pd.DataFrame(out[:n_fixed])
+    searches = search_table(ctx, tasks, out[n_fixed:n_fixed + n_search])
+    scaling = pd.DataFrame(out[n_fixed + n_search:])
+    if not scaling.empty:
+        scaling["loss"] = _loss(scaling)
     for name, d in (("points", fixed), ("maxload", searches), ("scaling", scaling)):
         if not d.empty:
             d.to_parquet(ctx.out / f"{name}.parquet", index=False)

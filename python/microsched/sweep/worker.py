@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .spec import Point
 
@@ -60,6 +60,13 @@ def run_point(point: Point) -> dict[str, Any]:
 
 
 WARNINGS_KEY = "__warnings__"
+
+
+def call(fn_and_arg: tuple[Callable[[Any], Any], Any]) -> Any:
+    """``fn(arg)``: several kinds of task (a reproduction's extra runs: rows, bisections) on one
+    pool, each task naming its own module-level function."""
+    fn, arg = fn_and_arg
+    return fn(arg)
 
 
 def die_with_parent(parent_pid: int) -> None:
