@@ -107,16 +107,6 @@ def _paired(d: Data, load: float, metric: str, form: str, num: str, den: str) ->
     return mean_ci95(d.per_seed(load, metric, FORMS[form], num, den))
 
 
-def _missing(d: Data, variants: Iterable[str], loads: Iterable[float]) -> str | None:
-    gone = [x for x in variants if not d.has(x)]
-    if gone:
-        return f"the run has no variant {', '.join(gone)}"
-    lost = [x for x in loads if not d.loads_in([x])]
-    if lost:
-        return f"the run has no load {', '.join(f'{x:g}' for x in lost)}"
-    return None
-
-
 def _f(x: float, nd: int = 4) -> float | None:
     return rounded(x, nd)
 
@@ -276,7 +266,7 @@ def pair_at(exp: str, metric: str, num: str, den: str, form: str, load: float = 
     def measure(data: Any) -> Measured:
         d = _d(data)
         a, b = v(exp, num), v(exp, den)
-        why = _missing(d, (a, b), (load,))
+        why = d.missing((a, b), (load,))
         if why:
             return Measured(None, missing=why)
         m, ci, n = _paired(d, load, metric, form, a, b)
@@ -301,7 +291,7 @@ def pair_range(exp: str, metric: str, num: str, den: str, form: str, centre: flo
     def measure(data: Any) -> Measured:
         d = _d(data)
         a, b = v(exp, num), v(exp, den)
-        why = _missing(d, (a, b), loads)
+        why = d.missing((a, b), loads)
         if why:
             return Measured(None, missing=why)
         by = {x: _paired(d, x, metric, form, a, b) for x in loads}
@@ -322,7 +312,7 @@ def upto_below(exp: str, metric: str, others: Sequence[str], form: str, cs_first
     def measure(data: Any) -> Measured:
         d = _d(data)
         pols = [p for p in others if d.has(v(exp, p))]
-        why = _missing(d, (v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
+        why = d.missing((v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
         if why:
             return Measured(None, missing=why)
         by = {(p, x): (_paired(d, x, metric, form, v(exp, CS), v(exp, p)) if cs_first
@@ -349,7 +339,7 @@ def across_sessions(metric: str, other: str, form: str, paper: float, log: bool)
         d = _d(data)
         exps = [e for e in SESSIONS if d.has(v(e, CS), v(e, other))]
         if len(exps) < len(SESSIONS) or not d.loads_in([MEDIUM]):
-            return Measured(None, missing=_missing(d, [v(e, x) for e in SESSIONS for x in (CS, other)], [MEDIUM]))
+            return Measured(None, missing=d.missing([v(e, x) for e in SESSIONS for x in (CS, other)], [MEDIUM]))
         by = {e: _paired(d, MEDIUM, metric, form, v(e, other), v(e, CS)) for e in exps}
 
         def dist(e: str) -> float:
@@ -389,7 +379,7 @@ def gain_upto(exp: str, others: Sequence[str], loads: Sequence[float] = ABOVE, c
     def measure(data: Any) -> Measured:
         d = _d(data)
         pols = [p for p in others if d.has(v(exp, p))]
-        why = _missing(d, (v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
+        why = d.missing((v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
         if why:
             return Measured(None, missing=why)
         by = {(p, x): (_paired(d, x, THR, "gain", v(exp, CS), v(exp, p)) if cs_over
@@ -418,7 +408,7 @@ def table_cell(exp: str, policy: str, load: float) -> Callable[[Any], Measured]:
 
     def measure(data: Any) -> Measured:
         d = _d(data)
-        why = _missing(d, (v(exp, CS), v(exp, policy)), (load,))
+        why = d.missing((v(exp, CS), v(exp, policy)), (load,))
         if why:
             return Measured(None, missing=why)
         m, ci, n = _paired(d, load, THR, "gain", v(exp, policy), v(exp, CS))
@@ -492,7 +482,7 @@ def urange_vs_caladan(data: Any) -> Measured:
     1.0/1.3/1.5."""
     d = _d(data)
     a, b = v("exp10", UR), v("exp10", CAL)
-    why = _missing(d, (a, b), ABOVE)
+    why = d.missing((a, b), ABOVE)
     if why:
         return Measured(None, missing=why)
     per = pd.concat([pd.Series(d.per_seed(x, THR, FORMS["gain"], a, b)) for x in ABOVE], axis=1)
@@ -520,7 +510,7 @@ def sessions_order(metric: str, form: str) -> Callable[[Any], Measured]:
     def measure(data: Any) -> Measured:
         d = _d(data)
         need = (v("exp10", CS), v("n10000", CS)) + ((v("exp10", SH), v("n10000", SH)) if metric == THR else ())
-        why = _missing(d, need, ABOVE)
+        why = d.missing(need, ABOVE)
         if why:
             return Measured(None, missing=why)
         cols = []
@@ -563,7 +553,7 @@ def fig1_not_dominated(data: Any) -> Measured:
     cs = v("exp10", CS)
     cal = {p: x for p, x in CALADAN_POLL.items() if d.has(x)}
     loads = d.loads_in(BELOW)
-    why = _missing(d, (cs, *CALADAN_POLL.values()), BELOW)
+    why = d.missing((cs, *CALADAN_POLL.values()), BELOW)
     if why:
         return Measured(None, missing=why)
     bad = {}
@@ -624,7 +614,7 @@ def fig1_core_difference(data: Any) -> Measured:
     """"one less core": the largest cores(Caladan 10 µs) − cores(CoreSync) over loads 0.2/0.5/0.8."""
     d = _d(data)
     cs, c10 = v("exp10", CS), CALADAN_POLL[10]
-    why = _missing(d, (cs, c10), BELOW)
+    why = d.missing((cs, c10), BELOW)
     if why:
         return Measured(None, missing=why)
     by = {x: _paired(d, x, CORES, "diff", c10, cs) for x in BELOW}
@@ -643,7 +633,7 @@ def fig1_util_upto(data: Any) -> Measured:
     over loads 0.2/0.5/0.8."""
     d = _d(data)
     cs, c10 = v("exp10", CS), CALADAN_POLL[10]
-    why = _missing(d, (cs, c10), BELOW)
+    why = d.missing((cs, c10), BELOW)
     if why:
         return Measured(None, missing=why)
     by = {x: _paired(d, x, UTIL, "gain", c10, cs) for x in BELOW}
@@ -665,7 +655,7 @@ def r_order(metric: str) -> Callable[[Any], Measured]:
     def measure(data: Any) -> Measured:
         d = _d(data)
         r10, r100 = R_VARIANTS[10], R_VARIANTS[100]
-        why = _missing(d, (r10, r100), BELOW)
+        why = d.missing((r10, r100), BELOW)
         if why:
             return Measured(None, missing=why)
         by = {x: _paired(d, x, metric, form, r10, r100) for x in BELOW}
@@ -702,7 +692,7 @@ def partial_proportionality(data: Any) -> Measured:
     """(C_issued − N)/(R·K) of CoreSync, exp. 10 µs, load 0.5, per seed."""
     d = _d(data)
     cs = v("exp10", CS)
-    why = _missing(d, (cs,), (MEDIUM,))
+    why = d.missing((cs,), (MEDIUM,))
     if why:
         return Measured(None, missing=why)
     iss, cores = d.values(cs, MEDIUM, ISSUED), d.values(cs, MEDIUM, CORES)
@@ -767,7 +757,7 @@ def steady_state(metric: str) -> Callable[[Any], Measured]:
     def measure(data: Any) -> Measured:
         d = _d(data)
         cs = v("exp10", CS)
-        why = _missing(d, (cs, COLD), ())
+        why = d.missing((cs, COLD), ())
         if why:
             return Measured(None, missing=why)
         by = {x: _paired(d, x, metric, form, COLD, cs) for x in d.loads}

@@ -112,9 +112,6 @@ class Data(Seeds):
                                 else g[metric].astype(float))
         return self._cache[key]
 
-    def has(self, *variants: str) -> bool:
-        return all(x in self.variants for x in variants)
-
     def loads_in(self, wanted: Iterable[float]) -> list[float]:
         return [x for x in wanted if any(math.isclose(x, y) for y in self.loads)]
 
