@@ -19,7 +19,6 @@ import math
 from typing import Any, Iterable, Sequence
 
 from .scenario import plain
-from .sweep.runner import default_jobs, mean_ci95, run_tasks
 
 
 def metric_value(summary: dict, metric: str) -> float:
@@ -62,9 +61,9 @@ def backlog_excess(s: dict) -> float:
 
 
 def _probe(scenario: Any, overrides: Sequence[str], seed: int, load: float, metric: str) -> dict:
-    from .api import run
+    from .api import run_summary
 
-    s = run(scenario, seed=seed, overrides=[*overrides, f"load.fraction={load:.6g}"]).summary
+    s = run_summary(scenario, seed=seed, overrides=[*overrides, f"load.fraction={load:.6g}"])
     util = (s.get("sched") or {}).get("worker_utilization", {}).get("mean", 0.0)
     excess = backlog_excess(s)
     return {"value": metric_value(s, metric), "offered_rps": float(s["offered_rps"]),
@@ -120,6 +119,9 @@ def max_load(scenario: Any, slo: float, metric: str = "slowdown.p999", seeds: It
     that cannot be computed (the interval with one seed) is ``None``, never NaN.
     """
     from .api import validate
+    # Here, not at the top: a worker that runs a bisection (:func:`_bisect_args`) imports this
+    # module, and the pool's runner would bring pandas with it.
+    from .sweep.runner import default_jobs, mean_ci95, run_tasks
 
     seeds = [plain(s) for s in seeds]
     if not seeds:

@@ -24,6 +24,7 @@ import pandas as pd
 from .coresync_data import COLD_WARMUP_MS
 from .coresync_report import _plt
 from .framework import Context
+from ..sweep.worker import series_of
 
 VARIANT = "exp10/coresync"
 LOADS = (0.2, 0.5)
@@ -33,6 +34,8 @@ SAMPLE_US = 1000
 R, N = 50.0, 100.0
 # CoreSync's park attempts per sample, those its gate kept polling, its parks and wake-ups.
 PARK_COLUMNS = ("park_attempts", "park_vetoes", "parks", "wakeups")
+SERIES_COLUMNS = ("t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued", "drained_sessions",
+                  *PARK_COLUMNS)
 
 
 def run(ctx: Context) -> pd.DataFrame | None:
@@ -52,23 +55,16 @@ def run(ctx: Context) -> pd.DataFrame | None:
     if ctx.condition:
         duration = COLD_WARMUP_MS + CONDITION_TAIL_MS
     # the condition's overrides are already in var.set (run_reproduction appended them)
-    args = [(str(ctx.spec.base), load, (*sem, *var.set, "warmup_ms=0", f"duration_ms={duration}",
-                                        "policy.overload.initial_pool=16", f"metrics.sample_interval_us={SAMPLE_US}",
-                                        f"load.fraction={load}")) for load in LOADS]
-    return pd.concat(ctx.run_extra(_series, args), ignore_index=True)
-
-
-def _series(args: tuple[str, float, tuple[str, ...]]) -> pd.DataFrame:
-    """One load's cold-start run (seed 1): its time series with the load and R·K + N."""
-    from .. import api
-
-    base, load, overrides = args
-    res = api.run(base, seed=1, overrides=list(overrides))
-    ts = res.timeseries[["t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued",
-                         "drained_sessions", *PARK_COLUMNS]].copy()
-    ts.insert(0, "load", load)
-    ts["bound_rk_n"] = R * ts["cores_allocated"] + N
-    return ts
+    tasks = [(str(ctx.spec.base), 1, (*sem, *var.set, "warmup_ms=0", f"duration_ms={duration}",
+                                      "policy.overload.initial_pool=16", f"metrics.sample_interval_us={SAMPLE_US}",
+                                      f"load.fraction={load}"), SERIES_COLUMNS) for load in LOADS]
+    frames = []
+    for load, cols in zip(LOADS, ctx.run_extra(series_of, tasks)):
+        ts = pd.DataFrame(cols)
+        ts.insert(0, "load", load)
+        ts["bound_rk_n"] = R * ts["cores_allocated"] + N
+        frames.append(ts)
+    return pd.concat(frames, ignore_index=True)
 
 
 def steady(ts: pd.DataFrame, load: float, last_ms: float = 100.0) -> dict[str, float]:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from .claims import Claim, ClaimSpec, write_claims
+from .parts import RowStore
 from ..sweep.runner import _tidy
 from .runner import aggregate, default_jobs, run_points, run_tasks
 from .spec import SpecError, SweepSpec
@@ -433,38 +434,31 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     parts.mkdir(parents=True, exist_ok=True)
     stamp_path.write_text(json.dumps(stamp, indent=2, default=str) + "\n", encoding="utf-8")
     ids = [point_id(p.overrides, p.seed) for p in points]
-    done = finished_ids(out_dir) if resume else set()
+    store = RowStore(parts)
     saved: dict[int, dict] = {}
-    if done:
-        import pyarrow.parquet as pq
-
-        for i, pid in enumerate(ids):
-            if pid in done:
-                row = pq.read_table(parts / f"{pid}.parquet").to_pylist()[0]
-                row.pop("point_id", None)
-                saved[i] = row
+    if resume:
+        found = store.load(ids, finished_ids(out_dir))
+        saved = {i: found[pid] for i, pid in enumerate(ids) if pid in found}
     todo = [p for i, p in enumerate(points) if i not in saved]
 
     def save(point: Any, row: dict) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         saved[point.index] = row
-        pid = ids[point.index]
-        path = parts / f"{pid}.parquet"
-        tmp = path.with_name(f".{pid}.{os.getpid()}.tmp")
-        pq.write_table(pa.Table.from_pylist([{"point_id": pid, **row}]), tmp)
-        os.replace(tmp, path)
+        store.add(ids[point.index], row)
+
+    already = len(saved)  # `saved` grows as runs finish: the ticks count from what was there before
 
     def tick(n: int, total: int) -> None:
         if progress:
-            progress(len(saved) + n, len(points))
+            progress(already + n, len(points))
 
     t0 = time.perf_counter()
     if progress:
         progress(len(saved), len(points))
     if todo:
-        run_points(todo, jobs=jobs, progress=tick, on_row=save)
+        try:
+            run_points(todo, jobs=jobs, progress=tick, on_row=save)
+        finally:
+            store.flush()  # what finished is kept, also when a point failed or Ctrl-C stopped the rest
     # Built as run_points builds it, so that a resumed reproduction equals an uninterrupted one.
     df = _tidy(pd.DataFrame([saved[i] for i in range(len(points))]))
     sweep_s = time.perf_counter() - t0

@@ -23,7 +23,6 @@ against its offered load, per variant, with 95 % CIs over seeds).
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -53,23 +52,20 @@ COLORS = {BASE: "tab:red", FIX: "tab:blue", INIT32: "tab:orange"}
 # time series (shared with the collapse reproduction)
 
 
-def _ts_worker(args: tuple[Point, tuple[str, ...]]) -> pd.DataFrame:
-    from ..api import run
-
-    point, extra = args
-    with warnings.catch_warnings():  # the point's sweep run has said them already
-        warnings.simplefilter("ignore")
-        res = run(point.scenario, seed=point.seed, overrides=[*point.overrides, *extra])
-    ts = res.timeseries[[c for c in TS_COLS if c in res.timeseries.columns]].copy()
-    for k, v in point.params.items():
-        ts[k] = v
-    return ts
-
-
 def run_timeseries(ctx: Context, points: Sequence[Point], extra_overrides: Sequence[str] = ()) -> pd.DataFrame:
     """The time series of ``points`` (each with ``extra_overrides`` appended), one frame with the
-    point's parameters as columns: extra runs on the framework's pool (:meth:`Context.run_extra`)."""
-    frames = ctx.run_extra(_ts_worker, [(p, tuple(extra_overrides)) for p in points])
+    point's parameters as columns: extra runs on the framework's pool (:meth:`Context.run_extra`;
+    the workers return the columns, the frames are made here)."""
+    from ..sweep.worker import series_of
+
+    columns = ctx.run_extra(series_of, [(p.scenario, p.seed, (*p.overrides, *extra_overrides), TS_COLS)
+                                        for p in points])
+    frames = []
+    for p, cols in zip(points, columns):
+        ts = pd.DataFrame(cols)
+        for k, v in p.params.items():
+            ts[k] = v
+        frames.append(ts)
     return pd.concat(frames, ignore_index=True)
 
 

@@ -1017,14 +1017,12 @@ CLAIMS: list[ClaimSpec] = [
 # running and analysis
 
 
-def run_point_with_locks(point: Any) -> dict[str, Any]:
-    """A sweep row (as the sweep runner's, per-lock counters ``lock_control.locks.NAME.FIELD``
-    included) plus the measured window's resends (``requests.retried``)."""
-    from ..api import run
+def row_with_locks(point: Any, s: dict[str, Any]) -> dict[str, Any]:
+    """A sweep row of ``point`` from its run's summary ``s`` (as the sweep runner's, per-lock
+    counters ``lock_control.locks.NAME.FIELD`` included) plus the measured window's resends
+    (``requests.retried``)."""
     from .runner import flatten
 
-    res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
-    s = res.summary
     row = flatten(s)
     row.pop("seed", None)
     apps = s.get("applications") or []
@@ -1061,7 +1059,11 @@ def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
             from ..sweep.engine import validate_points
 
             validate_points(spec, points[name])
-    rows = iter(ctx.run_extra(run_point_with_locks, [p for name in names for p in points[name]]))
+    from ..sweep.worker import summary_of
+
+    todo = [p for name in names for p in points[name]]
+    summaries = ctx.run_extra(summary_of, [(p.scenario, p.seed, tuple(p.overrides)) for p in todo])
+    rows = iter([row_with_locks(p, s) for p, s in zip(todo, summaries)])
     out = {}
     for name in names:
         out[name] = _tidy(pd.DataFrame([next(rows) for _ in points[name]]))

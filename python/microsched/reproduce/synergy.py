@@ -970,14 +970,12 @@ def search_row(name: str, variant: str, slo: float, r: dict, tol: float) -> dict
             "capacity_rps": p0["offered_rps"] / p0["load"] if p0["load"] > 0 else math.nan}
 
 
-def _run_one(args: tuple) -> dict:
-    from ..api import run
+def _row(task: tuple, summary: dict) -> dict:
+    """A fixed point's or scaling run's row: its parameters, seed and flattened summary."""
     from .runner import flatten
 
-    base, seed, overrides, params = args
-    s = run(base, seed=seed, overrides=list(overrides)).summary
-    row = {**params, "seed": seed, **flatten({k: v for k, v in s.items() if k != "histograms"})}
-    return row
+    base, seed, overrides, params = task
+    return {**params, "seed": seed, **flatten({k: v for k, v in summary.items() if k != "histograms"})}
 
 
 def fixed_point_args(ctx: Context) -> list[tuple]:
@@ -1006,17 +1004,17 @@ def build_data(ctx: Context) -> dict:
     """The fixed points, the max-load searches and Fig. 11's scaling runs, all as extra runs of one
     pool (:meth:`Context.run_extra`), then the tables the claims read."""
     from ..maxload import _bisect_args
-    from ..sweep.worker import call
+    from ..sweep.worker import call, summary_of
 
     fixed_args = fixed_point_args(ctx)
     tasks, bisect = search_args(ctx)
     scale_args = scaling_args(ctx)
-    out = ctx.run_extra(call, [*((_run_one, a) for a in fixed_args), *((_bisect_args, a) for a in bisect),
-                               *((_run_one, a) for a in scale_args)])
+    runs = lambda args: [(summary_of, a[:3]) for a in args]  # noqa: E731 - (scenario, seed, overrides)
+    out = ctx.run_extra(call, [*runs(fixed_args), *((_bisect_args, a) for a in bisect), *runs(scale_args)])
     n_fixed, n_search = len(fixed_args), len(bisect)
-    fixed = pd.DataFrame(out[:n_fixed])
+    fixed = pd.DataFrame([_row(a, s) for a, s in zip(fixed_args, out[:n_fixed])])
     searches = search_table(ctx, tasks, out[n_fixed:n_fixed + n_search])
-    scaling = pd.DataFrame(out[n_fixed + n_search:])
+    scaling = pd.DataFrame([_row(a, s) for a, s in zip(scale_args, out[n_fixed + n_search:])])
     if not scaling.empty:
         scaling["loss"] = _loss(scaling)
     for name, d in (("points", fixed), ("maxload", searches), ("scaling", scaling)):
