@@ -70,6 +70,7 @@ def describe_size(spec: Any, jobs: int | None, con: Any, big_points: int = 1000,
     """Before a big sweep starts (it first validates every point, which takes a while): how
     many points, and roughly how long they take, from the base scenario's cost estimate."""
     from ..api import estimate
+    from ..sweep.engine import duration_text
     from ..sweep.runner import default_jobs
 
     n = spec.n_points()
@@ -83,18 +84,8 @@ def describe_size(spec: Any, jobs: int | None, con: Any, big_points: int = 1000,
         return
     shape = " × ".join([*(f"{len(v)} {k}" for k, v in spec.grid.items()),
                         *([f"{len(spec.variants)} variants"] if spec.variants else []), f"{len(spec.seeds)} seeds"])
-    eta = f"; roughly {_duration(total_s)} on {jobs} job(s) at a typical engine speed" if total_s is not None else ""
+    eta = f"; roughly {duration_text(total_s)} on {jobs} job(s) at a typical engine speed" if total_s is not None else ""
     con.print(f"sweep {spec.name}: {n:,} points ({shape}){eta}; checking every point first (Ctrl-C stops)")
-
-
-def _duration(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

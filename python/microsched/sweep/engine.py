@@ -522,10 +522,8 @@ def check_size(spec: SweepSpec, jobs: int | None = None, max_points: int | None 
     jobs = jobs or default_jobs()
     hours = per_point * n / jobs / 3600
     if hours > max_hours:
-        from .commands import _duration
-
         raise SweepError(f"--max-hours: the sweep {spec.path} ({n:,} points: {shape}) would take roughly "
-                         f"{_duration(hours * 3600)} on {jobs} job(s) at a typical engine speed, more than "
+                         f"{duration_text(hours * 3600)} on {jobs} job(s) at a typical engine speed, more than "
                          f"{max_hours:g} h: shrink it, or raise --max-hours")
 
 
@@ -690,3 +688,14 @@ def _version() -> str:
         return version("microsched")
     except Exception:  # noqa: BLE001
         return "unknown"
+
+
+def duration_text(s: float) -> str:
+    """A duration for a person: seconds, minutes, hours or days."""
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
