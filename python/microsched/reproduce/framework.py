@@ -394,8 +394,8 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
 
     Finished runs are saved in batches in ``out/parts/`` (:mod:`.parts`), and the extra runs
     of the analysis in ``out/parts/extra/`` (:meth:`Context.run_extra`); ``resume`` reuses
-    those of an interrupted reproduction and runs only the rest (refused if the profile or seed set differs), with the results an uninterrupted
-    reproduction gives. ``condition`` names one of the reproduction's conditions: its overrides
+    those of an interrupted reproduction and runs only the rest (refused if the profile or seed
+    set differs), with the results an uninterrupted reproduction gives. ``condition`` names one of the reproduction's conditions: its overrides
     are added to every variant (default ``out``: ``results/NAME-CONDITION``). ``extra`` is an
     unnamed condition (a sensitivity run's cost setting), recorded in ``meta.json``."""
     from ..sweep.engine import PARTS_DIR, SweepError, finished_ids, point_id
