@@ -63,8 +63,7 @@ class RunResult:
         """Builds a result from the dict that ``microsched._native.run`` returns."""
         import pandas as pd
 
-        summary = raw["summary"]
-        summary = null_if_none_completed(json.loads(summary) if isinstance(summary, str) else dict(summary))
+        summary = _summary_of(raw)
         scen = raw.get("scenario") or {}
         scen = json.loads(scen) if isinstance(scen, str) else dict(scen)
         ts = pd.DataFrame(dict(raw.get("timeseries") or {}))
@@ -84,7 +83,7 @@ class RunResult:
         ``summary.json``, ``scenario.json`` (resolved), ``timeseries.parquet``,
         ``latency_cdf.parquet``, ``latency_cdf.png`` and, if per-request records were kept,
         ``requests.parquet``."""
-        from .plot import plot_latency_cdf
+        from .plots import plot_latency_cdf
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -114,6 +113,12 @@ def window_completed(section: Mapping[str, Any]) -> int | None:
     if isinstance(tput, (int, float)) and isinstance(dur, (int, float)):
         return round(tput * dur)
     return None
+
+
+def _summary_of(raw: Mapping[str, Any]) -> dict:
+    """The summary of the simulator's raw result, as :class:`RunResult` holds it."""
+    summary = raw["summary"]
+    return null_if_none_completed(json.loads(summary) if isinstance(summary, str) else dict(summary))
 
 
 def null_if_none_completed(summary: dict) -> dict:
@@ -294,6 +299,47 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
         UserWarning: the run will produce nothing useful (an RTT longer than the run, no
             load, ...), or the time series is sampled more coarsely than asked.
     """
+    raw = _simulate(scenario, seed, overrides, force, progress, keep_partial, trace, trace_window, trace_max_events)
+    for w in raw.get("warnings") or ():
+        warnings.warn(w, UserWarning, stacklevel=2)
+    res = RunResult.from_native(raw)
+    empty = empty_window_warning(res.summary)
+    if empty:
+        warnings.warn(empty, UserWarning, stacklevel=2)
+    return res
+
+
+def run_summary(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = (), *,
+                force: bool = False) -> dict:
+    """The summary of :func:`run` alone (``run(...).summary``, with the same warnings), without
+    building the time series, records and CDF tables: pandas is not imported, so that a sweep's
+    worker, which keeps only the summary, does not pay for it."""
+    raw = _simulate(scenario, seed, overrides, force, None, False, None, None, None)
+    for w in raw.get("warnings") or ():
+        warnings.warn(w, UserWarning, stacklevel=2)
+    summary = _summary_of(raw)
+    empty = empty_window_warning(summary)
+    if empty:
+        warnings.warn(empty, UserWarning, stacklevel=2)
+    return summary
+
+
+def run_series(scenario: ScenarioLike, columns: Iterable[str], seed: int | None = None,
+               overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """``columns`` of :func:`run`'s time series (those it has, in the order asked), as the
+    simulator returns them; ``pd.DataFrame`` of it is ``run(...).timeseries[columns]``. Without
+    pandas, for a worker process whose driver builds the frame. The run's warnings are not
+    issued (the point's own run has said them)."""
+    raw = _simulate(scenario, seed, overrides, False, None, False, None, None, None)
+    ts = raw.get("timeseries") or {}
+    return {c: ts[c] for c in columns if c in ts}
+
+
+def _simulate(scenario: ScenarioLike, seed: int | None, overrides: Iterable[str], force: bool,
+              progress: Callable[[float, float], Any] | None, keep_partial: bool,
+              trace: str | os.PathLike | None, trace_window: tuple[float, float] | None,
+              trace_max_events: int | None) -> Mapping[str, Any]:
+    """The simulator's raw result (the dict ``microsched._native.run`` returns)."""
     from .records import resolve_replay
 
     seed = _check_seed(seed)
@@ -318,13 +364,7 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
     finally:
         if tmp is not None:
             tmp.cleanup()
-    for w in raw.get("warnings") or ():
-        warnings.warn(w, UserWarning, stacklevel=2)
-    res = RunResult.from_native(raw)
-    empty = empty_window_warning(res.summary)
-    if empty:
-        warnings.warn(empty, UserWarning, stacklevel=2)
-    return res
+    return raw
 
 
 def validate(scenario: ScenarioLike, overrides: Iterable[str] = (), *, force: bool = False) -> dict:

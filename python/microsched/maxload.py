@@ -16,11 +16,9 @@ Metric names are dotted paths into the summary; a list of named sections is inde
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Iterable, Sequence
 
 from .scenario import plain
-from .sweep.runner import default_jobs, main_hidden_from_spawn, mean_ci95
 
 
 def metric_value(summary: dict, metric: str) -> float:
@@ -63,9 +61,9 @@ def backlog_excess(s: dict) -> float:
 
 
 def _probe(scenario: Any, overrides: Sequence[str], seed: int, load: float, metric: str) -> dict:
-    from .api import run
+    from .api import run_summary
 
-    s = run(scenario, seed=seed, overrides=[*overrides, f"load.fraction={load:.6g}"]).summary
+    s = run_summary(scenario, seed=seed, overrides=[*overrides, f"load.fraction={load:.6g}"])
     util = (s.get("sched") or {}).get("worker_utilization", {}).get("mean", 0.0)
     excess = backlog_excess(s)
     return {"value": metric_value(s, metric), "offered_rps": float(s["offered_rps"]),
@@ -121,6 +119,9 @@ def max_load(scenario: Any, slo: float, metric: str = "slowdown.p999", seeds: It
     that cannot be computed (the interval with one seed) is ``None``, never NaN.
     """
     from .api import validate
+    # Here, not at the top: a worker that runs a bisection (:func:`_bisect_args`) imports this
+    # module, and the pool's runner would bring pandas with it.
+    from .sweep.runner import default_jobs, mean_ci95, run_tasks
 
     seeds = [plain(s) for s in seeds]
     if not seeds:
@@ -132,13 +133,7 @@ def max_load(scenario: Any, slo: float, metric: str = "slowdown.p999", seeds: It
     validate(scenario, overrides=list(overrides))  # a bad scenario fails here, once
     args = [(scenario, s, slo, metric, tuple(overrides), lo, hi, tol) for s in seeds]
     jobs = min(jobs or default_jobs(), len(seeds))
-    if jobs <= 1:
-        per_seed = [_bisect_args(a) for a in args]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            with main_hidden_from_spawn():  # workers (spawn, as on macOS) must not rerun a script
-                futures = [ex.submit(_bisect_args, a) for a in args]
-            per_seed = [f.result() for f in futures]
+    per_seed = run_tasks(_bisect_args, args, jobs)
     missing = [r["seed"] for r in per_seed if not r["meets_at_lo"]]
     load, ci, n = mean_ci95(r["load"] for r in per_seed)
     if len(missing) == len(per_seed):  # no load in [lo, hi] meets the SLO

@@ -5,9 +5,9 @@ missing file, a malformed ``--set``, an unknown flag) prints exactly one line on
 ``microsched: error: <message>``, and exits with status 2; never a traceback. Set
 ``MICROSCHED_DEBUG=1`` to get the traceback of an unexpected internal error.
 
-One module per command (``run``, ``validate`` with ``schema``, ``bench``, ``reproduce``, ``real``
-with ``serve`` and ``loadgen``; ``sweep``, ``plot`` and ``report`` live in
-:mod:`microsched.sweep.commands`), each adding its parsers with ``add_commands``; this module
+One module per command (``run``, ``validate`` with ``schema``, ``bench``, ``reproduce``, ``sweep``,
+``plot``, ``report``, ``real`` with ``serve`` and ``loadgen``), each adding its parsers with
+``add_commands``; this module
 assembles them and maps every failure onto the error contract of :mod:`.errors`.
 """
 
@@ -19,7 +19,8 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import bench, check_policy, compare, harvest, maxload, policies, real, reproduce, run, validate
+from . import (bench, check_policy, compare, harvest, maxload, plot, policies, real, report, reproduce, run, sweep,
+               validate)
 from .args import Formatter, Parser
 from .errors import EXIT_INTERNAL, PROG, CliError, fail, fail_policy, is_policy_failure
 from .real import _schedule_lag_warning  # noqa: F401  (tests check the warning on its own)
@@ -53,10 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     maxload.add_commands(sub)
     compare.add_commands(sub)
     check_policy.add_commands(sub)
-
-    from ..sweep.commands import add_commands  # sweep, plot, report
-
-    add_commands(sub, Formatter)
+    sweep.add_commands(sub)
+    plot.add_commands(sub)
+    report.add_commands(sub)
     real.add_commands(sub)
     harvest.add_commands(sub)
     return p

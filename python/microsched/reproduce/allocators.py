@@ -104,14 +104,6 @@ class Data:
     def seeds(self) -> Seeds:
         return Seeds(self.runs, key=LOAD)
 
-    def has(self, *variants: str) -> bool:
-        return set(variants) <= set(self.runs["variant"])
-
-    def loads(self) -> list[float]:
-        return sorted(set(np.round(self.runs[LOAD].astype(float), 9)))
-
-    def has_load(self, load: float) -> bool:
-        return any(math.isclose(load, x) for x in self.loads())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,16 +116,6 @@ def _stat(s: Seeds, variant: str, load: float, metric: str) -> float:
 
 def _paired(s: Seeds, load: float, metric: str, fn: Callable[..., float], *variants: str) -> tuple[float, float, int]:
     return mean_ci95(s.per_seed(load, metric, fn, *variants))
-
-
-def _missing(d: Data, variants: tuple[str, ...], loads: tuple[float, ...]) -> str | None:
-    gone = [v for v in variants if not d.has(v)]
-    if gone:
-        return f"the run has no variant {', '.join(gone)}"
-    lost = [x for x in loads if not d.has_load(x)]
-    if lost:
-        return f"the run has no load {', '.join(f'{x:g}' for x in lost)}"
-    return None
 
 
 def _below_capacity(s: Seeds, variants: tuple[str, ...], load: float) -> list[Condition]:
@@ -179,7 +161,7 @@ def ratio_at(num: str, den: str, metric: str, load: float = MEDIUM) -> Callable[
     evidence."""
 
     def measure(d: Data) -> Measured:
-        why = _missing(d, (num, den, STATIC), (load,))
+        why = d.seeds.missing((num, den, STATIC), (load,))
         if why:
             return Measured(None, missing=why)
         s = d.seeds
@@ -188,7 +170,7 @@ def ratio_at(num: str, den: str, metric: str, load: float = MEDIUM) -> Callable[
               **_point(s, num, load, "num"), **_point(s, den, load, "den"), **_point(s, STATIC, load, "static")}
         if metric == P99:
             ev["floor"], _, _ = _paired(s, load, P99, safe_ratio, STATIC, den)
-        extra = {"by_load": {str(x): _r(_paired(s, x, metric, safe_ratio, num, den)[0]) for x in d.loads()}}
+        extra = {"by_load": {str(x): _r(_paired(s, x, metric, safe_ratio, num, den)[0]) for x in d.seeds.points()}}
         if num == UR or den == UR:
             ev["ur_lower"], ev["ur_upper"] = (_param(d, UR, f"policy.allocator.{k}") for k in ("lower", "upper"))
             b, srch = _stat(s, UR, load, BUSY_NS), _stat(s, UR, load, SEARCH_NS)
@@ -264,7 +246,7 @@ def proactive_cores_margin(p: str) -> Callable[[Data], Measured]:
     paired per seed."""
 
     def measure(d: Data) -> Measured:
-        why = _missing(d, (p, *REACTIVE), LOADS_CHECKED)
+        why = d.seeds.missing((p, *REACTIVE), LOADS_CHECKED)
         if why:
             return Measured(None, missing=why)
         s = d.seeds
@@ -284,7 +266,7 @@ def proactive_p99_excess(p: str) -> Callable[[Data], Measured]:
     paired per seed (below zero: p has the lower tail)."""
 
     def measure(d: Data) -> Measured:
-        why = _missing(d, (p, *REACTIVE), LOADS_CHECKED)
+        why = d.seeds.missing((p, *REACTIVE), LOADS_CHECKED)
         if why:
             return Measured(None, missing=why)
         s = d.seeds
@@ -310,7 +292,7 @@ def dynamic_fewer_cores(load: float) -> Callable[[Data], Measured]:
     """The most LC cores any dynamic allocator keeps at ``load``, minus static's (the machine)."""
 
     def measure(d: Data) -> Measured:
-        why = _missing(d, (STATIC,), (load,))
+        why = d.seeds.missing((STATIC,), (load,))
         if why:
             return Measured(None, missing=why)
         s = d.seeds
@@ -341,7 +323,7 @@ def poll_steps(metric: str, fn: Callable[[float, float], float], largest: bool =
 
     def measure(d: Data) -> Measured:
         variants = tuple(v for pair in pairs for v, _ in pair)
-        why = _missing(d, variants, LOADS_CHECKED)
+        why = d.seeds.missing(variants, LOADS_CHECKED)
         if why:
             return Measured(None, missing=why)
         s = d.seeds

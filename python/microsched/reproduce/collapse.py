@@ -30,6 +30,7 @@ from .claims import (BOUND, FRACTION, ORDER, VALUE, Cause, ClaimSpec, Measured, 
 from .framework import Context, Figure, register
 from .loadshift import binned, run_timeseries, scenario_params, setup_plt
 from .runner import mean_ci95
+from .stats import mean_over_seeds, seed_values
 
 RTT = "network.rtt_us"
 BASE, FIX, STATIC = "baseline", "fix", "static"
@@ -113,18 +114,10 @@ def build_data(results: pd.DataFrame, ts: pd.DataFrame, scenario: Mapping[str, A
 
 
 def _vals(df: pd.DataFrame, variant: str, rtt: float | None, col: str) -> pd.Series:
-    if col not in df.columns:
-        return pd.Series(dtype=float)
-    sel = df["variant"] == variant
-    if rtt is not None:
-        key = RTT if RTT in df.columns else "rtt_us"
-        sel &= np.isclose(df[key].astype(float), rtt)
-    return df[sel].groupby("seed")[col].mean().astype(float)
-
-
-def _mean(df: pd.DataFrame, variant: str, rtt: float | None, col: str) -> float:
-    s = _vals(df, variant, rtt, col)
-    return float(s.mean()) if len(s) else math.nan
+    """``col`` of ``variant`` at ``rtt`` (at every RTT when None), by seed."""
+    if rtt is None:
+        return seed_values(df, variant, col)
+    return seed_values(df, variant, col, **{RTT if RTT in df.columns else "rtt_us": rtt})
 
 
 def _measured(values, missing: str, **kw) -> Measured:
@@ -137,17 +130,17 @@ def _measured(values, missing: str, **kw) -> Measured:
 def _figures(data: Mapping[str, Any], variant: str, rtt: float) -> dict[str, Any]:
     """A variant's whole-run figures at one RTT (means over seeds), as cause evidence."""
     r, p = data["results"], data["params"]
-    tr, dur = _mean(r, variant, rtt, "core_time.transition_ns"), _mean(r, variant, rtt, "duration_s")
+    tr, dur = mean_over_seeds(_vals(r, variant, rtt, "core_time.transition_ns")), mean_over_seeds(_vals(r, variant, rtt, "duration_s"))
     wakes = tr / (p["alloc_delay_us"] * 1e3) / (dur * 1e3) if dur > 0 else math.nan
-    return {"rtt": rtt, "frac": _r(_mean(r, variant, rtt, "frac"), 3),
-            "cores": _r(_mean(r, variant, rtt, "cores.allocated_mean"), 2),
-            "busy": _r(_mean(r, variant, rtt, "cores.busy_mean"), 2),
-            "pool": _r(_mean(r, variant, rtt, "credits.pool_mean"), 0),
-            "issued": _r(_mean(r, variant, rtt, "credits.issued_mean"), 0),
-            "qd99": _r(_mean(r, variant, rtt, "queueing_delay_us.p99"), 1),
-            "drop_rate": _r(_mean(r, variant, rtt, "drop_rate"), 3),
-            "aqm_drops": _r(_mean(r, variant, rtt, "credits.aqm_drops"), 0),
-            "client_timeouts": _r(_mean(r, variant, rtt, "credits.client_timeouts"), 0),
+    return {"rtt": rtt, "frac": _r(mean_over_seeds(_vals(r, variant, rtt, "frac")), 3),
+            "cores": _r(mean_over_seeds(_vals(r, variant, rtt, "cores.allocated_mean")), 2),
+            "busy": _r(mean_over_seeds(_vals(r, variant, rtt, "cores.busy_mean")), 2),
+            "pool": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.pool_mean")), 0),
+            "issued": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.issued_mean")), 0),
+            "qd99": _r(mean_over_seeds(_vals(r, variant, rtt, "queueing_delay_us.p99")), 1),
+            "drop_rate": _r(mean_over_seeds(_vals(r, variant, rtt, "drop_rate")), 3),
+            "aqm_drops": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.aqm_drops")), 0),
+            "client_timeouts": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.client_timeouts")), 0),
             "wakes_per_ms": _r(wakes, 1), "target_us": p["target_us"], "drop_us": p["drop_us"],
             "max_cores": p["max_cores"], "search": str(p.get("search")), "gate": str(p.get("drop_gate"))}
 
@@ -157,7 +150,7 @@ def measure_fraction(variant: str, rtt: float):
         r = data["results"]
         return _measured(_vals(r, variant, rtt, "frac"), f"no {variant} run at RTT {rtt:g} µs",
                          evidence=_figures(data, variant, rtt),
-                         extra={"by_rtt_us": {f"{x:g}": _r(_mean(r, variant, x, "frac"), 4)
+                         extra={"by_rtt_us": {f"{x:g}": _r(mean_over_seeds(_vals(r, variant, x, "frac")), 4)
                                               for x in sorted(set(r[RTT].astype(float)))}})
     return measure
 
@@ -191,7 +184,7 @@ def measure_short(data: Mapping[str, Any]) -> Measured:
     rtts = [x for x in SHORT_RTTS if np.isclose(r[RTT].astype(float), x).any()]
     if not rtts:
         return Measured(None, missing="no baseline run at a short RTT")
-    by = {x: _mean(r, BASE, x, "frac") for x in rtts}
+    by = {x: mean_over_seeds(_vals(r, BASE, x, "frac")) for x in rtts}
     worst = min(by, key=lambda x: by[x])
     m = _measured(_vals(r, BASE, worst, "frac"), "", evidence=_figures(data, BASE, worst),
                   extra={"by_rtt_us": {f"{x:g}": _r(v, 4) for x, v in by.items()}, "worst_rtt_us": worst})
@@ -200,9 +193,9 @@ def measure_short(data: Mapping[str, Any]) -> Measured:
 
 def measure_one_core(data: Mapping[str, Any]) -> Measured:
     r, c = data["results"], data["cycles"]
-    ev = {**_figures(data, BASE, FIG2_RTT), "one_core_fraction": _r(_mean(c, BASE, None, "one_core_fraction"), 3),
-          "cores_median": _r(_mean(c, BASE, None, "cores_median"), 2),
-          "cores_max": _r(_mean(c, BASE, None, "cores_max"), 2), "sample_us": TS_SAMPLE_US}
+    ev = {**_figures(data, BASE, FIG2_RTT), "one_core_fraction": _r(mean_over_seeds(_vals(c, BASE, None, "one_core_fraction")), 3),
+          "cores_median": _r(mean_over_seeds(_vals(c, BASE, None, "cores_median")), 2),
+          "cores_max": _r(mean_over_seeds(_vals(c, BASE, None, "cores_max")), 2), "sample_us": TS_SAMPLE_US}
     return _measured(_vals(r, BASE, FIG2_RTT, "cores.allocated_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
                      evidence=ev)
 
@@ -216,9 +209,9 @@ CAUSE_ONE_CORE = (
 def measure_pool(data: Mapping[str, Any]) -> Measured:
     r, c, p = data["results"], data["cycles"], data["params"]
     ev = {**_figures(data, BASE, FIG2_RTT), "start": p["initial_pool"], "floor": p["floor"], "alpha": p["alpha"],
-          "pool_min": _r(_mean(c, BASE, None, "pool_min"), 0), "pool_max": _r(_mean(c, BASE, None, "pool_max"), 0),
-          "low_delay_fraction": _r(1 - _mean(c, BASE, None, "high_delay_fraction"), 3),
-          "periods": _r(_mean(c, BASE, None, "periods"), 0)}
+          "pool_min": _r(mean_over_seeds(_vals(c, BASE, None, "pool_min")), 0), "pool_max": _r(mean_over_seeds(_vals(c, BASE, None, "pool_max")), 0),
+          "low_delay_fraction": _r(1 - mean_over_seeds(_vals(c, BASE, None, "high_delay_fraction")), 3),
+          "periods": _r(mean_over_seeds(_vals(c, BASE, None, "periods")), 0)}
     return _measured(_vals(r, BASE, FIG2_RTT, "credits.pool_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
                      evidence=ev)
 
@@ -231,8 +224,8 @@ CAUSE_POOL = (
 
 def measure_high_delay(data: Mapping[str, Any]) -> Measured:
     c = data["cycles"]
-    ev = {**_figures(data, BASE, FIG2_RTT), "delay_median": _r(_mean(c, BASE, None, "delay_median"), 1),
-          "periods": _r(_mean(c, BASE, None, "periods"), 0)}
+    ev = {**_figures(data, BASE, FIG2_RTT), "delay_median": _r(mean_over_seeds(_vals(c, BASE, None, "delay_median")), 1),
+          "periods": _r(mean_over_seeds(_vals(c, BASE, None, "periods")), 0)}
     return _measured(_vals(c, BASE, None, "high_delay_fraction"), "no baseline time series", evidence=ev)
 
 
@@ -247,7 +240,7 @@ def measure_cycle(data: Mapping[str, Any]) -> Measured:
     cyc = c[(c["variant"] == BASE) & c["autocorrelation"].notna()]
     ev = {"rtt": FIG2_RTT, "autocorrelation": _r(float(cyc["autocorrelation"].mean()) if len(cyc) else None, 3),
           "cycling": len(cyc), "seeds": int(c[c["variant"] == BASE]["seed"].nunique()),
-          "busy": _r(_mean(c, BASE, None, "busy_mean"), 2)}
+          "busy": _r(mean_over_seeds(_vals(c, BASE, None, "busy_mean")), 2)}
     return _measured(cyc["period_us"], "the baseline's queue shows no cycle (no positive autocorrelation after its "
                                        "first zero crossing within 4 RTT)", evidence=ev,
                      extra={"autocorrelation_at_period": ev["autocorrelation"], "seeds_cycling": len(cyc)})
@@ -263,8 +256,8 @@ def measure_static(data: Mapping[str, Any]) -> Measured:
     st, b = _vals(r, STATIC, FIG2_RTT, "frac"), _vals(r, BASE, FIG2_RTT, "frac")
     both = pd.concat([st, b], axis=1, join="inner").dropna()
     ev = {"static": _r(float(st.mean()), 3), "base": _r(float(b.mean()), 3), "rtt": FIG2_RTT,
-          "static_pool": _r(_mean(r, STATIC, FIG2_RTT, "credits.pool_mean"), 0),
-          "base_pool": _r(_mean(r, BASE, FIG2_RTT, "credits.pool_mean"), 0)}
+          "static_pool": _r(mean_over_seeds(_vals(r, STATIC, FIG2_RTT, "credits.pool_mean")), 0),
+          "base_pool": _r(mean_over_seeds(_vals(r, BASE, FIG2_RTT, "credits.pool_mean")), 0)}
     return _measured([a - c for a, c in both.itertuples(index=False)], "no static or baseline run at the RTT",
                      evidence=ev)
 
@@ -390,7 +383,7 @@ def analyze(ctx: Context):
     first = min(ctx.spec.seeds)
     points = [p for p in ctx.spec.points() if float(p.params[RTT]) == rtt_ts
               and (p.params.get("variant") == BASE or (p.params.get("variant") == FIX and p.seed == first))]
-    ts = run_timeseries(points, extra_overrides=[f"metrics.sample_interval_us={TS_SAMPLE_US:g}"], jobs=ctx.jobs)
+    ts = run_timeseries(ctx, points, extra_overrides=[f"metrics.sample_interval_us={TS_SAMPLE_US:g}"])
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     base_point = next(p for p in points if p.params.get("variant") == BASE)
     data = build_data(ctx.results, ts, validate(base_point.scenario, list(base_point.overrides)))

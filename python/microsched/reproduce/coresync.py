@@ -48,112 +48,19 @@ from .claims import (BOUND, CHECK, DIFFERENCE, GAIN, ORDER, RATIO, Cause, Claim,
 from .framework import Condition as RunCondition
 from .framework import Context, Figure, Thesis, register
 from .sensitivity import Cost
-from .stats import Seeds, safe_ratio
+from .stats import safe_ratio
+from .coresync_data import (LOAD, P99, QD99, UTIL, THR, BE, CORES, BUSY, WAKING, PWD, DRAINED, ISSUED, POOL, TARGET, TIMEOUTS,
+                            PARK_ATTEMPTS, PARKS, WAKEUPS, VETOED, CUTS, WAITED_PARKER, WAITED_REVOCATION,
+                            AQM_DROPS, START_DROPS, BELOW, ABOVE, BEYOND, MEDIUM, MAX_CORES, POLICIES, CS, SH,
+                            CAL, UR, DR, SESSIONS, R_OF, R_VARIANTS, CALADAN_POLL, COLD, NAMES, EXPERIMENTS,
+                            PARKED_MIN, WAKING_MIN, NO_DRAIN, PAPER_TABLE1, PAPER_TABLE2, TABLE_LOADS,
+                            COLD_POOL, COLD_WARMUP_MS, Data, norm_throughput, v, _sessions, _r_of)
 from ..sweep.runner import mean_ci95
-
-LOAD = "load.fraction"
-P99 = "latency_us.p99"
-QD99 = "queueing_delay_us.p99"
-UTIL = "cpu_utilization"
-THR = "throughput_rps"
-BE = "be_cores_mean"
-CORES = "cores.allocated_mean"
-BUSY = "cores.busy_mean"
-WAKING = "cores.transition_mean"
-PWD = "credits.parks_while_drained"
-DRAINED = "credits.drained_mean"
-ISSUED = "credits.issued_mean"
-POOL = "credits.pool_mean"
-TARGET = "policy.overload.target_us"
-TIMEOUTS = "credits.client_timeouts"
-# CoreSync's Algorithm 1, counted by the allocator over the measured window.
-PARK_ATTEMPTS, PARKS, WAKEUPS = "parking.attempts", "parking.parks", "parking.wakeups"
-VETOED, CUTS = "parking.gate.vetoed_drained", "parking.gate.cuts"
-WAITED_PARKER, WAITED_REVOCATION = "parking.gate.waited_for_parker", "parking.gate.waited_for_revocation"
-AQM_DROPS = "credits.aqm_drops"
-START_DROPS = "credits.start_drops"
-
-BELOW = (0.2, 0.5, 0.8)
-ABOVE = (1.0, 1.3, 1.5)
-BEYOND = (1.3, 1.5)
-MEDIUM = 0.5
-MAX_CORES = 16
-POLICIES = ("coresync", "shenango", "caladan", "utilization_range", "delay_range")
-CS = "coresync"
-SH, CAL, UR, DR = "shenango", "caladan", "utilization_range", "delay_range"
-SESSIONS = {"exp10": 100, "n1000": 1000, "n10000": 10000}
-R_OF = {"mc": 20.0, "n1000": 500.0, "n10000": 5000.0}
-R_VARIANTS = {10: "exp10/coresync-r10", 20: "exp10/coresync-r20", 50: "exp10/coresync", 100: "exp10/coresync-r100"}
-CALADAN_POLL = {2: "exp10/caladan", 5: "exp10/caladan-5", 10: "exp10/caladan-10"}
-COLD = "exp10/coresync-cold"
-NAMES = {"coresync": "CoreSync", "shenango": "Shenango", "caladan": "Caladan",
-         "utilization_range": "Utilization Range", "delay_range": "Delay Range"}
-EXPERIMENTS = {"exp10": "exponential 10 µs", "bim10": "bimodal 10 µs", "exp1": "exponential 1 µs",
-               "bim1": "bimodal 1 µs", "mc": "Memcached-like (0.8 µs)"}
-
-# The paper's regime below capacity: its CoreSync parks idle cores (Fig. 3: within 2 % of
-# Caladan's utilization). Ours is judged there only where it parks at least half a core on
-# average and re-allocates cores in the measured window (cores waking: zero when the allocation
-# stays frozen at its start-up value).
-PARKED_MIN = 0.5
-WAKING_MIN = 0.01
-NO_DRAIN = 0.05  # mean drained sessions below this: CoreSync's overload veto (practically) never fires
-
-# The paper's Table I (exponential, bimodal 10 µs) and Table II (Memcached): throughput normalized
-# to CoreSync's at 100, 130 and 150 % load.
-PAPER_TABLE1 = {
-    "exp10": {"coresync": (1, 1, 1), "shenango": (0.942, 0.974, 0.973), "caladan": (1.029, 1.007, 0.998),
-              "utilization_range": (1.003, 0.988, 0.976), "delay_range": (0.979, 0.968, 0.977)},
-    "bim10": {"coresync": (1, 1, 1), "shenango": (0.939, 0.966, 0.975), "caladan": (0.991, 0.997, 1.002),
-              "utilization_range": (0.974, 0.976, 0.979), "delay_range": (0.962, 0.970, 0.976)},
-}
-PAPER_TABLE2 = {"coresync": (1, 1, 1), "shenango": (1.019, 0.997, 0.999), "caladan": (1.002, 1.001, 1.004),
-                "utilization_range": (1.006, 0.986, 0.995), "delay_range": (0.986, 0.965, 0.984)}
-TABLE_LOADS = (1.0, 1.3, 1.5)
-
-
-def v(exp: str, policy: str) -> str:
-    """The variant name of ``policy`` in experiment ``exp``."""
-    return f"{exp}/{policy}"
-
-
-def _sessions(exp: str) -> int:
-    return SESSIONS.get(exp, 100)
-
-
-def _r_of(exp: str) -> float:
-    return R_OF.get(exp, 50.0)
-
-
-# ---------------------------------------------------------------------------------------------
-# the data the claims are measured on
-
-
-class Data(Seeds):
-    """The result rows by load, with the variants and loads they hold."""
-
-    def __init__(self, df: pd.DataFrame):
-        super().__init__(df, key=LOAD)
-        self.loads = sorted(set(np.round(df[LOAD].astype(float), 9)))
-        self.variants = set(df["variant"])
-        # the rows of each (variant, load), by seed: the claims read thousands of these
-        self._at = {(var, round(float(x), 9)): g.set_index("seed").sort_index()
-                    for (var, x), g in df.groupby(["variant", LOAD], sort=False)}
-        self._cache: dict[tuple, pd.Series] = {}
-
-    def values(self, variant: str, at: float | None, metric: str) -> pd.Series:
-        key = (variant, round(float(at), 9), metric)
-        if key not in self._cache:
-            g = self._at.get(key[:2])
-            self._cache[key] = (pd.Series(dtype=float) if g is None or metric not in g.columns
-                                else g[metric].astype(float))
-        return self._cache[key]
-
-    def has(self, *variants: str) -> bool:
-        return all(x in self.variants for x in variants)
-
-    def loads_in(self, wanted: Iterable[float]) -> list[float]:
-        return [x for x in wanted if any(math.isclose(x, y) for y in self.loads)]
+from . import coresync_report as report
+from . import coresync_timeline
+from . import coresync_timeseries as series
+from .coresync_timeseries import LOADS as TS_LOADS, N as TS_N, R as TS_R
+from .coresync_timeseries import first_blocked_ms, park_counts, steady
 
 
 @dataclass
@@ -198,16 +105,6 @@ FORMS: dict[str, Callable[[float, float], float]] = {
 
 def _paired(d: Data, load: float, metric: str, form: str, num: str, den: str) -> tuple[float, float, int]:
     return mean_ci95(d.per_seed(load, metric, FORMS[form], num, den))
-
-
-def _missing(d: Data, variants: Iterable[str], loads: Iterable[float]) -> str | None:
-    gone = [x for x in variants if not d.has(x)]
-    if gone:
-        return f"the run has no variant {', '.join(gone)}"
-    lost = [x for x in loads if not d.loads_in([x])]
-    if lost:
-        return f"the run has no load {', '.join(f'{x:g}' for x in lost)}"
-    return None
 
 
 def _f(x: float, nd: int = 4) -> float | None:
@@ -369,7 +266,7 @@ def pair_at(exp: str, metric: str, num: str, den: str, form: str, load: float = 
     def measure(data: Any) -> Measured:
         d = _d(data)
         a, b = v(exp, num), v(exp, den)
-        why = _missing(d, (a, b), (load,))
+        why = d.missing((a, b), (load,))
         if why:
             return Measured(None, missing=why)
         m, ci, n = _paired(d, load, metric, form, a, b)
@@ -394,7 +291,7 @@ def pair_range(exp: str, metric: str, num: str, den: str, form: str, centre: flo
     def measure(data: Any) -> Measured:
         d = _d(data)
         a, b = v(exp, num), v(exp, den)
-        why = _missing(d, (a, b), loads)
+        why = d.missing((a, b), loads)
         if why:
             return Measured(None, missing=why)
         by = {x: _paired(d, x, metric, form, a, b) for x in loads}
@@ -415,7 +312,7 @@ def upto_below(exp: str, metric: str, others: Sequence[str], form: str, cs_first
     def measure(data: Any) -> Measured:
         d = _d(data)
         pols = [p for p in others if d.has(v(exp, p))]
-        why = _missing(d, (v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
+        why = d.missing((v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
         if why:
             return Measured(None, missing=why)
         by = {(p, x): (_paired(d, x, metric, form, v(exp, CS), v(exp, p)) if cs_first
@@ -442,7 +339,7 @@ def across_sessions(metric: str, other: str, form: str, paper: float, log: bool)
         d = _d(data)
         exps = [e for e in SESSIONS if d.has(v(e, CS), v(e, other))]
         if len(exps) < len(SESSIONS) or not d.loads_in([MEDIUM]):
-            return Measured(None, missing=_missing(d, [v(e, x) for e in SESSIONS for x in (CS, other)], [MEDIUM]))
+            return Measured(None, missing=d.missing([v(e, x) for e in SESSIONS for x in (CS, other)], [MEDIUM]))
         by = {e: _paired(d, MEDIUM, metric, form, v(e, other), v(e, CS)) for e in exps}
 
         def dist(e: str) -> float:
@@ -482,7 +379,7 @@ def gain_upto(exp: str, others: Sequence[str], loads: Sequence[float] = ABOVE, c
     def measure(data: Any) -> Measured:
         d = _d(data)
         pols = [p for p in others if d.has(v(exp, p))]
-        why = _missing(d, (v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
+        why = d.missing((v(exp, CS),), loads) or (None if pols else f"the run has no {exp} baseline")
         if why:
             return Measured(None, missing=why)
         by = {(p, x): (_paired(d, x, THR, "gain", v(exp, CS), v(exp, p)) if cs_over
@@ -511,7 +408,7 @@ def table_cell(exp: str, policy: str, load: float) -> Callable[[Any], Measured]:
 
     def measure(data: Any) -> Measured:
         d = _d(data)
-        why = _missing(d, (v(exp, CS), v(exp, policy)), (load,))
+        why = d.missing((v(exp, CS), v(exp, policy)), (load,))
         if why:
             return Measured(None, missing=why)
         m, ci, n = _paired(d, load, THR, "gain", v(exp, policy), v(exp, CS))
@@ -585,7 +482,7 @@ def urange_vs_caladan(data: Any) -> Measured:
     1.0/1.3/1.5."""
     d = _d(data)
     a, b = v("exp10", UR), v("exp10", CAL)
-    why = _missing(d, (a, b), ABOVE)
+    why = d.missing((a, b), ABOVE)
     if why:
         return Measured(None, missing=why)
     per = pd.concat([pd.Series(d.per_seed(x, THR, FORMS["gain"], a, b)) for x in ABOVE], axis=1)
@@ -613,7 +510,7 @@ def sessions_order(metric: str, form: str) -> Callable[[Any], Measured]:
     def measure(data: Any) -> Measured:
         d = _d(data)
         need = (v("exp10", CS), v("n10000", CS)) + ((v("exp10", SH), v("n10000", SH)) if metric == THR else ())
-        why = _missing(d, need, ABOVE)
+        why = d.missing(need, ABOVE)
         if why:
             return Measured(None, missing=why)
         cols = []
@@ -656,7 +553,7 @@ def fig1_not_dominated(data: Any) -> Measured:
     cs = v("exp10", CS)
     cal = {p: x for p, x in CALADAN_POLL.items() if d.has(x)}
     loads = d.loads_in(BELOW)
-    why = _missing(d, (cs, *CALADAN_POLL.values()), BELOW)
+    why = d.missing((cs, *CALADAN_POLL.values()), BELOW)
     if why:
         return Measured(None, missing=why)
     bad = {}
@@ -717,7 +614,7 @@ def fig1_core_difference(data: Any) -> Measured:
     """"one less core": the largest cores(Caladan 10 µs) − cores(CoreSync) over loads 0.2/0.5/0.8."""
     d = _d(data)
     cs, c10 = v("exp10", CS), CALADAN_POLL[10]
-    why = _missing(d, (cs, c10), BELOW)
+    why = d.missing((cs, c10), BELOW)
     if why:
         return Measured(None, missing=why)
     by = {x: _paired(d, x, CORES, "diff", c10, cs) for x in BELOW}
@@ -736,7 +633,7 @@ def fig1_util_upto(data: Any) -> Measured:
     over loads 0.2/0.5/0.8."""
     d = _d(data)
     cs, c10 = v("exp10", CS), CALADAN_POLL[10]
-    why = _missing(d, (cs, c10), BELOW)
+    why = d.missing((cs, c10), BELOW)
     if why:
         return Measured(None, missing=why)
     by = {x: _paired(d, x, UTIL, "gain", c10, cs) for x in BELOW}
@@ -758,7 +655,7 @@ def r_order(metric: str) -> Callable[[Any], Measured]:
     def measure(data: Any) -> Measured:
         d = _d(data)
         r10, r100 = R_VARIANTS[10], R_VARIANTS[100]
-        why = _missing(d, (r10, r100), BELOW)
+        why = d.missing((r10, r100), BELOW)
         if why:
             return Measured(None, missing=why)
         by = {x: _paired(d, x, metric, form, r10, r100) for x in BELOW}
@@ -795,7 +692,7 @@ def partial_proportionality(data: Any) -> Measured:
     """(C_issued − N)/(R·K) of CoreSync, exp. 10 µs, load 0.5, per seed."""
     d = _d(data)
     cs = v("exp10", CS)
-    why = _missing(d, (cs,), (MEDIUM,))
+    why = d.missing((cs,), (MEDIUM,))
     if why:
         return Measured(None, missing=why)
     iss, cores = d.values(cs, MEDIUM, ISSUED), d.values(cs, MEDIUM, CORES)
@@ -812,13 +709,11 @@ PROPORTIONALITY_CAUSE = ("at load {load} Breakwater's pool is {pool} credits ({p
 def timeseries_gate(data: Any) -> Measured:
     """From a cold start: (C_issued − N)/(R·K) over the last 100 ms of the 800 ms run, the larger
     of loads 0.2 and 0.5 (seed 1)."""
-    from .coresync_timeseries import LOADS, N, R, first_blocked_ms, park_counts, steady
-
     ts = _ts(data)
     if ts is None or ts.empty:
         return Measured(None, missing="the cold-start time series was not run")
-    st = {x: steady(ts, x) for x in LOADS if (ts["load"] == x).any()}
-    gate = {x: safe_ratio(s["credits_issued"] - N, R * s["cores_allocated"]) for x, s in st.items()}
+    st = {x: steady(ts, x) for x in TS_LOADS if (ts["load"] == x).any()}
+    gate = {x: safe_ratio(s["credits_issued"] - TS_N, TS_R * s["cores_allocated"]) for x, s in st.items()}
     x = max(gate, key=lambda k: gate[k])
     s = st[x]
     ev = {"load": x, "t_end": _f(float(ts["t_ms"].max()), 1), "pool": _f(s["credit_pool"], 1),
@@ -862,7 +757,7 @@ def steady_state(metric: str) -> Callable[[Any], Measured]:
     def measure(data: Any) -> Measured:
         d = _d(data)
         cs = v("exp10", CS)
-        why = _missing(d, (cs, COLD), ())
+        why = d.missing((cs, COLD), ())
         if why:
             return Measured(None, missing=why)
         by = {x: _paired(d, x, metric, form, COLD, cs) for x in d.loads}
@@ -1230,17 +1125,6 @@ def _is_coresync(variant) -> bool:
 SLOW_WAKE_US = 50.0
 CAPPED_POOL_PER_SESSION = 6
 
-# The artifact starts every load point afresh (icnp_2025_scripts/section_4B_*_param_script.py
-# starts a new netbench server per offered load): Breakwater's pool at runtime_max_cores()
-# (replace/bw_server.c, `atomic_write(&srpc_credit_pool, runtime_max_cores())` at server init),
-# and a 4 s warm-up before the 8 s measured (replace/netbench.cc, kWarmUpTime = 4000000 µs).
-# The published run starts at the pool ceiling instead (base.toml), which the conditions may
-# not share: a cut that holds the pool down can only act while the pool is still growing.
-# The warm-up is the artifact's whole 4 s because 650 ms (the pool's uncut growth to its
-# ceiling) is not enough: under slow-wake the pool is still held down at 650 ms and escapes to
-# its ceiling later (measured at load 0.5, seed 1: 11.25 cores at 650 ms, 16.00 at 4 s).
-COLD_POOL = MAX_CORES
-COLD_WARMUP_MS = 4000
 COLD_START = (f"policy.overload.initial_pool={COLD_POOL}", f"warmup_ms={COLD_WARMUP_MS}")
 START_COLD, START_WARM = "cold", "warm"
 # Claims judged on cold-start runs even in the warm (published) run, and the checks that compare both.
@@ -1391,15 +1275,10 @@ FIGURES = (
           costs=COSTS, thesis=THESIS,
           figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
-    from . import coresync_report as report
-    from . import coresync_timeseries as series
-
     runs = Runs(ctx.results)
     report.write_all(ctx, runs.d)
     runs.timeseries = series.write(ctx)
     # A timeline of the key point: CoreSync and Shenango at load 0.5, one above the other.
-    from . import coresync_timeline
-
     coresync_timeline.write(ctx)
     claims = judge_claims(runs)
     for c in claims:
@@ -1408,7 +1287,3 @@ def analyze(ctx: Context) -> list[Claim]:
         c.extra["start"] = claim_start(c.id, ctx.condition)
     return claims
 
-
-def norm_throughput(d: Data, exp: str, policy: str, load: float) -> tuple[float, float]:
-    """Throughput of ``policy`` normalized to CoreSync's, paired by seed."""
-    return d.ratio(load, THR, v(exp, policy), v(exp, CS))

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from .coresync import (ABOVE, BE, BELOW, CALADAN_POLL, CS, NAMES, P99, PAPER_TABLE1, PAPER_TABLE2, POLICIES,
+from .coresync_data import (ABOVE, BE, BELOW, CALADAN_POLL, CS, NAMES, P99, PAPER_TABLE1, PAPER_TABLE2, POLICIES,
                        R_VARIANTS, SESSIONS, THR, UTIL, Data, norm_throughput, v)
 from .framework import Context
 from .runner import mean_ci95

@@ -21,7 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from .coresync_data import COLD_WARMUP_MS
+from .coresync_report import _plt
 from .framework import Context
+from ..sweep.worker import series_of
 
 VARIANT = "exp10/coresync"
 LOADS = (0.2, 0.5)
@@ -31,12 +34,13 @@ SAMPLE_US = 1000
 R, N = 50.0, 100.0
 # CoreSync's park attempts per sample, those its gate kept polling, its parks and wake-ups.
 PARK_COLUMNS = ("park_attempts", "park_vetoes", "parks", "wakeups")
+SERIES_COLUMNS = ("t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued", "drained_sessions",
+                  *PARK_COLUMNS)
 
 
 def run(ctx: Context) -> pd.DataFrame | None:
-    """One cold-start run per load (seed 1): the time series, with the load."""
-    from .. import api
-
+    """One cold-start run per load (seed 1): the time series, with the load (extra runs on the
+    framework's pool, :meth:`Context.run_extra`)."""
     var = next((x for x in ctx.spec.variants if x.name == VARIANT), None)
     if var is None:
         return None
@@ -49,16 +53,14 @@ def run(ctx: Context) -> pd.DataFrame | None:
     # warm-up and the measured window: a pool held down by cuts may escape to its ceiling late.
     duration = DURATION_MS
     if ctx.condition:
-        from .coresync import COLD_WARMUP_MS
         duration = COLD_WARMUP_MS + CONDITION_TAIL_MS
+    # the condition's overrides are already in var.set (run_reproduction appended them)
+    tasks = [(str(ctx.spec.base), 1, (*sem, *var.set, "warmup_ms=0", f"duration_ms={duration}",
+                                      "policy.overload.initial_pool=16", f"metrics.sample_interval_us={SAMPLE_US}",
+                                      f"load.fraction={load}"), SERIES_COLUMNS) for load in LOADS]
     frames = []
-    for load in LOADS:
-        ovr = [*sem, *var.set] + ["warmup_ms=0", f"duration_ms={duration}", "policy.overload.initial_pool=16",
-                               f"metrics.sample_interval_us={SAMPLE_US}", f"load.fraction={load}"]
-        # the condition's overrides are already in var.set (run_reproduction appended them)
-        res = api.run(str(ctx.spec.base), seed=1, overrides=ovr)
-        ts = res.timeseries[["t_ms", "cores_allocated", "cores_busy", "credit_pool", "credits_issued",
-                             "drained_sessions", *PARK_COLUMNS]].copy()
+    for load, cols in zip(LOADS, ctx.run_extra(series_of, tasks)):
+        ts = pd.DataFrame(cols)
         ts.insert(0, "load", load)
         ts["bound_rk_n"] = R * ts["cores_allocated"] + N
         frames.append(ts)
@@ -98,8 +100,6 @@ def first_blocked_ms(ts: pd.DataFrame, load: float) -> float | None:
 
 
 def plot(ctx: Context, ts: pd.DataFrame) -> None:
-    from .coresync_report import _plt
-
     plt = _plt()
     if plt is None:
         return

@@ -30,14 +30,16 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from .claims import Claim, ClaimSpec, write_claims
+from .parts import RowStore
 from ..sweep.runner import _tidy
-from .runner import aggregate, default_jobs, run_points
+from .runner import aggregate, default_jobs, run_points, run_tasks
 from .spec import SpecError, SweepSpec
 
 RESULTS_FILE = "results.parquet"
 AGGREGATE_FILE = "aggregate.parquet"
 CLAIMS_FILE = "claims.json"
 META_FILE = "meta.json"
+EXTRA_DIR = "parts/extra"  # the extra runs' results (Context.run_extra), kept for --resume
 THESIS_FILE = "thesis.json"  # the paper's thesis judged on this run, for a reproduction that declares it
 
 
@@ -60,6 +62,51 @@ class Context:
     extra: Condition | None = None
     # The reproduction's --jobs: what runs it adds beside the spec's sweep may use at once.
     jobs: int = 1
+    # The reproduction's progress (runs done, runs known): its extra runs count too.
+    progress: Callable[[int, int], None] | None = None
+    n_runs: int = 0  # the runs counted so far (the spec's points, then every extra run)
+
+    def run_extra(self, fn: Callable[[Any], Any], args: Sequence[Any]) -> list[Any]:
+        """The extra runs a reproduction needs beside its spec's sweep (time series, bisections,
+        sub-sweeps): ``fn(a)`` for every ``a`` of ``args`` (``fn`` a module-level function of
+        picklable arguments), ``jobs`` at a time on the framework's one worker pool
+        (:func:`microsched.sweep.runner.run_tasks`), the results in order. Each result is saved
+        at once in ``OUT/parts/extra/`` so that ``--resume`` runs only the missing ones (the parts
+        of a fresh reproduction are cleared, so a saved result is always this profile's), and
+        each counts in the reproduction's progress."""
+        import hashlib
+        import pickle
+
+        store = self.out / EXTRA_DIR
+        store.mkdir(parents=True, exist_ok=True)
+        what = f"{fn.__module__}.{fn.__qualname__}"
+        keys = [hashlib.sha256(pickle.dumps((what, a), protocol=4)).hexdigest()[:24] for a in args]
+        results: dict[int, Any] = {}
+        for i, k in enumerate(keys):
+            path = store / f"{k}.pickle"
+            if path.is_file():
+                results[i] = pickle.loads(path.read_bytes())
+        todo = [i for i in range(len(args)) if i not in results]
+        base, total = self.n_runs, self.n_runs + len(args)
+        self.n_runs = total
+        done = len(results)
+        if self.progress:
+            self.progress(base + done, total)
+
+        def save(j: int, result: Any) -> None:
+            nonlocal done
+            i = todo[j]
+            results[i] = result
+            path = store / f"{keys[i]}.pickle"
+            tmp = path.with_name(f".{keys[i]}.{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(result, protocol=4))
+            os.replace(tmp, path)
+            done += 1
+            if self.progress:
+                self.progress(base + done, total)
+
+        run_tasks(fn, [args[i] for i in todo], self.jobs, on_result=save)
+        return [results[i] for i in range(len(args))]
 
     def save_figure(self, fig: Any, filename: str) -> Path:
         import matplotlib.pyplot as plt
@@ -345,10 +392,10 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     """Runs reproduction ``name`` and writes its results, claims and figures to ``out``
     (default ``results/NAME``).
 
-    Each finished run is saved at once in ``out/parts/<point_id>.parquet`` (the sweep
-    engine's store); ``resume`` reuses those of an interrupted reproduction and runs only the
-    rest (refused if the profile or seed set differs), with the results an uninterrupted
-    reproduction gives. ``condition`` names one of the reproduction's conditions: its overrides
+    Finished runs are saved in batches in ``out/parts/`` (:mod:`.parts`), and the extra runs
+    of the analysis in ``out/parts/extra/`` (:meth:`Context.run_extra`); ``resume`` reuses
+    those of an interrupted reproduction and runs only the rest (refused if the profile or seed
+    set differs), with the results an uninterrupted reproduction gives. ``condition`` names one of the reproduction's conditions: its overrides
     are added to every variant (default ``out``: ``results/NAME-CONDITION``). ``extra`` is an
     unnamed condition (a sensitivity run's cost setting), recorded in ``meta.json``."""
     from ..sweep.engine import PARTS_DIR, SweepError, finished_ids, point_id
@@ -387,38 +434,31 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     parts.mkdir(parents=True, exist_ok=True)
     stamp_path.write_text(json.dumps(stamp, indent=2, default=str) + "\n", encoding="utf-8")
     ids = [point_id(p.overrides, p.seed) for p in points]
-    done = finished_ids(out_dir) if resume else set()
+    store = RowStore(parts)
     saved: dict[int, dict] = {}
-    if done:
-        import pyarrow.parquet as pq
-
-        for i, pid in enumerate(ids):
-            if pid in done:
-                row = pq.read_table(parts / f"{pid}.parquet").to_pylist()[0]
-                row.pop("point_id", None)
-                saved[i] = row
+    if resume:
+        found = store.load(ids, finished_ids(out_dir))
+        saved = {i: found[pid] for i, pid in enumerate(ids) if pid in found}
     todo = [p for i, p in enumerate(points) if i not in saved]
 
     def save(point: Any, row: dict) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         saved[point.index] = row
-        pid = ids[point.index]
-        path = parts / f"{pid}.parquet"
-        tmp = path.with_name(f".{pid}.{os.getpid()}.tmp")
-        pq.write_table(pa.Table.from_pylist([{"point_id": pid, **row}]), tmp)
-        os.replace(tmp, path)
+        store.add(ids[point.index], row)
+
+    already = len(saved)  # `saved` grows as runs finish: the ticks count from what was there before
 
     def tick(n: int, total: int) -> None:
         if progress:
-            progress(len(saved) + n, len(points))
+            progress(already + n, len(points))
 
     t0 = time.perf_counter()
     if progress:
         progress(len(saved), len(points))
     if todo:
-        run_points(todo, jobs=jobs, progress=tick, on_row=save)
+        try:
+            run_points(todo, jobs=jobs, progress=tick, on_row=save)
+        finally:
+            store.flush()  # what finished is kept, also when a point failed or Ctrl-C stopped the rest
     # Built as run_points builds it, so that a resumed reproduction equals an uninterrupted one.
     df = _tidy(pd.DataFrame([saved[i] for i in range(len(points))]))
     sweep_s = time.perf_counter() - t0
@@ -436,8 +476,8 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
-    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition, semantics=semantics,
-                  extra=extra, jobs=jobs)
+    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition,
+                  semantics=semantics, extra=extra, jobs=jobs, progress=progress, n_runs=len(points))
     claims = repro.analyze(ctx)
     write_claims(claims, out_dir / CLAIMS_FILE)
     if repro.thesis is not None:
@@ -555,12 +595,11 @@ def _side_worker(queue: Any, parent_pid: int, name: str, out_dir: Path, quick: b
 
 def _run_side_by_side(todo: list[str], out_dir: Path, quick: bool, jobs: int, seeds: int | None,
                       progress: Callable[[str, int, int], None] | None, resume: bool) -> list[dict]:
-    import multiprocessing
     import queue as queues
 
-    from ..sweep.runner import main_hidden_from_spawn
+    from ..sweep.runner import main_hidden_from_spawn, mp_context
 
-    mp = multiprocessing.get_context("spawn")
+    mp = mp_context()  # the start method of every worker; each dies with this driver (_side_worker)
     messages = mp.Queue()
     waiting = sorted(todo, key=lambda n: HEAVIEST_FIRST.index(n) if n in HEAVIEST_FIRST else -1)
     # Two at a time, not one per core: the longest reproduction alone is about half of the work

@@ -23,10 +23,6 @@ against its offered load, per variant, with 95 % CIs over seeds).
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
-import warnings
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -35,7 +31,8 @@ import pandas as pd
 from .claims import (BOUND, GAIN, ORDER, RATIO, VALUE, Cause, ClaimSpec, Condition, Measured, judge_all,
                      rounded as _r)
 from .framework import Context, Figure, Thesis, register
-from .runner import default_jobs, mean_ci95
+from .runner import mean_ci95
+from .stats import seed_mean, seed_values
 from .spec import Point
 
 BASE, FIX, INIT32 = "baseline", "fix", "baseline-init32"
@@ -55,36 +52,20 @@ COLORS = {BASE: "tab:red", FIX: "tab:blue", INIT32: "tab:orange"}
 # time series (shared with the collapse reproduction)
 
 
-def _ts_worker(args: tuple[Point, tuple[str, ...]]) -> pd.DataFrame:
-    from ..api import run
-
-    point, extra = args
-    with warnings.catch_warnings():  # the point's sweep run has said them already
-        warnings.simplefilter("ignore")
-        res = run(point.scenario, seed=point.seed, overrides=[*point.overrides, *extra])
-    ts = res.timeseries[[c for c in TS_COLS if c in res.timeseries.columns]].copy()
-    for k, v in point.params.items():
-        ts[k] = v
-    return ts
-
-
-def run_timeseries(points: Sequence[Point], extra_overrides: Sequence[str] = (),
-                   jobs: int | None = None) -> pd.DataFrame:
+def run_timeseries(ctx: Context, points: Sequence[Point], extra_overrides: Sequence[str] = ()) -> pd.DataFrame:
     """The time series of ``points`` (each with ``extra_overrides`` appended), one frame with the
-    point's parameters as columns. Runs ``jobs`` at a time in spawned worker processes."""
-    jobs = default_jobs() if jobs is None else jobs
-    args = [(p, tuple(extra_overrides)) for p in points]
-    if jobs <= 1 or len(points) <= 1:
-        frames = [_ts_worker(a) for a in args]
-    else:
-        from ..sweep.runner import die_with_parent, main_hidden_from_spawn
+    point's parameters as columns: extra runs on the framework's pool (:meth:`Context.run_extra`;
+    the workers return the columns, the frames are made here)."""
+    from ..sweep.worker import series_of
 
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx, initializer=die_with_parent,
-                                 initargs=(os.getpid(),)) as pool:
-            with main_hidden_from_spawn():  # the workers start here: they must not re-run a user's script
-                futures = [pool.submit(_ts_worker, a) for a in args]
-            frames = [f.result() for f in futures]
+    columns = ctx.run_extra(series_of, [(p.scenario, p.seed, (*p.overrides, *extra_overrides), TS_COLS)
+                                        for p in points])
+    frames = []
+    for p, cols in zip(points, columns):
+        ts = pd.DataFrame(cols)
+        for k, v in p.params.items():
+            ts[k] = v
+        frames.append(ts)
     return pd.concat(frames, ignore_index=True)
 
 
@@ -262,18 +243,6 @@ def build_data(results: pd.DataFrame, ts: pd.DataFrame, scenario: Mapping[str, A
 # helpers of the measure functions
 
 
-def _per_seed(df: pd.DataFrame, variant: str, col: str, **where: Any) -> pd.Series:
-    sel = df["variant"] == variant
-    for k, v in where.items():
-        sel &= np.isclose(df[k].astype(float), v)
-    return df[sel].groupby("seed")[col].mean().astype(float) if col in df.columns else pd.Series(dtype=float)
-
-
-def _mean(df: pd.DataFrame, variant: str, col: str, **where: Any) -> float:
-    s = _per_seed(df, variant, col, **where)
-    return float(s.mean()) if len(s) else math.nan
-
-
 def _stat(values: Sequence[float] | pd.Series) -> tuple[float | None, float | None, int]:
     m, ci, n = mean_ci95(list(values))
     return (None if not math.isfinite(m) else m), (None if not math.isfinite(ci) else ci), n
@@ -292,14 +261,14 @@ def _high_phases(data: Mapping[str, Any]) -> list[int]:
 
 def _wakes_per_ms(results: pd.DataFrame, variant: str, alloc_delay_us: float) -> float:
     """Core wake-ups per ms of the run: the cores' transition time over the allocation delay."""
-    tr = _mean(results, variant, "core_time.transition_ns")
-    dur = _mean(results, variant, "duration_s")
+    tr = seed_mean(results, variant, "core_time.transition_ns")
+    dur = seed_mean(results, variant, "duration_s")
     return tr / (alloc_delay_us * 1e3) / (dur * 1e3) if dur > 0 and alloc_delay_us > 0 else math.nan
 
 
 def _regime_served(data: Mapping[str, Any], shift: int) -> Condition:
     s = data["shifts"]
-    v = _mean(s, BASE, "pre_served", shift=shift)
+    v = seed_mean(s, BASE, "pre_served", shift=shift)
     return Condition("the baseline's throughput / offered load at the end of the phase before the shift", _r(v),
                      ">=", SERVED_REGIME)
 
@@ -307,14 +276,14 @@ def _regime_served(data: Mapping[str, Any], shift: int) -> Condition:
 def _variant_figures(data: Mapping[str, Any], prefix: str, variant: str) -> dict[str, Any]:
     r, p = data["results"], data["params"]
     return {
-        f"{prefix}_cores": _r(_mean(r, variant, "cores.allocated_mean"), 2),
-        f"{prefix}_busy": _r(_mean(r, variant, "cores.busy_mean"), 2),
-        f"{prefix}_pool": _r(_mean(r, variant, "credits.pool_mean"), 1),
-        f"{prefix}_p99_us": _r(_mean(r, variant, "latency_us.p99"), 1),
-        f"{prefix}_qd99_us": _r(_mean(r, variant, "queueing_delay_us.p99"), 1),
-        f"{prefix}_drop_rate": _r(_mean(r, variant, "drop_rate"), 3),
-        f"{prefix}_aqm_drops": _r(_mean(r, variant, "credits.aqm_drops"), 0),
-        f"{prefix}_client_timeouts": _r(_mean(r, variant, "credits.client_timeouts"), 0),
+        f"{prefix}_cores": _r(seed_mean(r, variant, "cores.allocated_mean"), 2),
+        f"{prefix}_busy": _r(seed_mean(r, variant, "cores.busy_mean"), 2),
+        f"{prefix}_pool": _r(seed_mean(r, variant, "credits.pool_mean"), 1),
+        f"{prefix}_p99_us": _r(seed_mean(r, variant, "latency_us.p99"), 1),
+        f"{prefix}_qd99_us": _r(seed_mean(r, variant, "queueing_delay_us.p99"), 1),
+        f"{prefix}_drop_rate": _r(seed_mean(r, variant, "drop_rate"), 3),
+        f"{prefix}_aqm_drops": _r(seed_mean(r, variant, "credits.aqm_drops"), 0),
+        f"{prefix}_client_timeouts": _r(seed_mean(r, variant, "credits.client_timeouts"), 0),
         f"{prefix}_wakes_per_ms": _r(_wakes_per_ms(r, variant, p["alloc_delay_us"]), 1),
     }
 
@@ -343,21 +312,21 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
     for i in _light_phases(data):
         # A session holding a single credit has none for a request that follows its previous one
         # within a round trip (Poisson arrivals per session): that share is lost even undrained.
-        rate = _mean(ph, BASE, "offered", phase=i) * p["capacity_rps"] / n
+        rate = seed_mean(ph, BASE, "offered", phase=i) * p["capacity_rps"] / n
         ev[f"lone{i}"] = _r(1 - math.exp(-rate * (p["rtt_us"] + p["service_us"]) * 1e-6), 3)
-        ev[f"lone{i}_load"] = _r(_mean(ph, BASE, "load", phase=i), 3)
+        ev[f"lone{i}_load"] = _r(seed_mean(ph, BASE, "load", phase=i), 3)
         lone.append(f"{{lone{i}}} at load {{lone{i}_load}}")
         # credits in flight the phase's offered load needs at the bare round trip (Little's law)
         ev[f"need{i}"] = _r(rate * n * (p["rtt_us"] + p["service_us"]) * 1e-6, 0)
         needs.append(f"{{need{i}}} credits at load {{lone{i}_load}}")
     for v, pre in ((BASE, "b"), (FIX, "f")):
-        ev[f"{pre}_client_timeouts"] = _r(_mean(r, v, "credits.client_timeouts"), 0)
-        ev[f"{pre}_aqm_drops"] = _r(_mean(r, v, "credits.aqm_drops"), 0)
+        ev[f"{pre}_client_timeouts"] = _r(seed_mean(r, v, "credits.client_timeouts"), 0)
+        ev[f"{pre}_aqm_drops"] = _r(seed_mean(r, v, "credits.aqm_drops"), 0)
         for i in _light_phases(data):
             k = f"{pre}{i}"
-            pool, drained = _mean(ph, v, "pool_mean", phase=i), _mean(ph, v, "drained_mean", phase=i)
-            ev[f"{k}_load"] = _r(_mean(ph, v, "load", phase=i), 3)
-            ev[f"{k}_served"] = _r(_mean(ph, v, "throughput", phase=i) / _mean(ph, v, "offered", phase=i), 3)
+            pool, drained = seed_mean(ph, v, "pool_mean", phase=i), seed_mean(ph, v, "drained_mean", phase=i)
+            ev[f"{k}_load"] = _r(seed_mean(ph, v, "load", phase=i), 3)
+            ev[f"{k}_served"] = _r(seed_mean(ph, v, "throughput", phase=i) / seed_mean(ph, v, "offered", phase=i), 3)
             ev[f"{k}_drained"] = _r(drained, 0)
             ev[f"{k}_pool"] = _r(pool, 0)
             ev[f"{k}_per_session"] = _r(pool / n, 2)
@@ -398,14 +367,14 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
 
 def measure_gain(data: Mapping[str, Any]) -> Measured:
     r = data["results"]
-    b, f = _per_seed(r, BASE, "throughput_rps"), _per_seed(r, FIX, "throughput_rps")
+    b, f = seed_values(r, BASE, "throughput_rps"), seed_values(r, FIX, "throughput_rps")
     both = pd.concat([b, f], axis=1, join="inner").dropna()
     gains = [fx / bx - 1 for bx, fx in both.itertuples(index=False) if bx > 0]
     m, ci, n = _stat(gains)
     cap = data["params"]["capacity_rps"]
     ev = {"base_fraction": _r(float(b.mean()) / cap, 3), "fix_fraction": _r(float(f.mean()) / cap, 3),
-          "offered_fraction": _r(_mean(r, BASE, "offered_rps") / cap, 3)}
-    extra = {"throughput_mrps": {v: _r(_mean(r, v, "throughput_rps") / 1e6, 3)
+          "offered_fraction": _r(seed_mean(r, BASE, "offered_rps") / cap, 3)}
+    extra = {"throughput_mrps": {v: _r(seed_mean(r, v, "throughput_rps") / 1e6, 3)
                                  for v in (BASE, FIX, INIT32) if v in set(r["variant"])},
              "by_seed": [_r(g) for g in gains], "semantics": data["params"]["semantics"]}
     return Measured(m, ci, n, evidence=ev, extra=extra)
@@ -421,22 +390,22 @@ def cause_gain(data: Mapping[str, Any], m: Measured) -> Cause:
     parts = []
     diffs = {}
     for i in sorted(set(ph["phase"].astype(int))):
-        ev[f"load{i}"] = _r(_mean(ph, BASE, "load", phase=i), 3)
-        ev[f"base{i}"] = _r(_mean(ph, BASE, "throughput", phase=i), 3)
-        ev[f"fix{i}"] = _r(_mean(ph, FIX, "throughput", phase=i), 3)
-        diffs[i] = _mean(ph, FIX, "throughput", phase=i) - _mean(ph, BASE, "throughput", phase=i)
+        ev[f"load{i}"] = _r(seed_mean(ph, BASE, "load", phase=i), 3)
+        ev[f"base{i}"] = _r(seed_mean(ph, BASE, "throughput", phase=i), 3)
+        ev[f"fix{i}"] = _r(seed_mean(ph, FIX, "throughput", phase=i), 3)
+        diffs[i] = seed_mean(ph, FIX, "throughput", phase=i) - seed_mean(ph, BASE, "throughput", phase=i)
         parts.append(f"load {{load{i}}}: baseline {{base{i}}}, fix {{fix{i}}}")
     k = max(diffs, key=lambda i: abs(diffs[i]) if math.isfinite(diffs[i]) else -1)
     for v, pre in ((BASE, "b"), (FIX, "f")):
-        ev[f"{pre}_cores"] = _r(_mean(ph, v, "cores_allocated", phase=k), 2)
-        ev[f"{pre}_pool"] = _r(_mean(ph, v, "pool_mean", phase=k), 0)
-        ev[f"{pre}_pool_max"] = _r(_mean(ph, v, "pool_max", phase=k), 0)
-        ev[f"{pre}_drops"] = _r(_mean(ph, v, "drop_fraction", phase=k), 3)
-    ev["k_load"], ev["k_start"], ev["k_end"] = ev[f"load{k}"], _r(_mean(ph, BASE, "start_ms", phase=k)), \
-        _r(_mean(ph, BASE, "end_ms", phase=k))
+        ev[f"{pre}_cores"] = _r(seed_mean(ph, v, "cores_allocated", phase=k), 2)
+        ev[f"{pre}_pool"] = _r(seed_mean(ph, v, "pool_mean", phase=k), 0)
+        ev[f"{pre}_pool_max"] = _r(seed_mean(ph, v, "pool_max", phase=k), 0)
+        ev[f"{pre}_drops"] = _r(seed_mean(ph, v, "drop_fraction", phase=k), 3)
+    ev["k_load"], ev["k_start"], ev["k_end"] = ev[f"load{k}"], _r(seed_mean(ph, BASE, "start_ms", phase=k)), \
+        _r(seed_mean(ph, BASE, "end_ms", phase=k))
     ev["ceiling"] = _r(data["params"].get("pool_ceiling"), 0)
-    ev["low_served"] = _r(_mean(ph, BASE, "throughput", phase=_low_phase(data))
-                          / _mean(ph, BASE, "offered", phase=_low_phase(data)), 3)
+    ev["low_served"] = _r(seed_mean(ph, BASE, "throughput", phase=_low_phase(data))
+                          / seed_mean(ph, BASE, "offered", phase=_low_phase(data)), 3)
     text = ("the fix gains {measured} ± {ci95} over the run against the paper's {paper}: it serves {fix_fraction} "
             "of capacity and the baseline {base_fraction} (offered {offered_fraction}). Throughput per phase as a "
             "fraction of capacity: " + "; ".join(parts) + ". The largest difference is in the load-{k_load} phase "
@@ -454,25 +423,25 @@ CLAIM_GAIN_PAPER = 0.07
 def measure_ramp(shift: int):
     def measure(data: Mapping[str, Any]) -> Measured:
         s = data["shifts"]
-        b, f = _per_seed(s, BASE, "ramp_ms", shift=shift), _per_seed(s, FIX, "ramp_ms", shift=shift)
+        b, f = seed_values(s, BASE, "ramp_ms", shift=shift), seed_values(s, FIX, "ramp_ms", shift=shift)
         both = pd.concat([b, f], axis=1, join="inner").dropna()
         diffs = [bx - fx for bx, fx in both.itertuples(index=False)]
         m, ci, n = _stat(diffs)
-        phase_ms = _mean(s, BASE, "phase_ms", shift=shift)
+        phase_ms = seed_mean(s, BASE, "phase_ms", shift=shift)
         cens = both[(both.iloc[:, 0] >= phase_ms) & (both.iloc[:, 1] >= phase_ms)]
         ev = {"base_ramp": _r(float(b.mean()), 2), "fix_ramp": _r(float(f.mean()), 2), "phase_ms": _r(phase_ms),
-              "shift_ms": _r(_mean(s, BASE, "shift_ms", shift=shift)),
-              "from_load": _r(_mean(s, BASE, "from_load", shift=shift)),
-              "to_load": _r(_mean(s, BASE, "to_load", shift=shift)), "level": RAMP_LEVEL,
+              "shift_ms": _r(seed_mean(s, BASE, "shift_ms", shift=shift)),
+              "from_load": _r(seed_mean(s, BASE, "from_load", shift=shift)),
+              "to_load": _r(seed_mean(s, BASE, "to_load", shift=shift)), "level": RAMP_LEVEL,
               "both_censored": len(cens), "n": len(both),
-              "base_peak": _r(_mean(s, BASE, "peak", shift=shift), 3),
-              "fix_peak": _r(_mean(s, FIX, "peak", shift=shift), 3),
-              "base_cores": _r(_mean(s, BASE, "phase_cores", shift=shift), 1),
-              "fix_cores": _r(_mean(s, FIX, "phase_cores", shift=shift), 1),
-              "base_pool": _r(_mean(s, BASE, "phase_pool", shift=shift), 0),
-              "fix_pool": _r(_mean(s, FIX, "phase_pool", shift=shift), 0),
-              "base_pre_pool": _r(_mean(s, BASE, "pre_pool", shift=shift), 0),
-              "base_pre_served": _r(_mean(s, BASE, "pre_served", shift=shift), 3)}
+              "base_peak": _r(seed_mean(s, BASE, "peak", shift=shift), 3),
+              "fix_peak": _r(seed_mean(s, FIX, "peak", shift=shift), 3),
+              "base_cores": _r(seed_mean(s, BASE, "phase_cores", shift=shift), 1),
+              "fix_cores": _r(seed_mean(s, FIX, "phase_cores", shift=shift), 1),
+              "base_pool": _r(seed_mean(s, BASE, "phase_pool", shift=shift), 0),
+              "fix_pool": _r(seed_mean(s, FIX, "phase_pool", shift=shift), 0),
+              "base_pre_pool": _r(seed_mean(s, BASE, "pre_pool", shift=shift), 0),
+              "base_pre_served": _r(seed_mean(s, BASE, "pre_served", shift=shift), 3)}
         return Measured(m, ci, n, evidence=ev,
                         extra={"by_variant_ms": {"baseline": ev["base_ramp"], "fix": ev["fix_ramp"]},
                                "by_seed_ms": [_r(d, 2) for d in diffs]})
@@ -491,20 +460,20 @@ CAUSE_RAMP = (
 
 def measure_burst_drops(data: Mapping[str, Any]) -> Measured:
     s, p = data["shifts"], data["params"]
-    vals = _per_seed(s, BASE, "burst_drop_fraction", shift=1)
+    vals = seed_values(s, BASE, "burst_drop_fraction", shift=1)
     m, ci, n = _stat(vals)
-    ev = {"window_ms": BURST_MS, "arrivals": _r(_mean(s, BASE, "burst_arrivals", shift=1), 0),
-          "drops": _r(_mean(s, BASE, "burst_drops", shift=1), 0),
-          "pool": _r(_mean(s, BASE, "pre_pool", shift=1), 0),
-          "issued": _r(_mean(s, BASE, "burst_issued_mean", shift=1), 0),
-          "client_queued_max": _r(_mean(s, BASE, "burst_client_queued_max", shift=1), 0),
-          "queue_max": _r(_mean(s, BASE, "burst_queue_max", shift=1), 0),
-          "delay_max": _r(_mean(s, BASE, "burst_delay_max", shift=1), 1), "drop_us": p["drop_us"],
+    ev = {"window_ms": BURST_MS, "arrivals": _r(seed_mean(s, BASE, "burst_arrivals", shift=1), 0),
+          "drops": _r(seed_mean(s, BASE, "burst_drops", shift=1), 0),
+          "pool": _r(seed_mean(s, BASE, "pre_pool", shift=1), 0),
+          "issued": _r(seed_mean(s, BASE, "burst_issued_mean", shift=1), 0),
+          "client_queued_max": _r(seed_mean(s, BASE, "burst_client_queued_max", shift=1), 0),
+          "queue_max": _r(seed_mean(s, BASE, "burst_queue_max", shift=1), 0),
+          "delay_max": _r(seed_mean(s, BASE, "burst_delay_max", shift=1), 1), "drop_us": p["drop_us"],
           "client_timeout_us": p.get("client_timeout_us"),
-          "pre_served": _r(_mean(s, BASE, "pre_served", shift=1), 3),
-          "fix_drop_fraction": _r(_mean(s, FIX, "burst_drop_fraction", shift=1), 3)}
+          "pre_served": _r(seed_mean(s, BASE, "pre_served", shift=1), 3),
+          "fix_drop_fraction": _r(seed_mean(s, FIX, "burst_drop_fraction", shift=1), 3)}
     return Measured(m, ci, n, evidence=ev, regime=[_regime_served(data, 1)],
-                    extra={"by_variant": {v: _r(_mean(s, v, "burst_drop_fraction", shift=1), 3)
+                    extra={"by_variant": {v: _r(seed_mean(s, v, "burst_drop_fraction", shift=1), 3)
                                           for v in (BASE, FIX, INIT32) if v in set(s["variant"])}})
 
 
@@ -519,14 +488,14 @@ CAUSE_BURST_DROPS = (
 
 def measure_burst_park(data: Mapping[str, Any]) -> Measured:
     s = data["shifts"]
-    pre, low = _per_seed(s, BASE, "pre_cores", shift=1), _per_seed(s, BASE, "burst_min_cores", shift=1)
+    pre, low = seed_values(s, BASE, "pre_cores", shift=1), seed_values(s, BASE, "burst_min_cores", shift=1)
     both = pd.concat([low, pre], axis=1, join="inner").dropna()
     m, ci, n = _stat([a - b for a, b in both.itertuples(index=False)])
     ev = {"pre_cores": _r(float(pre.mean()), 2), "min_cores": _r(float(low.mean()), 2),
-          "max_cores": _r(_mean(s, BASE, "burst_max_cores", shift=1), 2), "window_ms": BURST_MS,
-          "bin_us": BIN_MS * 1000, "drop_fraction": _r(_mean(s, BASE, "burst_drop_fraction", shift=1), 3),
-          "delay_max": _r(_mean(s, BASE, "burst_delay_max", shift=1), 1),
-          "busy": _r(_mean(s, BASE, "burst_busy", shift=1), 2)}
+          "max_cores": _r(seed_mean(s, BASE, "burst_max_cores", shift=1), 2), "window_ms": BURST_MS,
+          "bin_us": BIN_MS * 1000, "drop_fraction": _r(seed_mean(s, BASE, "burst_drop_fraction", shift=1), 3),
+          "delay_max": _r(seed_mean(s, BASE, "burst_delay_max", shift=1), 1),
+          "busy": _r(seed_mean(s, BASE, "burst_busy", shift=1), 2)}
     return Measured(m, ci, n, evidence=ev, regime=[_regime_served(data, 1)])
 
 
@@ -539,11 +508,11 @@ CAUSE_BURST_PARK = (
 
 def measure_latency(data: Mapping[str, Any]) -> Measured:
     r = data["results"]
-    b, f = _per_seed(r, BASE, "latency_us.p99"), _per_seed(r, FIX, "latency_us.p99")
+    b, f = seed_values(r, BASE, "latency_us.p99"), seed_values(r, FIX, "latency_us.p99")
     both = pd.concat([f, b], axis=1, join="inner").dropna()
     m, ci, n = _stat([fx / bx for fx, bx in both.itertuples(index=False) if bx > 0])
     ev = {**_variant_figures(data, "base", BASE), **_variant_figures(data, "fix", FIX)}
-    mean_ratio = _mean(r, FIX, "latency_us.mean") / _mean(r, BASE, "latency_us.mean")
+    mean_ratio = seed_mean(r, FIX, "latency_us.mean") / seed_mean(r, BASE, "latency_us.mean")
     return Measured(m, ci, n, evidence=ev, extra={"mean_latency_ratio": _r(mean_ratio),
                                                   "p99_us": {BASE: ev["base_p99_us"], FIX: ev["fix_p99_us"]}})
 
@@ -559,13 +528,13 @@ CAUSE_LATENCY = (
 def measure_low_load_cores(data: Mapping[str, Any]) -> Measured:
     ph = data["phases"]
     i = _low_phase(data)
-    m, ci, n = _stat(_per_seed(ph, BASE, "cores_allocated", phase=i))
-    served = _mean(ph, BASE, "throughput", phase=i) / _mean(ph, BASE, "offered", phase=i)
-    ev = {"load": _r(_mean(ph, BASE, "load", phase=i)), "served": _r(served, 3),
-          "pool": _r(_mean(ph, BASE, "pool_mean", phase=i), 0), "pool_max": _r(_mean(ph, BASE, "pool_max", phase=i), 0),
-          "busy": _r(_mean(ph, BASE, "cores_busy", phase=i), 2),
-          "drop_fraction": _r(_mean(ph, BASE, "drop_fraction", phase=i), 3),
-          "needed": _r(_mean(ph, BASE, "offered", phase=i) * data["params"]["max_cores"], 2)}
+    m, ci, n = _stat(seed_values(ph, BASE, "cores_allocated", phase=i))
+    served = seed_mean(ph, BASE, "throughput", phase=i) / seed_mean(ph, BASE, "offered", phase=i)
+    ev = {"load": _r(seed_mean(ph, BASE, "load", phase=i)), "served": _r(served, 3),
+          "pool": _r(seed_mean(ph, BASE, "pool_mean", phase=i), 0), "pool_max": _r(seed_mean(ph, BASE, "pool_max", phase=i), 0),
+          "busy": _r(seed_mean(ph, BASE, "cores_busy", phase=i), 2),
+          "drop_fraction": _r(seed_mean(ph, BASE, "drop_fraction", phase=i), 3),
+          "needed": _r(seed_mean(ph, BASE, "offered", phase=i) * data["params"]["max_cores"], 2)}
     return Measured(m, ci, n, evidence=ev)
 
 
@@ -589,14 +558,14 @@ def cause_low_load(data: Mapping[str, Any], m: Measured) -> Cause:
 def measure_pool_tracks(data: Mapping[str, Any]) -> Measured:
     ph, p = data["phases"], data["params"]
     i = _low_phase(data)
-    pool, cores = _per_seed(ph, BASE, "tail_pool", phase=i), _per_seed(ph, BASE, "tail_cores", phase=i)
+    pool, cores = seed_values(ph, BASE, "tail_pool", phase=i), seed_values(ph, BASE, "tail_cores", phase=i)
     both = pd.concat([pool, cores], axis=1, join="inner").dropna()
     m, ci, n = _stat([a / (c * p["credits_per_core"]) for a, c in both.itertuples(index=False) if c > 0])
-    ev = {"tail_ms": TAIL_MS, "load": _r(_mean(ph, BASE, "load", phase=i)), "pool": _r(float(pool.mean()), 0),
+    ev = {"tail_ms": TAIL_MS, "load": _r(seed_mean(ph, BASE, "load", phase=i)), "pool": _r(float(pool.mean()), 0),
           "cores": _r(float(cores.mean()), 2), "need": _r(float(cores.mean()) * p["credits_per_core"], 0),
           "full_need": _r(p["max_cores"] * p["credits_per_core"], 0), "max_cores": p["max_cores"],
           "rtt_us": p["rtt_us"], "service_us": _r(p["service_us"], 3),
-          "served": _r(_mean(ph, BASE, "tail_throughput", phase=i) / _mean(ph, BASE, "tail_offered", phase=i), 3)}
+          "served": _r(seed_mean(ph, BASE, "tail_throughput", phase=i) / seed_mean(ph, BASE, "tail_offered", phase=i), 3)}
     return Measured(m, ci, n, evidence=ev)
 
 
@@ -611,12 +580,12 @@ def measure_high_load_cores(data: Mapping[str, Any]) -> Measured:
     ph, r, p = data["phases"], data["results"], data["params"]
     idx = _high_phases(data)
     sub = ph[ph["phase"].isin(idx)]
-    m, ci, n = _stat(_per_seed(sub, FIX, "cores_allocated"))
-    ev = {"load": _r(float(sub["load"].max())), "busy": _r(_mean(sub, FIX, "cores_busy"), 2),
-          "served": _r(_mean(sub, FIX, "throughput") / _mean(sub, FIX, "offered"), 3),
-          "throughput": _r(_mean(sub, FIX, "throughput"), 3),
-          "pool": _r(_mean(sub, FIX, "pool_mean"), 0), "pool_max": _r(_mean(sub, FIX, "pool_max"), 0),
-          "issued": _r(_mean(sub, FIX, "issued_mean"), 0), "drop_fraction": _r(_mean(sub, FIX, "drop_fraction"), 3),
+    m, ci, n = _stat(seed_values(sub, FIX, "cores_allocated"))
+    ev = {"load": _r(float(sub["load"].max())), "busy": _r(seed_mean(sub, FIX, "cores_busy"), 2),
+          "served": _r(seed_mean(sub, FIX, "throughput") / seed_mean(sub, FIX, "offered"), 3),
+          "throughput": _r(seed_mean(sub, FIX, "throughput"), 3),
+          "pool": _r(seed_mean(sub, FIX, "pool_mean"), 0), "pool_max": _r(seed_mean(sub, FIX, "pool_max"), 0),
+          "issued": _r(seed_mean(sub, FIX, "issued_mean"), 0), "drop_fraction": _r(seed_mean(sub, FIX, "drop_fraction"), 3),
           "wakes_per_ms": _r(_wakes_per_ms(r, FIX, p["alloc_delay_us"]), 1), "max_cores": p["max_cores"],
           "gate": str(p.get("drop_gate")), "search": str(p.get("search"))}
     return Measured(m, ci, n, evidence=ev)
@@ -744,7 +713,7 @@ def analyze(ctx: Context):
 
     ctx.require_variants(BASE, FIX)
     points = ctx.spec.points()
-    ts = run_timeseries(points, jobs=ctx.jobs)
+    ts = run_timeseries(ctx, points)
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     fix_point = next(p for p in points if p.params.get("variant") == FIX)
     scenario = validate(fix_point.scenario, list(fix_point.overrides))
@@ -836,14 +805,14 @@ def plot_phases(ctx: Context, phases: pd.DataFrame) -> None:
     for j, v in enumerate(variants):
         ms, cis = [], []
         for i in idx:
-            m, ci, _ = mean_ci95(_per_seed(phases, v, "throughput", phase=i))
+            m, ci, _ = mean_ci95(seed_values(phases, v, "throughput", phase=i))
             ms.append(m)
             cis.append(ci if math.isfinite(ci) else 0)
         ax.bar(np.arange(len(idx)) + j * width, ms, width, yerr=cis, capsize=3, color=COLORS[v],
                label=ctx.spec.label(v))
-    off = [_mean(phases, BASE, "offered", phase=i) for i in idx]
+    off = [seed_mean(phases, BASE, "offered", phase=i) for i in idx]
     ax.bar(np.arange(len(idx)) + len(variants) * width, off, width, color="lightgray", label="offered")
-    loads = [_mean(phases, BASE, "load", phase=i) for i in idx]
+    loads = [seed_mean(phases, BASE, "load", phase=i) for i in idx]
     ax.set_xticks(np.arange(len(idx)) + width * len(variants) / 2)
     ax.set_xticklabels([f"phase {i}\nload {l:g}" for i, l in zip(idx, loads)])
     ax.set_ylabel("throughput (fraction of capacity)")

@@ -1032,31 +1032,17 @@ CLAIMS: list[ClaimSpec] = [
 # running and analysis
 
 
-def run_point_with_locks(point: Any) -> dict[str, Any]:
-    """A sweep row (as the sweep runner's, per-lock counters ``lock_control.locks.NAME.FIELD``
-    included) plus the measured window's resends (``requests.retried``)."""
-    from ..api import run
+def row_with_locks(point: Any, s: dict[str, Any]) -> dict[str, Any]:
+    """A sweep row of ``point`` from its run's summary ``s`` (as the sweep runner's, per-lock
+    counters ``lock_control.locks.NAME.FIELD`` included) plus the measured window's resends
+    (``requests.retried``)."""
     from .runner import flatten
 
-    res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
-    s = res.summary
     row = flatten(s)
     row.pop("seed", None)
     apps = s.get("applications") or []
     row["requests.retried"] = float(sum(a.get("retries", 0) for a in apps))
     return {"point": point.index, **point.params, **row}
-
-
-def run_rows(points: list, jobs: int) -> list[dict[str, Any]]:
-    """Runs ``points`` with :func:`run_point_with_locks`, ``jobs`` at a time; the rows in order."""
-    if jobs <= 1 or len(points) <= 1:
-        return [run_point_with_locks(p) for p in points]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
-        return list(pool.map(run_point_with_locks, points))
 
 
 def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunCondition | None = None) -> SweepSpec:
@@ -1075,8 +1061,9 @@ def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunConditi
 
 def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
     """Runs sub-sweeps ``names`` (experiments/protego/NAME.toml) with the main sweep's profile and
-    seed count, and under the run's cost setting if it has one (``--sensitivity``), on one pool
-    (instead of a pool, and its workers' start-up, per sub-sweep)."""
+    seed count, and under the run's cost setting if it has one (``--sensitivity``), as extra runs
+    of one pool (:meth:`Context.run_extra`: instead of a pool, and its workers' start-up, per
+    sub-sweep)."""
     from .runner import _tidy
 
     points = {}
@@ -1087,7 +1074,11 @@ def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
             from ..sweep.engine import validate_points
 
             validate_points(spec, points[name])
-    rows = iter(run_rows([p for name in names for p in points[name]], jobs=ctx.jobs))
+    from ..sweep.worker import summary_of
+
+    todo = [p for name in names for p in points[name]]
+    summaries = ctx.run_extra(summary_of, [(p.scenario, p.seed, tuple(p.overrides)) for p in todo])
+    rows = iter([row_with_locks(p, s) for p, s in zip(todo, summaries)])
     out = {}
     for name in names:
         out[name] = _tidy(pd.DataFrame([next(rows) for _ in points[name]]))

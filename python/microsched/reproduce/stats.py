@@ -9,7 +9,7 @@ the comparison instead of widening its interval.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -25,9 +25,33 @@ def safe_ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
 
+def seed_values(df: pd.DataFrame, variant: str, metric: str, **where: float) -> pd.Series:
+    """``metric`` of ``variant``'s rows of ``df`` (the result rows, or a table derived from them
+    with a ``seed`` column: phases, shifts, cycles) where every column of ``where`` is close to
+    its value, one value per seed (the mean of that seed's rows), indexed by seed in order;
+    empty without that metric. What every claim measure reads its seeds' values with."""
+    if df.empty or metric not in df.columns:
+        return pd.Series(dtype=float)
+    sel = df["variant"] == variant
+    for k, x in where.items():
+        sel &= np.isclose(df[k].astype(float), x)
+    return df[sel].groupby("seed")[metric].mean().astype(float)
+
+
+def mean_over_seeds(values: pd.Series) -> float:
+    """The mean of per-seed values (NaN when there are none)."""
+    return float(values.mean()) if len(values) else math.nan
+
+
+def seed_mean(df: pd.DataFrame, variant: str, metric: str, **where: float) -> float:
+    """The mean over seeds of :func:`seed_values`."""
+    return mean_over_seeds(seed_values(df, variant, metric, **where))
+
+
 class Seeds:
     """A reproduction's result rows by variant and seed, at the values ``at`` of the grid key
-    ``key`` (``None`` where every variant has a single point; ``at`` is then ignored)."""
+    ``key`` (``None`` where every variant has a single point; ``at`` is then ignored): the one
+    results type the claim measures read (per point, per seed)."""
 
     def __init__(self, df: pd.DataFrame, key: str | None = None):
         self.df = df
@@ -37,6 +61,34 @@ class Seeds:
         # are selected once, not once per metric.
         self._variants: dict[str, pd.DataFrame] = {}
         self._points: dict[tuple[str, float | None], pd.DataFrame] = {}
+        self._names: set[str] | None = None
+        self._grid: list[float] | None = None
+
+    def has(self, *variants: str) -> bool:
+        """Whether the rows hold every one of ``variants``."""
+        if self._names is None:
+            self._names = set(self.df["variant"])
+        return set(variants) <= self._names
+
+    def points(self) -> list[float]:
+        """The values of the grid key the rows hold, in order (rounded to 9 digits)."""
+        if self._grid is None:
+            self._grid = sorted(set(np.round(self.df[self.key].astype(float), 9))) if self.key is not None else []
+        return self._grid
+
+    def has_point(self, at: float) -> bool:
+        return any(math.isclose(at, x) for x in self.points())
+
+    def missing(self, variants: Iterable[str], points: Iterable[float], what: str = "load") -> str | None:
+        """Why a claim cannot be measured on these rows (a variant or a ``what`` it needs is not
+        there), or None."""
+        gone = [x for x in variants if not self.has(x)]
+        if gone:
+            return f"the run has no variant {', '.join(gone)}"
+        lost = [x for x in points if not self.has_point(x)]
+        if lost:
+            return f"the run has no {what} {', '.join(f'{x:g}' for x in lost)}"
+        return None
 
     def rows(self, variant: str, at: float | None) -> pd.DataFrame:
         """The rows of ``variant`` at ``at``, indexed by seed in order."""

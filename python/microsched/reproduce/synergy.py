@@ -46,6 +46,7 @@ from .claims import (BOUND, DIFFERENCE, FRACTION, GAIN, MONOTONE, ORDER, RATIO, 
 from .framework import Context, Figure, Thesis, register
 from .sensitivity import Cost
 from .runner import mean_ci95
+from .stats import mean_over_seeds, seed_values
 
 LOAD = "load.fraction"
 SLO = 50.0           # p99.9 slowdown at which a system stops meeting the SLO (§V-A)
@@ -141,16 +142,13 @@ def _nearest_load(data: dict, variant: str, load: float) -> float | None:
 
 def _seed_values(data: dict, variant: str, at: float | None, metric: str) -> pd.Series:
     """``metric`` of ``variant`` at run load ``at``, indexed by seed."""
-    runs = _frame(data, "runs")
-    if at is None or runs.empty or metric not in runs:
+    if at is None:
         return pd.Series(dtype=float)
-    sel = (runs["variant"] == variant) & np.isclose(runs[LOAD].astype(float), at)
-    return runs.loc[sel].groupby("seed")[metric].mean().astype(float).sort_index()
+    return seed_values(_frame(data, "runs"), variant, metric, **{LOAD: at})
 
 
-def _mean(data: dict, variant: str, at: float | None, metric: str) -> float:
-    s = _seed_values(data, variant, at, metric)
-    return float(s.mean()) if len(s) else math.nan
+def _not_measured(why: str) -> Measured:
+    return Measured(None, missing=why)
 
 
 def _at_paper_load(name: str, at: float | None, load: float) -> Condition:
@@ -160,7 +158,7 @@ def _at_paper_load(name: str, at: float | None, load: float) -> Condition:
 
 def _type_evidence(data: dict, variant: str, at: float | None, workload: str) -> dict:
     short, long = TYPES[workload]
-    m = lambda metric: _mean(data, variant, at, metric)  # noqa: E731
+    m = lambda metric: mean_over_seeds(_seed_values(data, variant, at, metric))  # noqa: E731
     longs = m(f"by_type.{long}.completed")
     return {"load": at,
             "short_slowdown": m(f"by_type.{short}.slowdown.p999"),
@@ -191,10 +189,6 @@ def _maxload_evidence(data: dict, search: str, prefix: str) -> dict:
             f"{prefix}_censored": int(d["censored"].astype(bool).sum())}
 
 
-def _missing(what: str) -> Measured:
-    return Measured(None, missing=what)
-
-
 # ---------------------------------------------------------------------------------------------
 # measures: max loads
 
@@ -205,7 +199,7 @@ def _m_maxload(search: str, workload: str, paper_krps: float) -> Callable[[dict]
     def measure(data: dict) -> Measured:
         d = _maxload_rows(data, search)
         if d.empty:
-            return _missing(f"no max-load search {search}")
+            return _not_measured(f"no max-load search {search}")
         m, ci, n = mean_ci95(d["load"].astype(float))
         step = float(d["step"].astype(float).mean())
         ev = {**_maxload_evidence(data, search, "sys"), "step": step, "paper_krps": paper_krps,
@@ -235,7 +229,7 @@ def _m_maxload_ratio(a: str, b: str, minus_one: bool = False) -> Callable[[dict]
     def measure(data: dict) -> Measured:
         j = _paired_maxload(data, a, b)
         if j.empty:
-            return _missing(f"no max-load searches {a} and {b} on the same seeds")
+            return _not_measured(f"no max-load searches {a} and {b} on the same seeds")
         r = j["load_a"] / j["load_b"]
         m, ci, n = mean_ci95(r)
         step_ci = float((r * (j["step_a"] / j["load_a"] + j["step_b"] / j["load_b"])).mean())
@@ -293,7 +287,7 @@ def _m_monotone(rungs: tuple[str, ...]) -> Callable[[dict], Measured]:
     def measure(data: dict) -> Measured:
         frames = [_maxload_rows(data, f"zippydb/{r}") for r in rungs]
         if any(f.empty for f in frames):
-            return _missing("a rung's max-load search is missing")
+            return _not_measured("a rung's max-load search is missing")
         steps = []
         for (x, y) in zip(frames, frames[1:]):
             j = x[["load", "step"]].merge(y[["load", "step"]], left_index=True, right_index=True, suffixes=("_a", "_b"))
@@ -328,7 +322,7 @@ def _m_worst(worst: str, others: dict[str, str]) -> Callable[[dict], Measured]:
         W = _maxload_rows(data, worst)
         O = {k: _maxload_rows(data, o) for k, o in others.items()}
         if W.empty or any(o.empty for o in O.values()):
-            return _missing("a mechanism's max-load search is missing")
+            return _not_measured("a mechanism's max-load search is missing")
         lead = pd.concat([o["load"] - W["load"] for o in O.values()], axis=1).min(axis=1).dropna()
         m, ci, n = mean_ci95(lead)
         step = float(W["step"].mean()) + max(float(o["step"].mean()) for o in O.values())
@@ -347,7 +341,7 @@ def _m_point(variant: str, workload: str, load: float, metric: str) -> Callable[
         at = _nearest_load(data, variant, load)
         s = _seed_values(data, variant, at, metric)
         if s.empty:
-            return _missing(f"no runs of {variant}")
+            return _not_measured(f"no runs of {variant}")
         m, ci, n = mean_ci95(s)
         return Measured(m, ci, n, evidence=_type_evidence(data, variant, at, workload),
                         regime=[_at_paper_load(variant, at, load)], extra={"load": at})
@@ -379,7 +373,7 @@ def _m_point_pair(num: str, den: str, workload: str, load: float, metric: str,
         A, B = _seed_values(data, num, a_at, metric), _seed_values(data, den, b_at, metric)
         j = pd.concat([A, B], axis=1, join="inner").dropna()
         if j.empty:
-            return _missing(f"no runs of {num} and {den} on the same seeds")
+            return _not_measured(f"no runs of {num} and {den} on the same seeds")
         x = {"ratio": lambda a, b: a / b, "gain": lambda a, b: a / b - 1, "difference": lambda a, b: a - b}[fn](
             j.iloc[:, 0], j.iloc[:, 1])
         m, ci, n = mean_ci95(x)
@@ -420,7 +414,7 @@ def _m_lowest(workload: str, syn: str, others: tuple[str, ...], upto: float | No
     def measure(data: dict) -> Measured:
         runs = _frame(data, "runs")
         if runs.empty:
-            return _missing("no runs")
+            return _not_measured("no runs")
         loads = sorted(set(runs.loc[runs["variant"] == syn, LOAD].astype(float)))
         if upto is not None:
             loads = [x for x in loads if x <= upto + AT_LOAD]
@@ -435,12 +429,12 @@ def _m_lowest(workload: str, syn: str, others: tuple[str, ...], upto: float | No
                     if d.mean() < worst[0]:
                         worst = (float(d.mean()), o, x)
         if not leads:
-            return _missing(f"no runs of {syn} and the others at the same loads")
+            return _not_measured(f"no runs of {syn} and the others at the same loads")
         per_seed = pd.concat(leads, axis=1).min(axis=1)
         m, ci, n = mean_ci95(per_seed)
         o, x = worst[1], worst[2]
-        ev = {"closest_load": x, "synergy_value": _mean(data, syn, x, metric),
-              "closest_value": _mean(data, o, x, metric), "loads": len(loads)}
+        ev = {"closest_load": x, "synergy_value": mean_over_seeds(_seed_values(data, syn, x, metric)),
+              "closest_value": mean_over_seeds(_seed_values(data, o, x, metric)), "loads": len(loads)}
         regime = [Condition("run loads at or below the paper's bound", len(loads), ">=", 1)] if upto is not None else []
         return Measured(m, ci, n, evidence=ev, regime=regime, extra={"closest_system": o, "closest_load": x})
 
@@ -464,10 +458,10 @@ def _m_avoided(variant: str) -> Callable[[dict], Measured]:
     def measure(data: dict) -> Measured:
         runs = _frame(data, "runs")
         if runs.empty or "sched.avoided_preemptions" not in runs:
-            return _missing("no avoided-preemption counts")
+            return _not_measured("no avoided-preemption counts")
         d = runs[runs["variant"] == variant]
         if d.empty:
-            return _missing(f"no runs of {variant}")
+            return _not_measured(f"no runs of {variant}")
         a, p = d["sched.avoided_preemptions"].astype(float), d["sched.preemptions"].astype(float)
         d = d.assign(share=a / (a + p))
         per_seed = d.groupby("seed")["share"].min()
@@ -487,13 +481,13 @@ def _m_flows(variant: str, base: str, load: float) -> Callable[[dict], Measured]
         lo = _seed_values(data, variant, at, "sched.worker_utilization.min")
         gap = (hi - lo).dropna()
         if gap.empty:
-            return _missing(f"no runs of {variant}")
+            return _not_measured(f"no runs of {variant}")
         m, ci, n = mean_ci95(gap)
         b_at = _nearest_load(data, base, load)
         ev = {"load": at, "util_min": float(lo.mean()), "util_max": float(hi.mean()),
-              "flows": _mean(data, variant, at, "clients.sessions"),
-              "base_gap": _mean(data, base, b_at, "sched.worker_utilization.max")
-              - _mean(data, base, b_at, "sched.worker_utilization.min")}
+              "flows": mean_over_seeds(_seed_values(data, variant, at, "clients.sessions")),
+              "base_gap": mean_over_seeds(_seed_values(data, base, b_at, "sched.worker_utilization.max"))
+              - mean_over_seeds(_seed_values(data, base, b_at, "sched.worker_utilization.min"))}
         return Measured(m, ci, n, evidence=ev, regime=[_at_paper_load(variant, at, load)])
 
     return measure
@@ -538,7 +532,7 @@ def _m_scaling(system: str, workers: int, metric: str, den: str | None = None) -
         else:
             x = a.dropna()
         if x.empty:
-            return _missing(f"no scaling runs of {system}{' and ' + den if den else ''} at {workers} workers")
+            return _not_measured(f"no scaling runs of {system}{' and ' + den if den else ''} at {workers} workers")
         m, ci, n = mean_ci95(x)
         return Measured(m, ci, n, evidence=_scaling_evidence(data, workers))
 
@@ -938,29 +932,22 @@ def _tol(ctx: Context) -> float:
     return 0.01 if ctx.quick else 0.005
 
 
-def _pool_map(fn: Callable, args: list, jobs: int) -> list:
-    if jobs <= 1 or len(args) <= 1:
-        return [fn(a) for a in args]
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=min(jobs, len(args))) as ex:
-        return list(ex.map(fn, args))
-
-
-def run_searches(ctx: Context) -> pd.DataFrame:
+def search_args(ctx: Context) -> tuple[list[tuple], list[tuple]]:
     """Every max-load search of :data:`SEARCHES` whose variant the spec has, one bisection per
-    seed (:func:`microsched.maxload.bisect_seed`), as one row per search and seed."""
-    from ..maxload import _bisect_args
-
+    seed (:func:`microsched.maxload.bisect_seed`): (name, variant, SLO, seed) and the bisection's
+    arguments of each."""
     sets = _variant_sets(ctx)
     tol = _tol(ctx)
     tasks = [(name, v, slo, seed) for name, (v, slo) in SEARCHES.items() if v in sets for seed in ctx.spec.seeds]
     args = [(str(ctx.spec.base), seed, slo, "slowdown.p999", tuple([*ctx.spec.overrides, *sets[v]]), LO, HI, tol)
             for _, v, slo, seed in tasks]
-    rows = []
-    for (name, v, slo, seed), r in zip(tasks, _pool_map(_bisect_args, args, ctx.jobs)):
-        rows.append(search_row(name, v, slo, r, tol))
-    return pd.DataFrame(rows)
+    return tasks, args
+
+
+def search_table(ctx: Context, tasks: list[tuple], results: list[dict]) -> pd.DataFrame:
+    """The bisections as one row per search and seed."""
+    tol = _tol(ctx)
+    return pd.DataFrame([search_row(name, v, slo, r, tol) for (name, v, slo, seed), r in zip(tasks, results)])
 
 
 def search_row(name: str, variant: str, slo: float, r: dict, tol: float) -> dict:
@@ -983,24 +970,21 @@ def search_row(name: str, variant: str, slo: float, r: dict, tol: float) -> dict
             "capacity_rps": p0["offered_rps"] / p0["load"] if p0["load"] > 0 else math.nan}
 
 
-def _run_one(args: tuple) -> dict:
-    from ..api import run
+def _row(task: tuple, summary: dict) -> dict:
+    """A fixed point's or scaling run's row: its parameters, seed and flattened summary."""
     from .runner import flatten
 
-    base, seed, overrides, params = args
-    s = run(base, seed=seed, overrides=list(overrides)).summary
-    row = {**params, "seed": seed, **flatten({k: v for k, v in s.items() if k != "histograms"})}
-    return row
+    base, seed, overrides, params = task
+    return {**params, "seed": seed, **flatten({k: v for k, v in summary.items() if k != "histograms"})}
 
 
-def run_fixed_points(ctx: Context) -> pd.DataFrame:
+def fixed_point_args(ctx: Context) -> list[tuple]:
     sets = _variant_sets(ctx)
-    args = [(str(ctx.spec.base), seed, (*ctx.spec.overrides, *sets[v], f"{LOAD}={x:.6g}"), {"variant": v, LOAD: x})
+    return [(str(ctx.spec.base), seed, (*ctx.spec.overrides, *sets[v], f"{LOAD}={x:.6g}"), {"variant": v, LOAD: x})
             for v, x in FIXED_POINTS if v in sets for seed in ctx.spec.seeds]
-    return pd.DataFrame(_pool_map(_run_one, args, ctx.jobs))
 
 
-def run_scaling(ctx: Context) -> pd.DataFrame:
+def scaling_args(ctx: Context) -> list[tuple]:
     """Fig. 11: ZippyDB at 50 % load on 8-30 workers (a dispatcher core on top where the system has one)."""
     sets = _variant_sets(ctx)
     workers = (8, 30) if ctx.quick else (8, 14, 22, 30)
@@ -1013,16 +997,26 @@ def run_scaling(ctx: Context) -> pd.DataFrame:
             cores = n + any(o.startswith("server.dispatcher") for o in sets[v])
             ovr = (*ctx.spec.overrides, *sets[v], f"server.max_cores={cores}", f"{LOAD}={SCALING_LOAD}")
             args += [(str(ctx.spec.base), seed, ovr, {"system": s, "workers": n}) for seed in ctx.spec.seeds]
-    df = pd.DataFrame(_pool_map(_run_one, args, ctx.jobs))
-    if not df.empty:
-        df["loss"] = _loss(df)
-    return df
+    return args
 
 
 def build_data(ctx: Context) -> dict:
-    fixed = run_fixed_points(ctx)
-    searches = run_searches(ctx)
-    scaling = run_scaling(ctx)
+    """The fixed points, the max-load searches and Fig. 11's scaling runs, all as extra runs of one
+    pool (:meth:`Context.run_extra`), then the tables the claims read."""
+    from ..maxload import _bisect_args
+    from ..sweep.worker import call, summary_of
+
+    fixed_args = fixed_point_args(ctx)
+    tasks, bisect = search_args(ctx)
+    scale_args = scaling_args(ctx)
+    runs = lambda args: [(summary_of, a[:3]) for a in args]  # noqa: E731 - (scenario, seed, overrides)
+    out = ctx.run_extra(call, [*runs(fixed_args), *((_bisect_args, a) for a in bisect), *runs(scale_args)])
+    n_fixed, n_search = len(fixed_args), len(bisect)
+    fixed = pd.DataFrame([_row(a, s) for a, s in zip(fixed_args, out[:n_fixed])])
+    searches = search_table(ctx, tasks, out[n_fixed:n_fixed + n_search])
+    scaling = pd.DataFrame([_row(a, s) for a, s in zip(scale_args, out[n_fixed + n_search:])])
+    if not scaling.empty:
+        scaling["loss"] = _loss(scaling)
     for name, d in (("points", fixed), ("maxload", searches), ("scaling", scaling)):
         if not d.empty:
             d.to_parquet(ctx.out / f"{name}.parquet", index=False)

@@ -27,20 +27,18 @@ import contextlib
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import shutil
 import signal
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .runner import _tidy, aggregate, default_jobs, die_with_parent, flatten, main_hidden_from_spawn
+from .runner import _tidy, aggregate, default_jobs, flatten, run_tasks
 from .spec import Point, SpecError, SweepSpec, split_override
 
 PARTS_DIR = "parts"
@@ -225,36 +223,10 @@ RowCallback = Callable[[dict[str, Any]], None]
 
 
 def run_local(tasks: Sequence[Task], jobs: int, on_row: RowCallback) -> None:
-    """Runs the tasks ``jobs`` at a time in worker processes (in this process when
+    """Runs the tasks ``jobs`` at a time on the project's worker pool (in this process when
     ``jobs == 1``), calling ``on_row`` in this process as each finishes."""
-    if not tasks:
-        return
-    if jobs <= 1:
-        for t in tasks:
-            on_row(_guard(t, run_task))
-        return
-    # spawn: workers start clean (no fork of a process that holds threads or native state).
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=die_with_parent,
-                               initargs=(os.getpid(),))
-    ok = False
-    try:
-        # The workers start as tasks are submitted; they must not import this process's
-        # __main__ (a script calling run_sweep without a __main__ guard, or read from stdin).
-        with main_hidden_from_spawn():
-            futures = {pool.submit(run_task, t): t for t in tasks}
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in finished:
-                exc = f.exception()
-                if exc is not None:
-                    raise _failed(futures[f], exc)
-                on_row(f.result())
-        ok = True
-    finally:
-        # On an error or Ctrl-C, queued points are dropped at once instead of being run.
-        pool.shutdown(wait=ok, cancel_futures=not ok)
+    if tasks:
+        run_tasks(run_task, tasks, jobs, on_result=lambda _, row: on_row(row), on_error=lambda i, e: _failed(tasks[i], e))
 
 
 def run_ray(tasks: Sequence[Task], jobs: int | None, address: str | None, on_row: RowCallback) -> None:
@@ -334,13 +306,6 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     except OSError as e:
         raise SweepError(f"--address {address}: no Ray cluster answers there ({e.strerror or e}); start one with "
                          f"`ray start --head` or check the address") from None
-
-
-def _guard(t: Task, fn: Callable[[Task], dict]) -> dict:
-    try:
-        return fn(t)
-    except (ValueError, RuntimeError) as e:
-        raise _failed(t, e) from None
 
 
 def _failed(t: Task, exc: BaseException) -> PointFailed:
@@ -557,10 +522,8 @@ def check_size(spec: SweepSpec, jobs: int | None = None, max_points: int | None 
     jobs = jobs or default_jobs()
     hours = per_point * n / jobs / 3600
     if hours > max_hours:
-        from .commands import _duration
-
         raise SweepError(f"--max-hours: the sweep {spec.path} ({n:,} points: {shape}) would take roughly "
-                         f"{_duration(hours * 3600)} on {jobs} job(s) at a typical engine speed, more than "
+                         f"{duration_text(hours * 3600)} on {jobs} job(s) at a typical engine speed, more than "
                          f"{max_hours:g} h: shrink it, or raise --max-hours")
 
 
@@ -725,3 +688,14 @@ def _version() -> str:
         return version("microsched")
     except Exception:  # noqa: BLE001
         return "unknown"
+
+
+def duration_text(s: float) -> str:
+    """A duration for a person: seconds, minutes, hours or days."""
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"

@@ -20,7 +20,7 @@ import warnings
 import sys
 import types
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -101,57 +101,98 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# The one start method of every process microsched starts for work (pool workers, the
+# reproductions `reproduce --all` runs side by side): workers start clean, with no fork of a
+# process that holds threads or native state.
+START_METHOD = "spawn"
+
+
+def mp_context() -> Any:
+    """The multiprocessing context of :data:`START_METHOD`."""
+    return multiprocessing.get_context(START_METHOD)
+
+
+@contextlib.contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """The project's one way to start worker processes (every sweep, reproduction and extra run
+    goes through it): ``spawn`` (workers start clean: no fork of a process that holds threads or
+    native state), each worker killed by the kernel when its driver dies, even by ``kill -9``
+    (:func:`die_with_parent`). Submit inside :func:`main_hidden_from_spawn` (the workers start
+    as tasks are submitted). On an error or Ctrl-C in the block, queued tasks are dropped at once
+    instead of being run."""
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp_context(), initializer=die_with_parent,
+                               initargs=(os.getpid(),))
+    ok = False
+    try:
+        yield pool
+        ok = True
+    finally:
+        pool.shutdown(wait=ok, cancel_futures=not ok)
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def run_tasks(fn: Callable[[T], R], args: Sequence[T], jobs: int | None = None,
+              on_result: Callable[[int, R], None] | None = None,
+              on_error: Callable[[int, BaseException], BaseException] | None = None) -> list[R]:
+    """``fn(a)`` for every ``a`` of ``args``, ``jobs`` at a time on :func:`worker_pool` (in this
+    process when ``jobs == 1`` or there is one task), the results in order. ``on_result(i, r)``
+    is called in this process as each task finishes (to save it at once, count progress); the
+    first failing task stops the rest and its error is raised, as ``on_error(i, exc)`` makes it
+    if given. ``fn`` and ``args`` must be picklable (a module-level function)."""
+    jobs = default_jobs() if jobs is None else jobs
+    results: list[Any] = [None] * len(args)
+    if jobs <= 1 or len(args) <= 1:
+        for i, a in enumerate(args):
+            try:
+                results[i] = fn(a)
+            except (ValueError, RuntimeError) as e:
+                if on_error is None:
+                    raise
+                raise on_error(i, e) from None
+            if on_result:
+                on_result(i, results[i])
+        return results
+    with worker_pool(min(jobs, len(args))) as pool:
+        with main_hidden_from_spawn():  # the workers start here
+            futures = {pool.submit(fn, a): i for i, a in enumerate(args)}
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)  # progress per task
+            for f in finished:
+                i = futures[f]
+                exc = f.exception()
+                if exc is not None:
+                    raise (on_error(i, exc) if on_error else exc) from None
+                results[i] = f.result()
+                if on_result:
+                    on_result(i, results[i])
+    return results
+
+
 def run_points(points: Sequence[Point], jobs: int | None = None,
                progress: Callable[[int, int], None] | None = None,
                on_row: Callable[[Point, dict[str, Any]], None] | None = None) -> pd.DataFrame:
-    """Runs every point, ``jobs`` at a time in worker processes (in this process when
-    ``jobs == 1``), and returns one row per point in point order. The first failing point
-    stops the sweep and its error is raised, naming the point. ``on_row(point, row)`` is
-    called in this process as each point finishes (to save it at once)."""
-    jobs = default_jobs() if jobs is None else jobs
-    rows: list[dict[str, Any] | None] = [None] * len(points)
-    done = 0
+    """Runs every point, ``jobs`` at a time in worker processes (:func:`run_tasks`; in this
+    process when ``jobs == 1``), and returns one row per point in point order. The first
+    failing point stops the sweep and its error is raised, naming the point. ``on_row(point,
+    row)`` is called in this process as each point finishes (to save it at once)."""
     seen: set[str] = set()
-    if jobs <= 1 or len(points) <= 1:
-        for i, p in enumerate(points):
-            rows[i] = _take_warnings(_checked(run_point, p), seen)
-            if on_row:
-                on_row(p, rows[i])
-            done += 1
-            if progress:
-                progress(done, len(points))
-    else:
-        # spawn: workers start clean (no fork of a process that holds threads / native state).
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx, initializer=die_with_parent,
-                                 initargs=(os.getpid(),)) as pool:
-            with main_hidden_from_spawn():  # the workers start here
-                futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)  # progress per point
-                for f in finished:
-                    i = futures[f]
-                    exc = f.exception()
-                    if exc is not None:
-                        for other in pending:
-                            other.cancel()
-                        raise _point_error(points[i], exc) from None
-                    rows[i] = _take_warnings(f.result(), seen)
-                    if on_row:
-                        on_row(points[i], rows[i])
-                    done += 1
-                    if progress:
-                        progress(done, len(points))
-    df = pd.DataFrame([r for r in rows if r is not None])
-    return _tidy(df)
+    done = 0
 
+    def finished(i: int, row: dict[str, Any]) -> None:
+        nonlocal done
+        _take_warnings(row, seen)
+        if on_row:
+            on_row(points[i], row)
+        done += 1
+        if progress:
+            progress(done, len(points))
 
-def _checked(fn: Callable[[Point], dict], p: Point) -> dict:
-    try:
-        return fn(p)
-    except ValueError as e:
-        raise _point_error(p, e) from None
+    rows = run_tasks(run_point, points, jobs, on_result=finished, on_error=lambda i, e: _point_error(points[i], e))
+    return _tidy(pd.DataFrame(rows))
 
 
 def _point_error(p: Point, exc: BaseException) -> BaseException:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .spec import Point
 
@@ -47,12 +47,13 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def run_point(point: Point) -> dict[str, Any]:
     """Runs one point and returns its row (parameters first, then the flattened summary)."""
-    from ..api import run
+    # The summary alone: the worker never builds the run's tables, so it never imports pandas.
+    from ..api import run_summary
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = run(point.scenario, seed=point.seed, overrides=list(point.overrides))
-    row = flatten(res.summary)
+        summary = run_summary(point.scenario, seed=point.seed, overrides=list(point.overrides))
+    row = flatten(summary)
     row.pop("seed", None)
     # The scenario's warnings go back to the driver, which says each one once per sweep (a
     # worker's own stderr would repeat it for every point, with its source line).
@@ -60,6 +61,38 @@ def run_point(point: Point) -> dict[str, Any]:
 
 
 WARNINGS_KEY = "__warnings__"
+
+
+# A reproduction's extra runs (:meth:`microsched.reproduce.framework.Context.run_extra`) run one
+# of these: what the worker returns is plain data, and the reproduction shapes it in its driver,
+# so that the worker imports neither pandas nor the reproductions.
+
+
+def summary_of(task: tuple[Any, int, tuple[str, ...]]) -> dict[str, Any]:
+    """``(scenario, seed, overrides)``: the run's summary (``run(...).summary``; its warnings are
+    not issued, the point's own run has said them)."""
+    from ..api import run_summary
+
+    scenario, seed, overrides = task
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_summary(scenario, seed=seed, overrides=list(overrides))
+
+
+def series_of(task: tuple[Any, int, tuple[str, ...], tuple[str, ...]]) -> dict[str, Any]:
+    """``(scenario, seed, overrides, columns)``: those columns of the run's time series
+    (:func:`microsched.api.run_series`)."""
+    from ..api import run_series
+
+    scenario, seed, overrides, columns = task
+    return run_series(scenario, columns, seed=seed, overrides=list(overrides))
+
+
+def call(fn_and_arg: tuple[Callable[[Any], Any], Any]) -> Any:
+    """``fn(arg)``: several kinds of task (a reproduction's extra runs: rows, bisections) on one
+    pool, each task naming its own module-level function."""
+    fn, arg = fn_and_arg
+    return fn(arg)
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -1,11 +1,13 @@
-"""The ``sweep``, ``plot`` and ``report`` commands of the ``microsched`` CLI (registered by
-:func:`add_commands` from :mod:`microsched.cli`, whose :mod:`microsched.cli.errors` is the error
-contract: bad input is one line on stderr, ``microsched: error: ...``, exit status 2)."""
+"""``microsched sweep``: run a sweep spec on a local process pool or on Ray."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
+
+from .args import Formatter, positive
+from .errors import CliError
+from .render import console, err_console
 
 SWEEP_DESCRIPTION = """\
 Run every point of a sweep spec: a base scenario, overrides for every point, a [grid] of
@@ -31,46 +33,9 @@ examples:
   ray start --head && microsched sweep spec.toml --backend ray --address auto --out out/big
 """
 
-PLOT_DESCRIPTION = """\
-Draw the standard figures, as PNG and SVG, from a result dataset (results.parquet of a sweep
-or a reproduction, or the directory that holds it) or from a single run directory (written
-by `microsched run --out`: summary.json + timeseries.parquet).
-
-kinds (default: every kind that applies to the input):
-  latency     p50 / p99 / p99.9 latency vs load (means over seeds, 95 % CI error bars)
-  throughput  throughput and goodput vs offered load
-  pareto      p99 latency vs CPU utilization, Pareto front marked
-  slowdown    p99 slowdown vs load, one panel per request type
-  timeseries  (a run) cores, credits, queues and drops over time
-
-examples:
-  microsched plot out/smoke                             # out/smoke/plots/*.png, *.svg
-  microsched plot out/smoke/results.parquet --kind latency --x load.fraction --hue variant
-  microsched run mmc.toml --out out/mmc && microsched plot out/mmc --kind timeseries
-"""
-
-REPORT_DESCRIPTION = """\
-Write one self-contained HTML page (no network needed: figures embedded, inline CSS, no
-JavaScript) of a sweep, reproduction or run directory: for a reproduction, the claims table
-(paper vs measured, holds or not); the figures (a reproduction's in the order and with the
-captions it declares, the paper's numbers beside ours first); the results aggregated over seeds
-and every run; the spec and the scenario as run. For a `reproduce --all` directory
-(summary.json with papers): the five theses and their verdicts first, then per paper its
-thesis, why its claims miss, every figure of its reproductions and its claims folded by verdict.
-
-examples:
-  microsched report out/smoke                 # out/smoke/report.html
-  microsched reproduce allocators --quick --out out/alloc && microsched report out/alloc
-  microsched report out/papers                # the page of `reproduce --all`
-"""
-
-
-def add_commands(sub: Any, formatter: Any) -> None:
-    """Adds ``sweep``, ``plot`` and ``report`` to the CLI's subparsers."""
-    from ..cli.args import positive
-
+def add_commands(sub: Any) -> None:
     sw = sub.add_parser("sweep", help="run a sweep spec on a local process pool or on Ray",
-                        description=SWEEP_DESCRIPTION, formatter_class=formatter)
+                        description=SWEEP_DESCRIPTION, formatter_class=Formatter)
     sw.add_argument("spec", metavar="SPEC.toml", help="the sweep spec")
     sw.add_argument("--out", metavar="DIR", help="output directory (default: results/sweeps/NAME, NAME the spec's name)")
     sw.add_argument("--jobs", type=positive, metavar="N",
@@ -99,31 +64,14 @@ def add_commands(sub: Any, formatter: Any) -> None:
                          "is over H hours (default 168, a week)")
     sw.set_defaults(func=cmd_sweep)
 
-    pl = sub.add_parser("plot", help="draw latency, throughput, Pareto, slowdown or time-series figures",
-                        description=PLOT_DESCRIPTION, formatter_class=formatter)
-    pl.add_argument("path", metavar="PATH", help="results.parquet, a sweep/reproduce output directory, or a run directory")
-    pl.add_argument("--kind", action="append", metavar="KIND",
-                    help="latency, throughput, pareto, slowdown or timeseries (repeat for several; default: all "
-                         "that apply)")
-    pl.add_argument("--x", metavar="COL", help="x axis column of latency / slowdown (default: load.fraction if it "
-                                              "varies); of throughput (default: offered_rps)")
-    pl.add_argument("--hue", metavar="COL", help="one curve per value of COL (default: variant if present, else "
-                                                "the first other varying parameter)")
-    pl.add_argument("--out", metavar="DIR", help="output directory (default: plots/ beside the data)")
-    pl.set_defaults(func=cmd_plot)
-
-    rp = sub.add_parser("report", help="write a self-contained HTML report of a sweep, reproduction or run",
-                        description=REPORT_DESCRIPTION, formatter_class=formatter)
-    rp.add_argument("dir", metavar="DIR", help="a sweep, reproduce or run output directory")
-    rp.add_argument("--out", metavar="FILE", help="the HTML file (default: DIR/report.html)")
-    rp.set_defaults(func=cmd_report)
 
 
 def describe_size(spec: Any, jobs: int | None, con: Any, big_points: int = 1000, big_s: float = 60.0) -> None:
     """Before a big sweep starts (it first validates every point, which takes a while): how
     many points, and roughly how long they take, from the base scenario's cost estimate."""
     from ..api import estimate
-    from .runner import default_jobs
+    from ..sweep.engine import duration_text
+    from ..sweep.runner import default_jobs
 
     n = spec.n_points()
     try:
@@ -136,18 +84,8 @@ def describe_size(spec: Any, jobs: int | None, con: Any, big_points: int = 1000,
         return
     shape = " × ".join([*(f"{len(v)} {k}" for k, v in spec.grid.items()),
                         *([f"{len(spec.variants)} variants"] if spec.variants else []), f"{len(spec.seeds)} seeds"])
-    eta = f"; roughly {_duration(total_s)} on {jobs} job(s) at a typical engine speed" if total_s is not None else ""
+    eta = f"; roughly {duration_text(total_s)} on {jobs} job(s) at a typical engine speed" if total_s is not None else ""
     con.print(f"sweep {spec.name}: {n:,} points ({shape}){eta}; checking every point first (Ctrl-C stops)")
-
-
-def _duration(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -156,10 +94,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
-    from ..cli.errors import CliError
-    from ..cli.render import console, err_console
-    from . import engine
-    from .spec import SpecError, SweepSpec
+    from ..sweep import engine
+    from ..sweep.spec import SpecError, SweepSpec
 
     try:
         spec = SweepSpec.load(args.spec, quick=args.quick, seeds=args.seeds)
@@ -206,7 +142,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if e.traceback:  # a Python policy raised: the line, then its traceback
             import sys
 
-            from ..cli.errors import EXIT_USAGE, PROG, one_line
+            from .errors import EXIT_USAGE, PROG, one_line
 
             sys.stderr.write(f"{PROG}: error: {one_line(msg)}\n{e.traceback}\n")
             raise SystemExit(EXIT_USAGE)
@@ -220,33 +156,4 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     con.print(f"{outcome.n_run} point(s) run ({outcome.n_skipped} already done) of {outcome.n_points} on "
               f"{outcome.backend} ({jobs}) in {outcome.wall_s:.1f} s; results: [bold]{out / engine.RESULTS_FILE}"
               f"[/bold] ({len(outcome.results)} rows), {out / engine.AGGREGATE_FILE}")
-    return 0
-
-
-def cmd_plot(args: argparse.Namespace) -> int:
-    from ..cli.errors import CliError
-    from ..cli.render import console
-    from ..plots import PlotError, plot
-
-    try:
-        paths = plot(args.path, kinds=args.kind, x=args.x, hue=args.hue, out=args.out)
-    except PlotError as e:
-        raise CliError(e) from None
-    con = console()
-    dirs = sorted({str(p.parent) for p in paths})
-    con.print(f"{len(paths)} files written to [bold]{', '.join(dirs)}/[/bold]: "
-              + ", ".join(p.name for p in paths))
-    return 0
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from ..cli.errors import CliError
-    from ..cli.render import console
-    from ..report import ReportError, build_report
-
-    try:
-        path = build_report(args.dir, out=args.out)
-    except ReportError as e:
-        raise CliError(e) from None
-    console().print(f"report written to [bold]{path}[/bold]")
     return 0
