@@ -145,7 +145,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         slowdown: s.slowdown.clone(),
         by_type: s.by_type.clone(),
         requests: s.requests.clone(),
-        retries: 0,
+        retries: lg.client.measured_retries,
     }];
     s.nodes = vec![NodeSummary {
         node: 0,
@@ -226,6 +226,66 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
                     >= rep.counter("completed"),
         },
     });
+    v
+}
+
+/// The merged summary of a run on several replicas (`server.replicas`, `reports` in `--addr`
+/// order): [`merge`] with the servers' counters added up (so `runtime.accounting` compares the
+/// client with all of them), one `nodes` entry per replica, the flat `cores`, `core_time`,
+/// `cpu_utilization` and `be_cores_mean` their totals (as the simulator's), and
+/// `runtime.servers` each replica's own server section. One report: [`merge`] itself.
+pub fn merge_replicas(lg: &LoadgenResult, reports: &[ServerReport]) -> Value {
+    let [first, rest @ ..] = reports else {
+        panic!("merge_replicas needs a report");
+    };
+    if rest.is_empty() {
+        return merge(lg, first);
+    }
+    let per: Vec<Value> = reports.iter().map(|r| merge(lg, r)).collect();
+    let mut total = first.clone();
+    for r in rest {
+        for (k, v) in &r.counters {
+            if let (Some(a), Some(b)) = (total.counters.get(k).and_then(Value::as_u64), v.as_u64()) {
+                total.counters.insert(k.clone(), json!(a + b));
+            }
+        }
+        total.kernel_drops += r.kernel_drops;
+        total.rejected_total += r.rejected_total;
+        total.abandoned += r.abandoned;
+    }
+    let mut v = merge(lg, &total);
+    let nodes: Vec<Value> = per
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut n = m["nodes"][0].clone();
+            n["node"] = json!(i);
+            n
+        })
+        .collect();
+    let sum = |path: &[&str]| -> f64 {
+        nodes.iter().map(|n| path.iter().fold(n, |x, k| &x[*k]).as_f64().unwrap_or(0.0)).sum()
+    };
+    for k in ["max", "allocated_mean", "busy_mean", "transition_mean"] {
+        v["cores"][k] = json!(if k == "max" { json!(sum(&["cores", k]) as u64) } else { json!(sum(&["cores", k])) });
+    }
+    for k in ["busy_ns", "search_ns", "parked_ns", "transition_ns", "overhead_ns", "total_ns"] {
+        v["core_time"][k] = json!(sum(&["core_time", k]) as u64);
+    }
+    let max = sum(&["cores", "max"]);
+    v["cpu_utilization"] = json!(if max > 0.0 { sum(&["cores", "allocated_mean"]) / max } else { 0.0 });
+    v["be_cores_mean"] = json!(sum(&["be_cores_mean"]));
+    v["nodes"] = Value::Array(nodes);
+    v["runtime"]["servers"] = Value::Array(
+        per.iter()
+            .zip(reports)
+            .map(|(m, r)| {
+                let mut s = m["runtime"]["server"].clone();
+                s["addr"] = json!(r.addr);
+                s
+            })
+            .collect(),
+    );
     v
 }
 
