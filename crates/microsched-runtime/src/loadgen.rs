@@ -151,6 +151,19 @@ pub struct ClientCounters {
     /// Per replica, in `--addr` order (one entry with one server).
     #[serde(default)]
     pub replicas: Vec<ReplicaCounters>,
+    /// Every failure reply received, retried ones included (what the servers count); the
+    /// outcome counters above count a request's last reply only.
+    #[serde(default)]
+    pub failure_replies: FailureReplies,
+}
+
+/// Failure replies by status, every try (whole run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FailureReplies {
+    pub aqm_dropped: u64,
+    pub rejected: u64,
+    pub lock_dropped: u64,
+    pub start_dropped: u64,
 }
 
 /// One replica's share of the tries (whole run).
@@ -452,6 +465,14 @@ impl Gen {
                     r.completed += 1;
                 } else {
                     r.failures += 1;
+                }
+                let f = &mut self.c.failure_replies;
+                match status {
+                    Status::Ok => {}
+                    Status::Dropped => f.aqm_dropped += 1,
+                    Status::Rejected => f.rejected += 1,
+                    Status::LockDropped => f.lock_dropped += 1,
+                    Status::StartDropped => f.start_dropped += 1,
                 }
                 if status != Status::Ok && self.may_retry(&p) {
                     if status == Status::LockDropped && measured {
