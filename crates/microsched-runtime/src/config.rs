@@ -215,6 +215,12 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "a parked worker wakes, its caches refill and it shares a core, as the machine makes it; leave the mechanism's latencies (lend_us, evict_us, refill_us, lent_wake, timeshare) at their defaults",
     },
     Unsupported {
+        // Each replica is a `serve` of its own that pins its worker i to the i-th allowed CPU:
+        // the replicas' workers would share CPUs while other CPUs stay free.
+        check: |s| set("runtime.pin_workers", s.runtime.pin_workers, s.runtime.pin_workers && s.server.replicas > 1),
+        supported: "with server.replicas > 1 every replica would pin its workers to the same CPUs; leave it false (the kernel spreads them)",
+    },
+    Unsupported {
         check: |s| set("server.per_application_cores", s.server.per_application_cores, s.server.per_application_cores),
         supported: "the runtime serves one application on one core set",
     },
@@ -327,6 +333,10 @@ count = 4
         check_scenario(&load(&["server.replicas=3", "clients.retries=2", "clients.replica_choice=\"primary\"", "clients.retry_timeouts=true"]))
             .unwrap();
         check_scenario(&load(&["server.replicas=2", "clients.replica_choice=\"hash\""])).unwrap();
+        check_scenario(&load(&["runtime.pin_workers=true"])).unwrap();
+        let e = refused(&["server.replicas=2", "runtime.pin_workers=true"]);
+        assert_eq!(e.field, "runtime.pin_workers", "{e}");
+        assert!(e.message.contains("same CPUs"), "{e}");
     }
 
     #[test]
