@@ -91,20 +91,24 @@ def _trace_args(trace: str | os.PathLike | None, window: tuple[float, float] | N
     return (os.fspath(trace), check_window(window) if window is not None else None, cap)
 
 
-def loadgen(scenario: Any, addr: str | None = None, overrides: Iterable[str] = (), seed: int | None = None,
-            allow_remote: bool = False) -> dict:
-    """Runs the scenario's open-loop load against the server at ``addr``; returns the load
+def loadgen(scenario: Any, addr: str | Sequence[str] | None = None, overrides: Iterable[str] = (),
+            seed: int | None = None, allow_remote: bool = False) -> dict:
+    """Runs the scenario's open-loop load against the server at ``addr`` (with
+    ``server.replicas`` = N, a list of the N replicas' addresses); returns the load
     generator's result (``summary``, ``client``, ``timeseries``, ``latency_cdf``,
     ``window_unix_ns``), as the runtime writes it (what :func:`merge` reads: an empty latency
     histogram's percentiles are 0 there; the merged summary has them as ``None``)."""
     text, fmt, base_dir = _source(scenario)
     check_names(json.loads(native().validate(text, fmt, base_dir, _check_overrides(overrides), True)))
-    raw = native().loadgen(text, fmt, base_dir, _check_overrides(overrides), addr, _check_seed(seed), allow_remote)
+    addrs = [addr] if addr is None or isinstance(addr, str) else list(addr)
+    raw = native().loadgen(text, fmt, base_dir, _check_overrides(overrides), addrs[0] if addrs else None,
+                           _check_seed(seed), allow_remote, [a for a in addrs[1:] if a is not None])
     return json.loads(raw)
 
 
-def merge(loadgen_result: dict | str, server_report: dict | str, scenario: dict | None = None) -> RunResult:
-    """The load generator's result completed with the server's report, as a RunResult."""
+def merge(loadgen_result: dict | str, server_report: dict | list | str, scenario: dict | None = None) -> RunResult:
+    """The load generator's result completed with the server's report (with replicas, the list
+    of their reports in address order), as a RunResult."""
     lg = loadgen_result if isinstance(loadgen_result, str) else json.dumps(loadgen_result)
     rep = server_report if isinstance(server_report, str) else json.dumps(server_report)
     raw = native().merge_real(lg, rep)
@@ -208,7 +212,8 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
              record: str | os.PathLike | bool | None = None) -> RunResult:
     """Runs ``scenario`` for real: ``microsched serve`` and ``microsched loadgen`` as two
     processes on loopback (a free port), for the scenario's warm-up + duration (+ the drain
-    period). Returns the merged RunResult (and writes it to ``out`` if given). Everything
+    period). With ``server.replicas`` = N, N ``serve`` processes (each on a free port; the
+    timeline is the first's) and one load generator talking to all of them. Returns the merged RunResult (and writes it to ``out`` if given). Everything
     started is stopped on return, on error and on Ctrl-C. ``trace``, ``trace_window``,
     ``trace_max_events``: the server's timeline, as :func:`serve` writes it (its window in ms of
     the server's run time).
@@ -230,9 +235,11 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
     for o in ovr:
         sets += ["--set", o]
     procs: list[subprocess.Popen] = []
+    # server.replicas: one `serve` per replica, each on a free loopback port of its own.
+    replicas = int(resolved.get("server", {}).get("replicas", 1))
     with tempfile.TemporaryDirectory(prefix="microsched-real-") as tmp:
-        report_f = Path(tmp) / "server.json"
-        series_f = Path(tmp) / "series.json"
+        report_fs = [Path(tmp) / f"server{i}.json" for i in range(replicas)]
+        series_fs = [Path(tmp) / f"series{i}.json" for i in range(replicas)]
         result_f = Path(tmp) / "loadgen.json"
         try:
             # The server draws request programs (workload.types[].paths) from the seed too.
@@ -244,13 +251,21 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
                     server_sets += ["--trace-window", f"{trace_window[0]!r}:{trace_window[1]!r}"]
                 if trace_max_events is not None:
                     server_sets += ["--trace-max-events", str(int(trace_max_events))]
-            server = subprocess.Popen(
-                _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
-                     "--report", str(report_f), "--series", str(series_f), *server_sets),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env())
-            procs.append(server)
-            addr = _wait_ready(server)
-            lg_args = ["loadgen", str(path), "--addr", addr, "--result", str(result_f), *sets]
+            servers: list[subprocess.Popen] = []
+            addrs: list[str] = []
+            for i in range(replicas):
+                # The timeline is the first replica's.
+                own_sets = server_sets if i == 0 else sets + (["--set", f"seed={seed}"] if seed is not None else [])
+                server = subprocess.Popen(
+                    _cli("serve", str(path), "--addr", "127.0.0.1:0", "--duration", f"{run_s + GRACE_S:.3f}", "--once",
+                         "--report", str(report_fs[i]), "--series", str(series_fs[i]), *own_sets),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env())
+                procs.append(server)
+                servers.append(server)
+                addrs.append(_wait_ready(server))
+            lg_args = ["loadgen", str(path), "--result", str(result_f), *sets]
+            for a in addrs:
+                lg_args += ["--addr", a]
             if seed is not None:
                 lg_args += ["--seed", str(seed)]
             gen = subprocess.Popen(_cli(*lg_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_child_env())
@@ -261,24 +276,29 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
                 raise RealError(f"the load generator did not finish within {run_s + GRACE_S:.0f} s") from None
             if gen.returncode != 0 or not result_f.exists():
                 raise RealError(_error_of(gen, "load generator"))
-            try:
-                server.wait(GRACE_S)  # it stops once every session has disconnected
-            except subprocess.TimeoutExpired:
-                server.send_signal(2)  # SIGINT: it stops and still writes its report
-                server.wait(10)
-            if not report_f.exists():
-                raise RealError(_error_of(server, "server"))
-            if trace is not None:
-                _forward_trace_lines(server)
+            rep_texts: list[str] = []
+            full_reps: list[dict] = []
+            for i, server in enumerate(servers):
+                try:
+                    server.wait(GRACE_S)  # it stops once every session has disconnected
+                except subprocess.TimeoutExpired:
+                    server.send_signal(2)  # SIGINT: it stops and still writes its report
+                    server.wait(10)
+                if not report_fs[i].exists():
+                    raise RealError(_error_of(server, "server" if replicas == 1 else f"server of replica {i}"))
+                if trace is not None and i == 0:
+                    _forward_trace_lines(server)
+                rep_texts.append(report_fs[i].read_text(encoding="utf-8"))
+                # The server's time series (bounded) joins its report for the merge.
+                full = json.loads(rep_texts[-1])
+                if series_fs[i].exists():
+                    full["timeseries"] = json.loads(series_fs[i].read_text(encoding="utf-8"))
+                full_reps.append(full)
             lg_text = result_f.read_text(encoding="utf-8")
-            rep_text = report_f.read_text(encoding="utf-8")
-            # The server's time series (bounded) joins its report for the merge.
-            full_rep = json.loads(rep_text)
-            if series_f.exists():
-                full_rep["timeseries"] = json.loads(series_f.read_text(encoding="utf-8"))
+            rep_text = rep_texts[0]
         finally:
             _stop(procs)
-    res = merge(lg_text, full_rep, scenario=resolved)
+    res = merge(lg_text, full_reps[0] if replicas == 1 else full_reps, scenario=resolved)
     if record:
         from .records import records_frame, write_records
 
@@ -294,4 +314,6 @@ def run_real(scenario: str | os.PathLike, overrides: Iterable[str] = (), seed: i
     if out is not None:
         res.save(out)
         (Path(out) / "server_report.json").write_text(rep_text + "\n", encoding="utf-8")
+        for i, text in enumerate(rep_texts[1:], start=1):  # the other replicas'
+            (Path(out) / f"server_report_{i}.json").write_text(text + "\n", encoding="utf-8")
     return res

@@ -176,9 +176,10 @@ fn serve_until_stopped(
 }
 
 /// Runs the scenario's load against `addr`; returns the load generator's result as JSON text
-/// (summary, client counters, time series, latency CDF, measured window).
+/// (summary, client counters, time series, latency CDF, measured window). `more_addrs`: the
+/// other replicas (`server.replicas`), in order.
 #[pyfunction]
-#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, seed=None, allow_remote=false))]
+#[pyo3(signature = (text, fmt="toml", base_dir=".", overrides=Vec::new(), addr=None, seed=None, allow_remote=false, more_addrs=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 pub fn loadgen(
     py: Python<'_>,
@@ -189,10 +190,12 @@ pub fn loadgen(
     addr: Option<&str>,
     seed: Option<u64>,
     allow_remote: bool,
+    more_addrs: Vec<String>,
 ) -> PyResult<String> {
     let loaded = crate::load(text, fmt, base_dir, overrides)?;
     let addr = config::parse_addr(&default_addr(addr, loaded.scenario.runtime.port), "--addr").map_err(err)?;
-    let opts = LoadgenOpts { addr, allow_remote, seed };
+    let more_addrs = more_addrs.iter().map(|a| config::parse_addr(a, "--addr")).collect::<Result<Vec<_>, _>>().map_err(err)?;
+    let opts = LoadgenOpts { addr, more_addrs, allow_remote, seed };
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
     let rx = std::sync::Mutex::new(rx);
@@ -223,15 +226,23 @@ pub fn loadgen(
 
 /// Merges a load generator result and a server report (both JSON text) into what `microsched
 /// real` returns: a dict with summary (JSON text; the keys of `microsched run` plus `runtime`),
-/// timeseries (column -> list) and latency_cdf.
+/// timeseries (column -> list) and latency_cdf. `report_json`: one server's report, or a list of
+/// the replicas' reports in `--addr` order (the time series' server columns are the first's).
 #[pyfunction]
 pub fn merge_real<'py>(py: Python<'py>, loadgen_json: &str, report_json: &str) -> PyResult<Bound<'py, PyDict>> {
     let lg: LoadgenResult = serde_json::from_str(loadgen_json).map_err(|e| err(format!("load generator result: {e}")))?;
-    let rep: ServerReport = serde_json::from_str(report_json).map_err(|e| err(format!("server report: {e}")))?;
+    let reps: Vec<ServerReport> = if report_json.trim_start().starts_with('[') {
+        serde_json::from_str(report_json).map_err(|e| err(format!("server reports: {e}")))?
+    } else {
+        vec![serde_json::from_str(report_json).map_err(|e| err(format!("server report: {e}")))?]
+    };
+    let Some(rep) = reps.first() else {
+        return Err(err("server reports: an empty list: give one report per replica"));
+    };
     let out = PyDict::new(py);
-    out.set_item("summary", merge::merge(&lg, &rep).to_string())?;
+    out.set_item("summary", merge::merge_replicas(&lg, &reps).to_string())?;
     let ts = PyDict::new(py);
-    for (name, col) in merge::merged_series(&lg, &rep) {
+    for (name, col) in merge::merged_series(&lg, rep) {
         ts.set_item(name, col)?;
     }
     out.set_item("timeseries", ts)?;

@@ -262,6 +262,7 @@ fn main() {
         let server = serve(&loaded);
         let lo = LoadgenOpts {
             addr: server.addr(),
+            more_addrs: Vec::new(),
             allow_remote: false,
             seed: None,
         };

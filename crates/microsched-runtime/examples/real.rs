@@ -20,7 +20,7 @@ fn main() {
         ServeOpts { addr: "127.0.0.1:0".parse().unwrap(), allow_remote: false, duration: Some(Duration::from_secs(600)), once: true, ..Default::default() },
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let opts = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
+    let opts = LoadgenOpts { addr: server.addr(), more_addrs: Vec::new(), allow_remote: false, seed: None };
     let lg = loadgen::run(&loaded, &opts, &|| false).unwrap_or_else(|e| panic!("{e}"));
     let rep = server.wait(|| false);
     println!("{}", serde_json::to_string_pretty(&merge::merge(&lg, &rep)).unwrap());

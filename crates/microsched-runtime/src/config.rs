@@ -5,7 +5,6 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::ScenarioError;
-use microsched_core::topology::ReplicaChoice;
 
 /// Most worker threads the runtime starts (one thread per "core").
 pub const MAX_WORKERS: u32 = 64;
@@ -103,12 +102,14 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   `server.preemption.quantum_us` (time slicing by a timer thread and yield points,
 ///   `crate::preempt`),
 ///   `network.rtt_us` (the credit controller's period; loopback has its own RTT),
-///   `clients.{sessions, queue_capacity, timeout_us, first_request_only}`, `load.*`, `workload.types` with their
+///   `clients.{sessions, queue_capacity, timeout_us, first_request_only}`, `server.replicas`
+///   (one `microsched serve` per replica, `microsched real` starts them; the load generator
+///   talks to all: [`crate::loadgen`]), `clients.{replica_choice, retries, retry_timeouts}`,
+///   `load.*`, `workload.types` with their
 ///   `paths`, `workload.locks` (blocking, or spinning on the worker with `spin`: [`crate::mutex`]), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
 ///   `server.stack.profile = "this-machine"` (the simulator's name for this runtime's own, measured
 ///   stack: paid for real);
-/// * honoured only at its default (one server and one application: `server.replicas`,
-///   `clients.retries`, `clients.replica_choice`, `applications`,
+/// * honoured only at its default (one application: `applications`,
 ///   `server.per_application_cores`, `server.irq`; the cost
 ///   models of the simulator, which the runtime pays
 ///   for real, and mechanisms it does not have): the table below.
@@ -197,18 +198,6 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "Python queueing policies run in the simulator; the runtime's workers decide on every request without the GIL, so they run the built-in queueing policies (Python core allocators and overload controllers run in the runtime's control thread)",
     },
     Unsupported {
-        check: |s| set("server.replicas", s.server.replicas, s.server.replicas != 1),
-        supported: "one `microsched serve` is one node; run several servers for replicas",
-    },
-    Unsupported {
-        check: |s| set("clients.retries", s.clients.retries, s.clients.retries != 0),
-        supported: "the load generator talks to one server and does not resend failed requests",
-    },
-    Unsupported {
-        check: |s| set("clients.replica_choice", s.clients.replica_choice, s.clients.replica_choice != ReplicaChoice::Hash),
-        supported: "the load generator talks to one server (replica choice \"hash\", the default)",
-    },
-    Unsupported {
         // The simulator's stand-ins for what harvesting costs (hand-over on a lent core,
         // eviction, cache refill): the runtime's workers pay them for real.
         check: |s| {
@@ -224,6 +213,12 @@ const UNSUPPORTED: &[Unsupported] = &[
             set("policy.allocator.mechanism", &m, m != default)
         },
         supported: "a parked worker wakes, its caches refill and it shares a core, as the machine makes it; leave the mechanism's latencies (lend_us, evict_us, refill_us, lent_wake, timeshare) at their defaults",
+    },
+    Unsupported {
+        // Each replica is a `serve` of its own that pins its worker i to the i-th allowed CPU:
+        // the replicas' workers would share CPUs while other CPUs stay free.
+        check: |s| set("runtime.pin_workers", s.runtime.pin_workers, s.runtime.pin_workers && s.server.replicas > 1),
+        supported: "with server.replicas > 1 every replica would pin its workers to the same CPUs; leave it false (the kernel spreads them)",
     },
     Unsupported {
         check: |s| set("server.per_application_cores", s.server.per_application_cores, s.server.per_application_cores),
@@ -321,9 +316,6 @@ count = 4
                 "lent_wake",
             ),
             ("server.preemption.service_inflation=0.1", "server.preemption.service_inflation", "yield points"),
-            ("server.replicas=2", "server.replicas", "one node"),
-            ("clients.retries=1", "clients.retries", "resend"),
-            ("clients.replica_choice=\"primary\"", "clients.replica_choice", "one server"),
             ("server.per_application_cores=true", "server.per_application_cores", "one core set"),
             ("server.irq.rate_per_s=1000", "server.irq", "interrupts"),
             ("applications=[{name=\"b\",load={rps=10},workload={types=[{name=\"x\",service={dist=\"constant\",value_us=1}}]}}]", "applications", "one application"),
@@ -332,6 +324,19 @@ count = 4
             assert_eq!(e.field, field, "{o}: {e}");
             assert!(e.message.contains("not supported by the real runtime") && e.message.contains(hint), "{o}: {e}");
         }
+    }
+
+    /// Replicas with retries were refused ("one `microsched serve` is one node"): the load
+    /// generator now talks to several servers and resends failures.
+    #[test]
+    fn replicas_and_retries_are_honoured() {
+        check_scenario(&load(&["server.replicas=3", "clients.retries=2", "clients.replica_choice=\"primary\"", "clients.retry_timeouts=true"]))
+            .unwrap();
+        check_scenario(&load(&["server.replicas=2", "clients.replica_choice=\"hash\""])).unwrap();
+        check_scenario(&load(&["runtime.pin_workers=true"])).unwrap();
+        let e = refused(&["server.replicas=2", "runtime.pin_workers=true"]);
+        assert_eq!(e.field, "runtime.pin_workers", "{e}");
+        assert!(e.message.contains("same CPUs"), "{e}");
     }
 
     #[test]

@@ -17,6 +17,13 @@
 //!   (AQM `Dropped`, or `Rejected` for want of credit), dropped at the client (timeout or full
 //!   queue, never sent), timed out in flight (no response), or still in flight / queued when the
 //!   drain period ends ([`ClientCounters`]).
+//! * **Replicas and retries** (`server.replicas`, one `--addr` per replica): every session
+//!   connects to every replica; a request goes to its session's replica as
+//!   `clients.replica_choice` says (the simulator's hash of the session, or the first replica),
+//!   and a failure reply (AQM or lock drop, no credit, worker-start drop; with
+//!   `clients.retry_timeouts` also a client timeout) is resent to the next replica up to
+//!   `clients.retries` times, its latency still counted from its first scheduled send. Each try
+//!   is counted ([`ReplicaCounters`], `retries`, `retried_requests`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -41,6 +48,8 @@ use crate::clock::{realtime_priority, thread_cpu_ns, thread_sleeps, tight_timer_
 use crate::config::{check_loopback, check_scenario, ConfigError, MAX_RPS, MAX_SERVICE_NS};
 use crate::records::Outcome;
 use crate::wire::{decode, encode, Msg, Status};
+use microsched_core::rng::hash;
+use microsched_core::topology::ReplicaChoice;
 use microsched_core::overload::client::{ClientDrop, Clients, Out};
 use microsched_core::overload::seda::{Admit, Seda};
 
@@ -48,7 +57,10 @@ pub use microsched_core::rng::stream;
 
 #[derive(Debug, Clone)]
 pub struct LoadgenOpts {
+    /// The server (the first replica).
     pub addr: SocketAddr,
+    /// The other replicas, in order (`server.replicas` - 1 of them; empty with one server).
+    pub more_addrs: Vec<SocketAddr>,
     pub allow_remote: bool,
     /// Overrides the scenario's seed.
     pub seed: Option<u64>,
@@ -127,6 +139,43 @@ pub struct ClientCounters {
     pub timer_wakeup_cpu: crate::clock::WakeupCpu,
     #[serde(default)]
     pub datagram_wakeup_cpu: crate::clock::WakeupCpu,
+    /// Requests resent to another replica after a failure (every resend, whole run).
+    #[serde(default)]
+    pub retries: u64,
+    /// Resends over the measured window (the simulator's `applications[].retries`).
+    #[serde(default)]
+    pub measured_retries: u64,
+    /// Requests resent at least once (whole run).
+    #[serde(default)]
+    pub retried_requests: u64,
+    /// Per replica, in `--addr` order (one entry with one server).
+    #[serde(default)]
+    pub replicas: Vec<ReplicaCounters>,
+    /// Every failure reply received, retried ones included (what the servers count); the
+    /// outcome counters above count a request's last reply only.
+    #[serde(default)]
+    pub failure_replies: FailureReplies,
+}
+
+/// Failure replies by status, every try (whole run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FailureReplies {
+    pub aqm_dropped: u64,
+    pub rejected: u64,
+    pub lock_dropped: u64,
+    pub start_dropped: u64,
+}
+
+/// One replica's share of the tries (whole run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReplicaCounters {
+    pub addr: String,
+    /// Tries put on the wire to it (first sends and resends).
+    pub sent: u64,
+    /// Requests it completed.
+    pub completed: u64,
+    /// Failure replies it sent (drops and rejections, retried or not).
+    pub failures: u64,
 }
 
 /// Percentiles of the load generator's schedule lag (µs).
@@ -204,20 +253,31 @@ struct Pending {
     rtype: u16,
     service: Nanos,
     sched: Nanos,
+    /// The replica of its current try, and its tries so far (1 on its first).
+    replica: u16,
+    tries: u8,
 }
 
 struct Gen {
     sock: UdpSocket,
-    server: SocketAddr,
-    tokens: Vec<u64>,
-    clients: Clients<u64>,
+    /// The replicas' addresses (one with one server).
+    servers: Vec<SocketAddr>,
+    /// Per replica, per session: the session's token there.
+    tokens: Vec<Vec<u64>>,
+    /// Per replica: Breakwater's clients of the sessions there (the simulator's one per node).
+    clients: Vec<Clients<u64>>,
+    /// `clients.retries`, `clients.retry_timeouts`.
+    retries: u8,
+    retry_timeouts: bool,
     pending: HashMap<u64, Pending>,
     /// (request, sent at) in send order, for in-flight timeouts.
     sent_order: VecDeque<(u64, Nanos)>,
-    timers: BinaryHeap<Reverse<(Nanos, u32)>>,
+    timers: BinaryHeap<Reverse<(Nanos, u16, u32)>>,
     /// SEDA (artifact): when each session's requests waiting for a token need attention.
     seda_timers: BinaryHeap<Reverse<(Nanos, u32)>>,
     out: Vec<Out<u64>>,
+    /// Requests a client timeout sends to the next replica once `out` is carried out.
+    pending_resends: Vec<Pending>,
     c: ClientCounters,
     rec: LatencyRecorder,
     lag_sum: f64,
@@ -249,15 +309,46 @@ impl Gen {
         now >= self.window.0 && now < self.window.1
     }
 
-    fn send(&mut self, m: &Msg) {
+    fn send(&mut self, m: &Msg, replica: u16) {
         self.c.datagrams_out += 1;
-        if self.sock.send_to(&encode(m), self.server).is_err() {
+        if self.sock.send_to(&encode(m), self.servers[replica as usize]).is_err() {
             self.c.send_errors += 1;
         }
     }
 
-    /// Carries out the client's decisions.
-    fn flush(&mut self, now: Nanos) {
+    /// The replica a session talks to first: the simulator's choice (`home_node` of its
+    /// application, the first one's sessions numbered from 0).
+    fn home(&self, session: u32, choice: ReplicaChoice) -> u16 {
+        let n = self.servers.len() as u64;
+        match choice {
+            _ if n == 1 => 0,
+            ReplicaChoice::Primary => 0,
+            ReplicaChoice::Hash => (hash(session as u64 ^ 0x005e_ed0f_4e91_1ca5) % n) as u16,
+        }
+    }
+
+    /// Whether a failed request may try again elsewhere (the simulator's rule).
+    fn may_retry(&self, p: &Pending) -> bool {
+        p.tries <= self.retries && self.servers.len() > 1
+    }
+
+    /// Sends a failed request again, to the next replica: a fresh try of the same request.
+    fn resend(&mut self, mut p: Pending, now: Nanos) {
+        if p.tries == 1 {
+            self.c.retried_requests += 1;
+        }
+        self.c.retries += 1;
+        self.c.measured_retries += self.in_window(now) as u64;
+        p.replica = (p.replica + 1) % self.servers.len() as u16;
+        p.tries += 1;
+        let (id, session, replica) = (p.id, p.session, p.replica);
+        self.pending.insert(id, p);
+        self.clients[replica as usize].submit(session, id, now, &mut self.out);
+        self.flush(now, replica);
+    }
+
+    /// Carries out the decisions of replica `replica`'s clients.
+    fn flush(&mut self, now: Nanos, replica: u16) {
         let mut out = std::mem::take(&mut self.out);
         for o in out.drain(..) {
             match o {
@@ -266,7 +357,7 @@ impl Gen {
                         continue;
                     };
                     let m = Msg::Request {
-                        token: self.tokens[p.session as usize],
+                        token: self.tokens[replica as usize][p.session as usize],
                         req_id: req,
                         demand,
                         service_ns: p.service,
@@ -276,13 +367,19 @@ impl Gen {
                     self.lag_sum += lag;
                     self.c.send_lag_us_max = self.c.send_lag_us_max.max(lag);
                     self.c.sent += 1;
+                    self.c.replicas[replica as usize].sent += 1;
                     self.sent_order.push_back((req, now));
-                    self.send(&m);
+                    self.send(&m, replica);
                 }
                 Out::Drop { req, why } => {
                     if let Some(p) = self.pending.remove(&req) {
                         let measured = self.in_window(now);
                         match why {
+                            ClientDrop::Timeout if self.retry_timeouts && self.may_retry(&p) => {
+                                // No credit in time: to the next replica (`clients.retry_timeouts`).
+                                // Its decisions wait in `pending_resends`: `out` is being drained.
+                                self.pending_resends.push(p);
+                            }
                             ClientDrop::Timeout => {
                                 self.c.client_timeouts += 1;
                                 self.w_timeouts += measured as u64;
@@ -298,13 +395,16 @@ impl Gen {
                 }
                 Out::CreditRequest { session, demand } => {
                     self.c.credit_requests += 1;
-                    let token = self.tokens[session as usize];
-                    self.send(&Msg::CreditRequest { token, demand });
+                    let token = self.tokens[replica as usize][session as usize];
+                    self.send(&Msg::CreditRequest { token, demand }, replica);
                 }
-                Out::Timer { session, at } => self.timers.push(Reverse((at, session))),
+                Out::Timer { session, at } => self.timers.push(Reverse((at, replica, session))),
             }
         }
         self.out = out;
+        for p in std::mem::take(&mut self.pending_resends) {
+            self.resend(p, now);
+        }
     }
 
     /// Keeps `p`'s row, if records are kept.
@@ -318,8 +418,8 @@ impl Gen {
                 session: p.session,
                 rtype: p.rtype,
                 service_ns: p.service,
-                replica: 0,
-                tries: 1,
+                replica: p.replica,
+                tries: p.tries,
                 outcome,
                 latency_ns,
                 server_queue_ns,
@@ -338,10 +438,10 @@ impl Gen {
 
     fn on_datagram(&mut self, bytes: &[u8], from: SocketAddr, now: Nanos) {
         self.c.datagrams_in += 1;
-        if from != self.server {
+        let Some(replica) = self.servers.iter().position(|&a| a == from).map(|i| i as u16) else {
             self.c.bad_datagrams += 1;
             return;
-        }
+        };
         match decode(bytes) {
             Ok(Msg::Response {
                 req_id,
@@ -353,7 +453,40 @@ impl Gen {
                     self.c.late_responses += 1;
                     return;
                 };
+                if p.replica != replica {
+                    // A late answer of an earlier try, from the replica it left.
+                    self.pending.insert(req_id, p);
+                    self.c.late_responses += 1;
+                    return;
+                }
                 let measured = self.in_window(now);
+                let r = &mut self.c.replicas[replica as usize];
+                if status == Status::Ok {
+                    r.completed += 1;
+                } else {
+                    r.failures += 1;
+                }
+                let f = &mut self.c.failure_replies;
+                match status {
+                    Status::Ok => {}
+                    Status::Dropped => f.aqm_dropped += 1,
+                    Status::Rejected => f.rejected += 1,
+                    Status::LockDropped => f.lock_dropped += 1,
+                    Status::StartDropped => f.start_dropped += 1,
+                }
+                if status != Status::Ok && self.may_retry(&p) {
+                    if status == Status::LockDropped && measured {
+                        // Every failure reply of the window, retried ones included (the simulator's).
+                        let d = now.saturating_sub(p.sched).max(1);
+                        self.failure_reply.saturating_record(d);
+                        self.failure_reply_sum += u128::from(d);
+                    }
+                    let session = p.session;
+                    self.clients[replica as usize].on_credits(session, credits, true, now, &mut self.out);
+                    self.flush(now, replica);
+                    self.resend(p, now);
+                    return;
+                }
                 match status {
                     Status::Ok => {
                         if let Some(s) = &mut self.seda {
@@ -396,15 +529,13 @@ impl Gen {
                         self.ended_dropped(&p, Outcome::StartDropped, now);
                     }
                 }
-                self.clients
-                    .on_credits(p.session, credits, true, now, &mut self.out);
-                self.flush(now);
+                self.clients[replica as usize].on_credits(p.session, credits, true, now, &mut self.out);
+                self.flush(now, replica);
             }
-            Ok(Msg::Credit { cookie, credits }) if (cookie as usize) < self.tokens.len() => {
+            Ok(Msg::Credit { cookie, credits }) if (cookie as usize) < self.tokens[replica as usize].len() => {
                 self.c.credit_messages += 1;
-                self.clients
-                    .on_credits(cookie, credits, false, now, &mut self.out);
-                self.flush(now);
+                self.clients[replica as usize].on_credits(cookie, credits, false, now, &mut self.out);
+                self.flush(now, replica);
             }
             _ => self.c.bad_datagrams += 1,
         }
@@ -508,7 +639,23 @@ pub fn run(
     let sc = &loaded.scenario;
     let base = &loaded.base_dir;
     check_scenario(sc)?;
-    check_loopback(opts.addr, opts.allow_remote, "--addr")?;
+    let servers: Vec<SocketAddr> = std::iter::once(opts.addr).chain(opts.more_addrs.iter().copied()).collect();
+    for &a in &servers {
+        check_loopback(a, opts.allow_remote, "--addr")?;
+    }
+    if servers.len() != sc.server.replicas as usize {
+        return Err(ConfigError(format!(
+            "--addr: {} server address(es) given but server.replicas = {}: give one --addr per replica",
+            servers.len(),
+            sc.server.replicas
+        )));
+    }
+    if let Some(a) = servers.iter().enumerate().find_map(|(i, a)| servers[..i].contains(a).then_some(a)) {
+        return Err(ConfigError(format!("--addr: {a} is given twice: each replica is a server of its own")));
+    }
+    if servers.iter().any(|a| a.is_ipv4() != opts.addr.is_ipv4()) {
+        return Err(ConfigError("--addr: mix of IPv4 and IPv6 addresses: the replicas must share one address family".into()));
+    }
     let seed = opts.seed.unwrap_or(sc.seed);
 
     // Workload and arrivals, built by the same code as the simulator's.
@@ -580,28 +727,40 @@ pub fn run(
         realtime: realtime_guard.is_some(),
         ..ClientCounters::default()
     };
-    let conn = connect_all(&sock, opts.addr, n, &mut counters)?;
-    let mut clients = Clients::new(
-        n,
-        sc.clients.queue_capacity,
-        us(sc.clients.timeout_us),
-        credit_based,
-        Some(CREDIT_RETRY_NS),
-    )
-    .with_first_request_only(sc.clients.first_request_only);
-    for (i, &(_, credits)) in conn.iter().enumerate() {
-        clients.set_granted(i as u32, credits);
+    // Every session connects to every replica: a retry may take it anywhere.
+    let mut tokens = Vec::with_capacity(servers.len());
+    let mut clients = Vec::with_capacity(servers.len());
+    for &server in &servers {
+        let conn = connect_all(&sock, server, n, &mut counters)?;
+        let mut cl = Clients::new(
+            n,
+            sc.clients.queue_capacity,
+            us(sc.clients.timeout_us),
+            credit_based,
+            Some(CREDIT_RETRY_NS),
+        )
+        .with_first_request_only(sc.clients.first_request_only);
+        for (i, &(_, credits)) in conn.iter().enumerate() {
+            cl.set_granted(i as u32, credits);
+        }
+        tokens.push(conn.iter().map(|&(t, _)| t).collect());
+        clients.push(cl);
     }
+    counters.replicas = servers.iter().map(|a| ReplicaCounters { addr: a.to_string(), ..Default::default() }).collect();
+    let replica_choice = sc.clients.replica_choice;
     let mut g = Gen {
         sock,
-        server: opts.addr,
-        tokens: conn.iter().map(|&(t, _)| t).collect(),
+        servers: servers.clone(),
+        tokens,
         clients,
+        retries: sc.clients.retries.min(u8::MAX as u32 - 1) as u8,
+        retry_timeouts: sc.clients.retry_timeouts,
         pending: HashMap::with_capacity(1 << 16),
         sent_order: VecDeque::with_capacity(1 << 16),
         timers: BinaryHeap::new(),
         seda_timers: BinaryHeap::new(),
         out: Vec::new(),
+        pending_resends: Vec::new(),
         c: counters,
         rec: LatencyRecorder::new(&names, us(slo_us)),
         lag_sum: 0.0,
@@ -673,6 +832,8 @@ pub fn run(
                     rtype,
                     service,
                     sched: t,
+                    replica: g.home(session, replica_choice),
+                    tries: 1,
                 },
             );
             let admit = g.seda.as_mut().map_or(Admit::Send, |s| s.admit(session, seq, t));
@@ -691,8 +852,9 @@ pub fn run(
                 // generator's own lag behind its schedule (milliseconds when the VM's timers
                 // overshoot) is not time spent waiting for a credit, so it must not expire
                 // requests at the client. Latency still counts from the schedule (`sched`).
-                g.clients.submit(session, seq, now, &mut g.out);
-                g.flush(now);
+                let home = g.home(session, replica_choice);
+                g.clients[home as usize].submit(session, seq, now, &mut g.out);
+                g.flush(now, home);
             }
             seq += 1;
             next_arrival = arrivals.next();
@@ -701,13 +863,13 @@ pub fn run(
             next_arrival = None;
         }
         // 3. Client timers.
-        while let Some(&Reverse((at, session))) = g.timers.peek() {
+        while let Some(&Reverse((at, replica, session))) = g.timers.peek() {
             if at > now {
                 break;
             }
             g.timers.pop();
-            g.clients.on_timer(session, now, &mut g.out);
-            g.flush(now);
+            g.clients[replica as usize].on_timer(session, now, &mut g.out);
+            g.flush(now, replica);
         }
         // 3b. SEDA's waiting requests: sent when a token arrives, dropped after the client wait.
         while let Some(&Reverse((at, session))) = g.seda_timers.peek() {
@@ -727,10 +889,11 @@ pub fn run(
                     g.ended_dropped(&p, Outcome::SedaRejected, now);
                 }
             }
+            let home = g.home(session, replica_choice);
             for r in sent {
-                g.clients.submit(session, r, now, &mut g.out);
+                g.clients[home as usize].submit(session, r, now, &mut g.out);
             }
-            g.flush(now);
+            g.flush(now, home);
         }
         // 4. Requests in flight too long.
         while let Some(&(req, at)) = g.sent_order.front() {
@@ -740,7 +903,7 @@ pub fn run(
             g.sent_order.pop_front();
             if let Some(p) = g.pending.remove(&req) {
                 g.c.timed_out += 1;
-                g.clients.forget(p.session);
+                g.clients[p.replica as usize].forget(p.session);
                 g.ended_dropped(&p, Outcome::TimedOut, now);
             }
         }
@@ -759,9 +922,10 @@ pub fn run(
                 0.0
             });
             series.cols.in_system.push(g.pending.len() as f64);
-            series.cols.client_queued.push(g.clients.queued as f64);
+            let client_queued: u64 = g.clients.iter().map(|c| c.queued).sum();
+            series.cols.client_queued.push(client_queued as f64);
             if now >= warmup && now <= end_send {
-                queued_sum += g.clients.queued as f64;
+                queued_sum += client_queued as f64;
                 samples += 1;
             }
             g.iv = [0; 3];
@@ -787,7 +951,7 @@ pub fn run(
         if let Some(t) = next_arrival {
             next = next.min(t);
         }
-        if let Some(&Reverse((at, _))) = g.timers.peek() {
+        if let Some(&Reverse((at, _, _))) = g.timers.peek() {
             next = next.min(at);
         }
         if let Some(&Reverse((at, _))) = g.seda_timers.peek() {
@@ -812,7 +976,7 @@ pub fn run(
     }
     let end = clock.now();
     // Whatever is left is in flight or queued at the end.
-    let queued = g.clients.take_queued();
+    let queued: Vec<u64> = g.clients.iter_mut().flat_map(|c| c.take_queued()).collect();
     g.c.queued_end = queued.len() as u64;
     for r in queued {
         if let Some(p) = g.pending.remove(&r) {
@@ -829,8 +993,10 @@ pub fn run(
     if let Ok(local) = g.sock.local_addr() {
         g.c.kernel_drops = crate::netstat::udp_drops(local).unwrap_or(0);
     }
-    for &t in &g.tokens.clone() {
-        g.send(&Msg::Disconnect { token: t });
+    for (replica, tokens) in g.tokens.clone().iter().enumerate() {
+        for &t in tokens {
+            g.send(&Msg::Disconnect { token: t }, replica as u16);
+        }
     }
     g.c.schedule_lag_us = LagStats::of(&g.schedule_lag);
     g.c.cpu_ms = thread_cpu_ns().saturating_sub(cpu_start) as f64 / 1e6;

@@ -145,7 +145,7 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
         slowdown: s.slowdown.clone(),
         by_type: s.by_type.clone(),
         requests: s.requests.clone(),
-        retries: 0,
+        retries: lg.client.measured_retries,
     }];
     s.nodes = vec![NodeSummary {
         node: 0,
@@ -165,6 +165,12 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
     }
     let mut v = serde_json::to_value(&s).expect("summary serialises");
     let server_requests = rep.counter("requests");
+    // The servers count every failure reply they sent, retried ones included; so does
+    // `failure_replies` (from a result without it, the outcome counters: no retries then).
+    let fr = &lg.client.failure_replies;
+    let replies = |all: u64, last: u64| if lg.client.retries > 0 { all } else { all.max(last) };
+    let (aqm, rejected) = (replies(fr.aqm_dropped, lg.client.aqm_dropped), replies(fr.rejected, lg.client.rejected));
+    let (lock, start) = (replies(fr.lock_dropped, lg.client.lock_dropped), replies(fr.start_dropped, lg.client.start_dropped));
     let harness = crate::harness::Harness::of(&lg.client, rep);
     v["runtime"] = json!({
         "addr": lg.addr,
@@ -212,20 +218,82 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
             "server_kernel_drops": rep.kernel_drops,
             "client_kernel_drops": lg.client.kernel_drops,
             "client_conserved": lg.client.conserved(),
+            // Failure replies received, retried ones included (the servers' count).
+            "client_failure_replies": fr,
             // Every request the client sent reached the server, or the kernel dropped it at
             // the server's full socket buffer (counted, not attributable per request).
             "agree": lg.client.sent >= server_requests
                 && lg.client.sent <= server_requests + rep.kernel_drops
-                && lg.client.aqm_dropped == rep.counter("aqm_dropped")
-                && lg.client.rejected == rep.counter("rejected_no_credit")
-                && lg.client.lock_dropped + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
+                && aqm == rep.counter("aqm_dropped")
+                && rejected == rep.counter("rejected_no_credit")
+                && lock + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
                     >= rep.counter("lock_dropped")
-                && lg.client.start_dropped + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
+                && start + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
                     >= rep.counter("start_dropped")
                 && lg.client.completed + lg.client.late_responses + lg.client.in_flight_end + lg.client.kernel_drops
                     >= rep.counter("completed"),
         },
     });
+    v
+}
+
+/// The merged summary of a run on several replicas (`server.replicas`, `reports` in `--addr`
+/// order): [`merge`] with the servers' counters added up (so `runtime.accounting` compares the
+/// client with all of them), one `nodes` entry per replica, the flat `cores`, `core_time`,
+/// `cpu_utilization` and `be_cores_mean` their totals (as the simulator's), and
+/// `runtime.servers` each replica's own server section. One report: [`merge`] itself.
+pub fn merge_replicas(lg: &LoadgenResult, reports: &[ServerReport]) -> Value {
+    let [first, rest @ ..] = reports else {
+        panic!("merge_replicas needs a report");
+    };
+    if rest.is_empty() {
+        return merge(lg, first);
+    }
+    let per: Vec<Value> = reports.iter().map(|r| merge(lg, r)).collect();
+    let mut total = first.clone();
+    for r in rest {
+        for (k, v) in &r.counters {
+            if let (Some(a), Some(b)) = (total.counters.get(k).and_then(Value::as_u64), v.as_u64()) {
+                total.counters.insert(k.clone(), json!(a + b));
+            }
+        }
+        total.kernel_drops += r.kernel_drops;
+        total.rejected_total += r.rejected_total;
+        total.abandoned += r.abandoned;
+    }
+    let mut v = merge(lg, &total);
+    let nodes: Vec<Value> = per
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut n = m["nodes"][0].clone();
+            n["node"] = json!(i);
+            n
+        })
+        .collect();
+    let sum = |path: &[&str]| -> f64 {
+        nodes.iter().map(|n| path.iter().fold(n, |x, k| &x[*k]).as_f64().unwrap_or(0.0)).sum()
+    };
+    for k in ["max", "allocated_mean", "busy_mean", "transition_mean"] {
+        v["cores"][k] = json!(if k == "max" { json!(sum(&["cores", k]) as u64) } else { json!(sum(&["cores", k])) });
+    }
+    for k in ["busy_ns", "search_ns", "parked_ns", "transition_ns", "overhead_ns", "total_ns"] {
+        v["core_time"][k] = json!(sum(&["core_time", k]) as u64);
+    }
+    let max = sum(&["cores", "max"]);
+    v["cpu_utilization"] = json!(if max > 0.0 { sum(&["cores", "allocated_mean"]) / max } else { 0.0 });
+    v["be_cores_mean"] = json!(sum(&["be_cores_mean"]));
+    v["nodes"] = Value::Array(nodes);
+    v["runtime"]["servers"] = Value::Array(
+        per.iter()
+            .zip(reports)
+            .map(|(m, r)| {
+                let mut s = m["runtime"]["server"].clone();
+                s["addr"] = json!(r.addr);
+                s
+            })
+            .collect(),
+    );
     v
 }
 
@@ -273,6 +341,40 @@ mod tests {
     use super::*;
     use crate::loadgen::{ClientCounters, ClientSeries};
     use microsched_core::summary::Summary;
+
+    /// With retries a failure reply is not a request's end: the client's outcome counters
+    /// miss the retried ones the servers counted, and `agree` once said false on every run
+    /// with a retried drop. It compares every failure reply now.
+    #[test]
+    fn accounting_agrees_with_retried_failures() {
+        let mut client = ClientCounters { sent: 10, completed: 8, aqm_dropped: 1, retries: 3, ..Default::default() };
+        client.failure_replies.aqm_dropped = 4;
+        let lg = LoadgenResult {
+            summary: Summary::default(),
+            client,
+            timeseries: ClientSeries::default(),
+            latency_cdf: (vec![], vec![]),
+            window_unix_ns: (0, 0),
+            addr: String::new(),
+            records: None,
+        };
+        let mut reps = vec![ServerReport::default(), ServerReport::default()];
+        for (r, (req, done, aqm)) in reps.iter_mut().zip([(6u64, 5u64, 1u64), (4, 3, 3)]) {
+            r.counters.insert("requests".into(), json!(req));
+            r.counters.insert("completed".into(), json!(done));
+            r.counters.insert("aqm_dropped".into(), json!(aqm));
+            r.cores.max = 1;
+        }
+        let m = merge_replicas(&lg, &reps);
+        assert_eq!(m["runtime"]["accounting"]["agree"], json!(true), "{}", m["runtime"]["accounting"]);
+        assert_eq!(m["runtime"]["accounting"]["server_aqm_dropped"], json!(4));
+        assert_eq!(m["nodes"].as_array().unwrap().len(), 2);
+        assert_eq!(m["cores"]["max"], json!(2));
+        assert_eq!(m["applications"][0]["retries"], json!(0), "measured_retries is the window's (none here)");
+        // A miscount is still caught: one drop the client never saw.
+        reps[1].counters.insert("aqm_dropped".into(), json!(4));
+        assert_eq!(merge_replicas(&lg, &reps)["runtime"]["accounting"]["agree"], json!(false));
+    }
 
     /// The controller's time shares, summed core by core, can come out a hair above the core
     /// count; `real` printed "CPU utilization (LC share) 100.006 %". The share is at most 1.

@@ -80,6 +80,8 @@ examples:
   microsched run scen.toml --set workload.replay=rec.parquet   # the simulator on exactly those requests
   microsched real scen.toml --compare-sim --replay   # real vs simulated, request by request
   microsched real experiments/real/dispatcher.toml --set 'policy.sched={kind="concord"}'   # with a dispatcher
+  microsched real scen.toml --set server.replicas=2 --set server.max_cores=1 --set clients.retries=1
+      # two `serve` processes, failures resent to the other (docs/runtime.md, "Replicas and retries")
 """
 
 
@@ -121,8 +123,11 @@ def add_commands(sub: Any) -> None:
     lg = sub.add_parser("loadgen", help="run a scenario's load against a real server", description=LOADGEN_DESCRIPTION,
                         formatter_class=Formatter)
     add_scenario(lg)
-    lg.add_argument("--addr", metavar="HOST:PORT", help="the server (default 127.0.0.1:<runtime.port>); "
-                                                        "a non-loopback address is refused unless --allow-remote")
+    lg.add_argument("--addr", metavar="HOST:PORT", action="append",
+                    help="the server (default 127.0.0.1:<runtime.port>); a non-loopback address is refused unless "
+                         "--allow-remote. Given N times with server.replicas = N: the replicas, in order "
+                         "(clients.replica_choice picks one per session; a failure is resent to the next, up to "
+                         "clients.retries times)")
     lg.add_argument("--seed", type=seed, metavar="N", help="seed of every random stream (default: the scenario's)")
     lg.add_argument("--allow-remote", action="store_true", help="allow a non-loopback server address")
     lg.add_argument("--result", metavar="FILE", help="write the full result (JSON: summary, client counters, "
@@ -283,9 +288,16 @@ def check_cpus(scenario: str, overrides: list[str], oversubscribe: bool) -> None
     from ..api import validate
     from ..sweep.runner import default_jobs
 
-    workers = int(validate(scenario, overrides=overrides, force=True)["server"]["max_cores"])
+    server = validate(scenario, overrides=overrides, force=True)["server"]
+    replicas = int(server.get("replicas", 1))
+    workers = int(server["max_cores"]) * replicas
     cpus = default_jobs()
     if workers > cpus and not oversubscribe:
+        if replicas > 1:
+            raise CliError(f"server.max_cores: {server['max_cores']} workers on each of server.replicas = {replicas} "
+                           f"servers are {workers} spinning workers on {cpus} CPU(s): they would starve this machine "
+                           f"(and the load generator and controller with it): use server.max_cores x server.replicas "
+                           f"<= {cpus}, or --oversubscribe to run anyway")
         raise CliError(f"server.max_cores: {workers} spinning workers on {cpus} CPU(s) would starve this machine "
                        f"(and the load generator and controller with it): use --set server.max_cores={cpus} or "
                        f"less, or --oversubscribe to run anyway")

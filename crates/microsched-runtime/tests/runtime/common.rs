@@ -40,7 +40,7 @@ pub fn opts(once: bool) -> ServeOpts {
 /// Serves `loaded` on loopback until the real load generator (the scenario's own) is done.
 pub fn serve_and_load(loaded: &Loaded) -> (LoadgenResult, ServerReport) {
     let server = Server::start(loaded, opts(true)).expect("server starts");
-    let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
+    let lo = LoadgenOpts { addr: server.addr(), more_addrs: Vec::new(), allow_remote: false, seed: None };
     let lg = loadgen::run(loaded, &lo, &|| false).expect("load generator runs");
     let rep = server.wait(|| false);
     (lg, rep)

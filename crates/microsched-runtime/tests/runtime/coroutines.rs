@@ -257,6 +257,7 @@ drain_ms = 300
     let server = Server::start(&sc, o).expect("server starts");
     let lo = LoadgenOpts {
         addr: server.addr(),
+        more_addrs: Vec::new(),
         allow_remote: false,
         seed: None,
     };
@@ -307,6 +308,7 @@ service = {{ dist = \"constant\", value_us = 10 }}
         );
         let lo = LoadgenOpts {
             addr: "127.0.0.1:9".parse().unwrap(),
+            more_addrs: Vec::new(),
             allow_remote: false,
             seed: None,
         };

@@ -53,7 +53,7 @@ fn run(sc: &Loaded, handler: Option<Arc<dyn Handler>>) -> (LoadgenResult, Server
         None => Server::start(sc, opts(true)),
     }
     .expect("server starts");
-    let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
+    let lo = LoadgenOpts { addr: server.addr(), more_addrs: Vec::new(), allow_remote: false, seed: None };
     let lg = loadgen::run(sc, &lo, &|| false).expect("load generator runs");
     let rep = server.wait(|| false);
     let m = merge::merge(&lg, &rep);

@@ -8,5 +8,6 @@ mod coroutines;
 mod dispatcher;
 mod preemption;
 mod protego;
+mod replicas;
 mod server;
 mod spin_locks;

@@ -146,7 +146,7 @@ fn real_high_with_and_without_preemption(extra: &[&str]) -> Vec<(Loaded, serde_j
             let overrides: Vec<&str> = std::iter::once(o.as_str()).chain(extra.iter().copied()).collect();
             let sc = load(&text, &dir, &overrides);
             let server = Server::start(&sc, opts(true)).expect("server starts");
-            let lo = LoadgenOpts { addr: server.addr(), allow_remote: false, seed: None };
+            let lo = LoadgenOpts { addr: server.addr(), more_addrs: Vec::new(), allow_remote: false, seed: None };
             let lg = loadgen::run(&sc, &lo, &|| false).expect("load generator runs");
             let rep = server.wait(|| false);
             assert!(lg.client.conserved());

@@ -586,6 +586,7 @@ fn bad_configuration_is_refused_with_a_clear_error() {
     // The load generator refuses a remote target, an absurd rate, and a server that is not there.
     let lo = |a: &str| LoadgenOpts {
         addr: a.parse().unwrap(),
+        more_addrs: Vec::new(),
         allow_remote: false,
         seed: None,
     };
@@ -659,7 +660,7 @@ fn a_socket_resending_connects_cannot_keep_a_load_generator_out() {
     assert_eq!(server.live()["connected_sessions"], 20, "the hog holds every slot");
     std::thread::sleep(Duration::from_millis(1200));
     let lg_sc = scenario(&["clients.sessions=4", "load.rps=1000", "duration_ms=300", "warmup_ms=0"]);
-    let lo = LoadgenOpts { addr, allow_remote: false, seed: None };
+    let lo = LoadgenOpts { addr, more_addrs: Vec::new(), allow_remote: false, seed: None };
     let lg = loadgen::run(&lg_sc, &lo, &|| false).expect("the load generator gets its sessions");
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     hog.join().unwrap();
@@ -716,6 +717,7 @@ fn unanswered_server_is_a_clear_error_within_seconds() {
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let lo = LoadgenOpts {
         addr: silent.local_addr().unwrap(),
+        more_addrs: Vec::new(),
         allow_remote: false,
         seed: None,
     };
