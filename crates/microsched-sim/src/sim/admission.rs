@@ -11,6 +11,7 @@ use microsched_core::time::us;
 use microsched_core::Nanos;
 
 use super::Sim;
+use crate::trace::Tracer;
 use crate::app::App;
 use crate::events::Event;
 use crate::node::Node;
@@ -47,7 +48,7 @@ pub(super) fn install_start_drop(sc: &Scenario, nodes: &mut [Node]) {
     }
 }
 
-impl Sim {
+impl<T: Tracer> Sim<T> {
     /// The congestion signal a node's overload controller reads now: the cached sample, or
     /// measured.
     #[inline]
@@ -94,9 +95,7 @@ impl Sim {
     pub(super) fn drop_reply(&mut self, req: u32) {
         let now = self.now;
         self.slab.stamp(req, |s| s.done = now);
-        if let Some(r) = self.trace.as_deref_mut() {
-            r.respond(self.slab[req].node, req, None, now, true);
-        }
+        self.tracer.respond(&self.slab, self.slab[req].node, req, false, now, true);
         let credits = self.credit_response(req, true);
         self.net.send(now, Event::ResponseArrive { req, credits }, &mut self.evq);
         self.send_wakeups(self.slab[req].node);

@@ -9,11 +9,12 @@ use microsched_core::overload::client::{ClientDrop, Out};
 use microsched_core::Nanos;
 
 use super::Sim;
+use crate::trace::Tracer;
 use crate::app::PREFETCH_MIN_SESSIONS;
 use crate::events::{Event, ARRIVAL_LANE};
 use crate::requests::{Req, Stamps};
 
-impl Sim {
+impl<T: Tracer> Sim<T> {
     /// The application a session numbered across applications belongs to, and its number
     /// within it.
     #[inline]

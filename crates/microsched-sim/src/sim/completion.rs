@@ -9,12 +9,13 @@ use microsched_core::program::Op;
 use microsched_core::Nanos;
 
 use super::Sim;
+use crate::trace::Tracer;
 use crate::dispatcher::Work;
 use crate::events::Event;
 use crate::requests::Req;
 use crate::server::SliceEnd;
 
-impl Sim {
+impl<T: Tracer> Sim<T> {
     /// What follows a core's slice end: the response of a finished request, and the core's
     /// search for work when it is free.
     #[inline(always)]
@@ -50,9 +51,7 @@ impl Sim {
         let now = self.now;
         self.slab.stamp(req, |s| s.done = now);
         let dropped = self.slab[req].dropped;
-        if let Some(r) = self.trace.as_deref_mut() {
-            r.respond(node, req, Some(self.slab[req].core), now, dropped);
-        }
+        self.tracer.respond(&self.slab, node, req, true, now, dropped);
         let credited = self.nodes[node as usize].credit.is_some();
         let credits = if credited { self.credit_response(req, dropped) } else { 0 };
         let at = self.net.arrival(now);

@@ -9,11 +9,14 @@ use microsched_core::Nanos;
 
 use super::{Sim, CHECK_EVERY};
 use crate::events::Event;
+use crate::trace::Tracer;
 
-impl Sim {
+impl<T: Tracer> Sim<T> {
     /// Handles events up to the end of the run; returns the event at which `check` stopped it.
+    /// The one loop of every run: monomorphised per tracer, the untraced run's [`NoTrace`](crate::trace::NoTrace) adds
+    /// nothing to it.
     #[inline(always)]
-    pub(super) fn event_loop<const TRACED: bool>(&mut self, check: &mut dyn FnMut(Nanos, Nanos) -> bool) -> Option<(Nanos, Event)> {
+    pub(super) fn event_loop(&mut self, check: &mut dyn FnMut(Nanos, Nanos) -> bool) -> Option<(Nanos, Event)> {
         while let Some((t, ev)) = self.evq.pop() {
             if t >= self.end {
                 break;
@@ -23,40 +26,17 @@ impl Sim {
             if self.events.is_multiple_of(CHECK_EVERY) && !check(t, self.end) {
                 return Some((t, ev));
             }
-            if TRACED {
-                self.step_traced(ev);
-            } else {
-                self.step(ev);
-            }
+            self.traced_step(ev);
         }
         None
     }
 
-    /// A traced run's step: the recorder sees arrivals, then what the event changed.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn step_traced(&mut self, ev: Event) {
-        if let Some(r) = self.trace.as_deref_mut() {
-            r.before(self.now, &self.nodes, &self.slab);
-            if let Event::ServerArrive { req, .. } = ev {
-                r.arrive(req, self.now);
-            }
-        }
+    /// One event, seen by the tracer before and after it is handled.
+    #[inline(always)]
+    fn traced_step(&mut self, ev: Event) {
+        self.tracer.before(self.now, &self.nodes, &self.slab, ev);
         self.step(ev);
-        let about = match ev {
-            Event::CoreDone { node, core, .. }
-            | Event::OverheadDone { node, core, .. }
-            | Event::LockGranted { node, core, .. }
-            | Event::StealDone { node, core }
-            | Event::WakeDone { node, core }
-            | Event::ParkCheck { node, core, .. }
-            | Event::Probe { node, core, .. }
-            | Event::SweepEnd { node, core, .. } => Some((node, core)),
-            _ => None,
-        };
-        if let Some(r) = self.trace.as_deref_mut() {
-            r.poll(self.now, &self.nodes, &self.slab, about);
-        }
+        self.tracer.after(self.now, &self.nodes, &self.slab, ev);
     }
 
     /// A run stopped at `t`, before handling `ev`. Responses already booked at their completion
@@ -67,19 +47,8 @@ impl Sim {
     #[inline(never)]
     pub(super) fn end_after_stop(&mut self, t: Nanos, ev: Event) {
         self.end = self.end.min(t + self.net.one_way + self.net.jitter + 1);
-        self.step(ev); // t < self.end
-        while let Some((t, ev)) = self.evq.pop() {
-            if t >= self.end {
-                break;
-            }
-            self.now = t;
-            self.events += 1;
-            if self.trace.is_some() {
-                self.step_traced(ev);
-            } else {
-                self.step(ev);
-            }
-        }
+        self.traced_step(ev); // t < self.end
+        self.event_loop(&mut |_, _| true);
         self.end = self.end.max(self.warmup);
     }
 

@@ -37,7 +37,7 @@ use crate::node::Node;
 use crate::requests::Slab;
 use crate::result::{RequestLog, SimResult, TimeSeries};
 use crate::server::LockDropState;
-use crate::trace::Recorder;
+use crate::trace::{NoTrace, Recorder, Tracer};
 use microsched_core::program::Op;
 use microsched_core::trace::Trace;
 
@@ -48,7 +48,7 @@ use window::Interval;
 /// wall-clock time.
 pub const CHECK_EVERY: u64 = 1 << 16;
 
-pub struct Sim {
+pub struct Sim<T: Tracer = NoTrace> {
     scenario: Scenario,
     now: Nanos,
     end: Nanos,
@@ -75,8 +75,9 @@ pub struct Sim {
     failure_reply: Option<FailureReplies>,
     /// SEDA's client-side rate limiters, sessions numbered across applications.
     seda: Option<admission::RateLimits>,
-    /// The timeline recorder of a traced run (`--trace`); None: untraced.
-    trace: Option<Box<Recorder>>,
+    /// What sees the run's events: the timeline recorder of a traced run (`--trace`), or
+    /// [`NoTrace`].
+    tracer: T,
 }
 
 struct FailureReplies {
@@ -86,7 +87,23 @@ struct FailureReplies {
 }
 
 impl Sim {
+    /// An untraced run of `loaded` with `seed`.
     pub fn new(loaded: &Loaded, seed: u64) -> Result<Self, ScenarioError> {
+        Self::with_tracer(loaded, seed, |_| NoTrace)
+    }
+}
+
+impl Sim<Recorder> {
+    /// A run of `loaded` with `seed` that records its timeline into `trace` (its window and
+    /// size cap set).
+    pub fn traced(loaded: &Loaded, seed: u64, trace: Trace) -> Result<Self, ScenarioError> {
+        Self::with_tracer(loaded, seed, |nodes| Recorder::new(trace, nodes))
+    }
+}
+
+impl<T: Tracer> Sim<T> {
+    /// A run of `loaded` with `seed`, its events seen by what `tracer` makes of its nodes.
+    fn with_tracer(loaded: &Loaded, seed: u64, tracer: impl FnOnce(&[Node]) -> T) -> Result<Self, ScenarioError> {
         let sc = loaded.scenario.clone();
         let base = &loaded.base_dir;
         let credit_based = admission::clients_take_credits(&sc);
@@ -137,6 +154,7 @@ impl Sim {
             FailureReplies { delay: hdrhistogram::Histogram::new(3).expect("valid sigfig"), sum: 0, ghosts: 0 }
         });
         let warmup = ms(sc.warmup_ms);
+        let tracer = tracer(&nodes);
         Ok(Self {
             now: 0,
             end: warmup + ms(sc.duration_ms),
@@ -159,14 +177,8 @@ impl Sim {
             failure_reply,
             seda,
             scenario: sc,
-            trace: None,
+            tracer,
         })
-    }
-
-    /// Records the run's timeline into `trace` (its window and size cap set).
-    pub fn traced(mut self, trace: Trace) -> Self {
-        self.trace = Some(Box::new(Recorder::new(trace, &self.nodes)));
-        self
     }
 
     /// Runs to the end of the measured window and returns the results.
@@ -222,8 +234,7 @@ impl Sim {
                 c.ctl.on_cores_changed(0, active);
             }
         }
-        // Two copies of the loop: an untraced run's has no trace check per event.
-        let interrupted = if self.trace.is_some() { self.event_loop::<true>(check) } else { self.event_loop::<false>(check) };
+        let interrupted = self.event_loop(check);
         if let Some((t, ev)) = interrupted {
             self.end_after_stop(t, ev);
         }
@@ -231,14 +242,9 @@ impl Sim {
         if self.last_sample_at < self.end {
             self.sample(); // the last, possibly partial, interval
         }
-        let trace = self.trace.take().map(|mut r| {
-            r.finish(self.end);
-            r.trace
-        });
         let wall_s = wall.elapsed().as_secs_f64();
         let mut result = self.finish(wall_s);
         result.summary.sim.interrupted_at_ms = interrupted.map(|(t, _)| t as f64 / 1e6);
-        (result, trace)
+        (result, self.tracer.finish(self.end))
     }
-
 }

@@ -10,10 +10,11 @@ use microsched_core::overload::CreditLink;
 use microsched_core::Nanos;
 
 use super::Sim;
+use crate::trace::Tracer;
 use crate::events::Event;
 use crate::server::Idle;
 
-impl Sim {
+impl<T: Tracer> Sim<T> {
     /// Schedules the park check of a core that just went idle, as its allocator's rule says.
     #[inline(always)]
     pub(super) fn after_idle(&mut self, node: u16, core: u16, idle: Idle) {

@@ -7,10 +7,11 @@ use microsched_core::sched::asqm::LockStats;
 use microsched_core::summary::{Cores, Harvest, Irq, LockDrops, Requests, SimStats, Summary};
 
 use super::Sim;
+use crate::trace::Tracer;
 use crate::result::SimResult;
 
-impl Sim {
-    pub(super) fn finish(self, wall_s: f64) -> SimResult {
+impl<T: Tracer> Sim<T> {
+    pub(super) fn finish(&mut self, wall_s: f64) -> SimResult {
         let sc = &self.scenario;
         let window_ns = self.end - self.warmup;
         let window_s = window_ns as f64 / 1e9;
@@ -95,6 +96,6 @@ impl Sim {
             },
             ..first.recorder.summary(window_s)
         };
-        SimResult { summary, timeseries: self.series, latency_cdf: first.recorder.latency_cdf(), requests: self.log }
+        SimResult { summary, timeseries: std::mem::take(&mut self.series), latency_cdf: first.recorder.latency_cdf(), requests: self.log.take() }
     }
 }

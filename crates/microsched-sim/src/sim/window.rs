@@ -7,6 +7,7 @@
 use microsched_core::summary::Parking;
 
 use super::Sim;
+use crate::trace::Tracer;
 use crate::events::Event;
 
 /// Counters of one time-series interval.
@@ -17,7 +18,7 @@ pub(super) struct Interval {
     pub(super) drops: u64,
 }
 
-impl Sim {
+impl<T: Tracer> Sim<T> {
     /// The warm-up's end: the measured window starts; the nodes take their start snapshots.
     pub(super) fn window_start(&mut self) {
         let now = self.now;
