@@ -42,7 +42,7 @@ pub(super) fn install_start_drop(sc: &Scenario, nodes: &mut [Node]) {
         if let Some(budget) = b.latency_budget_us {
             let exact = sc.server.delay_signal == DelaySignal::Exact;
             for n in nodes {
-                n.server.start_drop = Some(StartDrop { budget: us(budget), exact, sampled: 0, drops: 0 });
+                n.server.install_start_drop(StartDrop { budget: us(budget), exact, sampled: 0, drops: 0 });
             }
         }
     }
@@ -195,9 +195,7 @@ impl<T: Tracer> Sim<T> {
         let d = n.server.max_delay(now, &self.slab);
         let c = n.credit.as_mut().expect("credit events need a credit controller");
         c.delay = d;
-        if let Some(sd) = &mut n.server.start_drop {
-            sd.sampled = d;
-        }
+        n.server.sample_delay_signal(d);
         if let Some(p) = c.poll {
             self.evq.push(now + p, Event::DelayPoll { node });
         }

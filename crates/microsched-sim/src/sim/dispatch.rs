@@ -66,10 +66,10 @@ impl<T: Tracer> Sim<T> {
     #[inline(never)]
     pub(super) fn followups(&mut self) {
         for node in 0..self.nodes.len() as u16 {
-            while let Some(core) = self.nodes[node as usize].server.aborted_parks.pop() {
+            while let Some(core) = self.nodes[node as usize].server.take_aborted_park() {
                 self.park_aborted(node, core);
             }
-            while let Some((core, idle)) = self.nodes[node as usize].server.idled.pop() {
+            while let Some((core, idle)) = self.nodes[node as usize].server.take_idled() {
                 self.after_idle(node, core, idle);
             }
         }
@@ -131,7 +131,7 @@ impl<T: Tracer> Sim<T> {
             Event::Handler { node } => {
                 let server = &mut self.nodes[node as usize].server;
                 server.handler_lands(now, &mut self.slab, &mut self.evq);
-                if let Some(gap) = server.irq.as_mut().and_then(|irq| irq.next_gap()) {
+                if let Some(gap) = server.next_irq_gap() {
                     self.evq.push(now + gap, Event::Handler { node });
                 }
             }

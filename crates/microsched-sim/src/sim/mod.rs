@@ -27,16 +27,14 @@ use std::time::Instant;
 
 use microsched_core::rng::stream;
 use microsched_core::scenario::{Loaded, Scenario};
-use microsched_core::sched::asqm::LockStats;
 use microsched_core::time::{ms, us};
 use microsched_core::{Nanos, ScenarioError};
 
 use crate::app::App;
 use crate::events::{Event, EventQueue};
-use crate::node::Node;
+use crate::node::{AppLocks, Node};
 use crate::requests::Slab;
 use crate::result::{RequestLog, SimResult, TimeSeries};
-use crate::server::LockDropState;
 use crate::trace::{NoTrace, Recorder, Tracer};
 use microsched_core::program::Op;
 use microsched_core::trace::Trace;
@@ -109,50 +107,21 @@ impl<T: Tracer> Sim<T> {
         let credit_based = admission::clients_take_credits(&sc);
         let mut apps = Vec::new();
         let (mut sessions, mut mutexes) = (0u32, 0u32);
-        let mut spin_locks = Vec::new();
         for a in sc.apps() {
             let mut app = App::new(&sc, &a, base, seed, sessions, mutexes, credit_based)?;
             app.own_node = sc.server.per_application_cores.then_some(apps.len() as u16);
             sessions += app.sessions;
             mutexes += app.programs.mutexes();
-            spin_locks.extend((0..app.programs.mutexes()).map(|m| app.programs.is_spin(m)));
             apps.push(app);
         }
         let seda = admission::rate_limits(&sc, &apps, seed);
-        let mut nodes: Vec<Node> = (0..sc.node_count() as u16).map(|i| Node::new(&sc, i, seed, sessions, spin_locks.clone())).collect::<Result<_, _>>()?;
+        let locks = AppLocks {
+            spin: apps.iter().flat_map(|a| (0..a.programs.mutexes()).map(|m| a.programs.is_spin(m))).collect(),
+            families: apps.iter().flat_map(|a| a.programs.families().map(|(n, _, c)| (n, c))).collect(),
+        };
+        let mut nodes: Vec<Node> = (0..sc.node_count() as u16).map(|i| Node::new(&sc, i, seed, sessions, &locks, base)).collect::<Result<_, _>>()?;
         admission::install_start_drop(&sc, &mut nodes);
-        if let Some(w) = &sc.server.wake_latency {
-            let sampler = w.build(base, "server.wake_latency")?;
-            for (i, n) in nodes.iter_mut().enumerate() {
-                n.wake = Some((sampler.clone(), stream(seed, &format!("wake{}", if i == 0 { String::new() } else { i.to_string() }))));
-            }
-        }
-        for (i, n) in nodes.iter_mut().enumerate() {
-            if let Some(w) = n.allocator.lent_wake() {
-                let sampler = w.build(base, "policy.allocator.mechanism.lent_wake")?;
-                n.lent_wake = Some((sampler, stream(seed, &format!("lent_wake{i}"))));
-            }
-            if let Some(t) = n.allocator.timeshare() {
-                n.server.timeshare = Some(Box::new(crate::server::Timesharing {
-                    turn: us(t.turn_us),
-                    first_turn: (us(t.first_turn_min_us), us(t.first_turn_max_us)),
-                    rng: stream(seed, &format!("timeshare{i}")),
-                }));
-            }
-        }
-        let failure_reply = sc.server.lock_control.as_ref().map(|lc| {
-            let rule = lc.build();
-            let families: Vec<(&str, u32)> = apps.iter().flat_map(|a| a.programs.families().map(|(n, _, c)| (n, c))).collect();
-            let cleanup: Vec<bool> = families
-                .iter()
-                .flat_map(|&(n, c)| std::iter::repeat_n(lc.cleanup_lock.as_deref() == Some(n), c as usize))
-                .collect();
-            for n in &mut nodes {
-                let stats = LockStats::new(families.iter().copied());
-                n.server.locks = Some(Box::new(LockDropState::new(rule, cleanup.clone(), stats)));
-            }
-            FailureReplies { delay: hdrhistogram::Histogram::new(3).expect("valid sigfig"), sum: 0, ghosts: 0 }
-        });
+        let failure_reply = sc.server.lock_control.is_some().then(|| FailureReplies { delay: hdrhistogram::Histogram::new(3).expect("valid sigfig"), sum: 0, ghosts: 0 });
         let warmup = ms(sc.warmup_ms);
         let tracer = tracer(&nodes);
         Ok(Self {
@@ -215,7 +184,7 @@ impl<T: Tracer> Sim<T> {
             if let Some(iv) = n.allocator.interval() {
                 self.evq.push(iv, Event::AllocTick { node: i as u16 });
             }
-            if let Some(gap) = n.server.irq.as_mut().and_then(|irq| irq.next_gap()) {
+            if let Some(gap) = n.server.next_irq_gap() {
                 self.evq.push(gap, Event::Handler { node: i as u16 });
             }
         }

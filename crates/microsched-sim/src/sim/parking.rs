@@ -140,9 +140,7 @@ impl<T: Tracer> Sim<T> {
             if !c.exact {
                 // The congestion signal is measured at the allocator's pace, as in Caladan.
                 c.delay = n.server.max_delay(now, &self.slab);
-                if let Some(sd) = &mut n.server.start_drop {
-                    sd.sampled = c.delay;
-                }
+                n.server.sample_delay_signal(c.delay);
             }
         }
         // A yield request not served within one interval is withdrawn, as Caladan's IOKernel

@@ -31,13 +31,7 @@ impl<T: Tracer> Sim<T> {
             }
             n.window_start_parking = n.parking_now();
             n.window_start_core_busy = n.core_busy(now);
-            if let Some(l) = &mut n.server.locks {
-                l.stats.start_window(now);
-                l.drops = 0;
-            }
-            if let Some(sd) = &mut n.server.start_drop {
-                sd.drops = 0;
-            }
+            n.server.start_window(now);
         }
     }
 
