@@ -334,6 +334,101 @@ pub struct NodeSummary {
     pub parking: Option<Parking>,
 }
 
+impl NodeSummary {
+    /// Adds another node's resources to these totals (`k` nodes added before it): core counts,
+    /// core time and scheduling counts add up, the mean lock wait is weighted by waits, the
+    /// worker utilisation's mean is the mean over nodes, and credit statistics add up. Harvest,
+    /// interrupts and parking have their own merges ([`Harvest::add`], [`Irq::add`],
+    /// [`Parking::plus`]); `cpu_utilization` is left to the caller, which knows the node count.
+    pub fn add(&mut self, o: &NodeSummary, k: usize) {
+        self.cores.max += o.cores.max;
+        self.cores.allocated_mean += o.cores.allocated_mean;
+        self.cores.busy_mean += o.cores.busy_mean;
+        self.cores.transition_mean += o.cores.transition_mean;
+        self.be_cores_mean += o.be_cores_mean;
+        self.core_time.add(&o.core_time);
+        self.sched.add(&o.sched, k);
+        if let (Some(a), Some(b)) = (&mut self.credits, &o.credits) {
+            a.add_node(b);
+        }
+    }
+}
+
+impl CoreTime {
+    pub fn add(&mut self, o: &CoreTime) {
+        self.busy_ns += o.busy_ns;
+        self.search_ns += o.search_ns;
+        self.parked_ns += o.parked_ns;
+        self.transition_ns += o.transition_ns;
+        self.overhead_ns += o.overhead_ns;
+        self.total_ns += o.total_ns;
+    }
+}
+
+impl Sched {
+    /// Adds another node's scheduling counts (`k` nodes added before it).
+    pub fn add(&mut self, o: &Sched, k: usize) {
+        let waited = |s: &Sched| s.lock_wait_us_mean * s.lock_waits as f64;
+        let waits = self.lock_waits + o.lock_waits;
+        self.lock_wait_us_mean = if waits > 0 { (waited(self) + waited(o)) / waits as f64 } else { 0.0 };
+        self.preemptions += o.preemptions;
+        self.yields += o.yields;
+        self.lock_acquisitions += o.lock_acquisitions;
+        self.lock_waits = waits;
+        self.preempt_send_ns += o.preempt_send_ns;
+        self.avoided_preemptions += o.avoided_preemptions;
+        self.dispatcher_requests += o.dispatcher_requests;
+        self.dispatcher_work_ns += o.dispatcher_work_ns;
+        self.dispatcher = match (self.dispatcher, o.dispatcher) {
+            (Some(x), Some(y)) => Some(x.plus(&y)),
+            (x, y) => x.or(y),
+        };
+        let (ua, ub) = (&mut self.worker_utilization, &o.worker_utilization);
+        ua.mean = (ua.mean * k as f64 + ub.mean) / (k + 1) as f64;
+        ua.min = ua.min.min(ub.min);
+        ua.max = ua.max.max(ub.max);
+    }
+}
+
+impl DispatcherLoad {
+    /// Two nodes' dispatchers together: the busiest is the one that limits; counts add up.
+    pub fn plus(&self, y: &DispatcherLoad) -> DispatcherLoad {
+        let x = self;
+        DispatcherLoad {
+            utilization: x.utilization.max(y.utilization),
+            saturated: x.saturated || y.saturated,
+            queued_end: x.queued_end + y.queued_end,
+            arrivals: x.arrivals + y.arrivals,
+            arrival_ns: x.arrival_ns + y.arrival_ns,
+            completions: x.completions + y.completions,
+            completion_ns: x.completion_ns + y.completion_ns,
+            requeues: x.requeues + y.requeues,
+            requeue_ns: x.requeue_ns + y.requeue_ns,
+            signals: x.signals + y.signals,
+            signal_ns: x.signal_ns + y.signal_ns,
+        }
+    }
+}
+
+impl Credits {
+    /// Adds another node's controller statistics (the node-side ones; the client-side counts
+    /// are the driver's, over all clients).
+    pub fn add_node(&mut self, b: &Credits) {
+        self.pool_mean += b.pool_mean;
+        self.issued_mean += b.issued_mean;
+        self.drained_mean += b.drained_mean;
+        self.aqm_drops += b.aqm_drops;
+        self.credit_messages += b.credit_messages;
+        self.parks_while_drained += b.parks_while_drained;
+        self.pool_max += b.pool_max;
+        self.pool_floor = self.pool_floor.zip(b.pool_floor).map(|(x, y)| x + y);
+        self.pool_ceiling = self.pool_ceiling.zip(b.pool_ceiling).map(|(x, y)| x + y);
+        if let Some(d) = b.start_drops {
+            self.start_drops = Some(self.start_drops.unwrap_or(0) + d);
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SimStats {
     pub events: u64,

@@ -87,11 +87,10 @@ pub fn run_traced(
     loaded.check_resources(force)?;
     let window = trace.map(|t| trace_window(loaded, t)).transpose()?;
     let seed = seed.unwrap_or(loaded.scenario.seed);
-    let mut sim = sim::Sim::new(loaded, seed)?;
-    if let (Some(t), Some((a, b))) = (trace, window) {
-        sim = sim.traced(Trace::new(a, b, t.max_events));
-    }
-    let (mut result, trace) = sim.run_recorded(check);
+    let (mut result, trace) = match (trace, window) {
+        (Some(t), Some((a, b))) => sim::Sim::traced(loaded, seed, Trace::new(a, b, t.max_events))?.run_recorded(check),
+        _ => sim::Sim::new(loaded, seed)?.run_recorded(check),
+    };
     result.summary.seed = seed;
     Ok((result, trace))
 }

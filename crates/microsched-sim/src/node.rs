@@ -8,10 +8,13 @@ use microsched_core::scenario::{DelaySignal, Scenario};
 use microsched_core::sched;
 use microsched_core::summary::{CoreTime, Cores, Credits, DispatcherLoad, Harvest, Irq, NodeSummary, Parking, Sched, Spread};
 use microsched_core::time::{us, NS_PER_US};
+use microsched_core::rng::stream;
+use microsched_core::sched::asqm::LockStats;
 use microsched_core::Nanos;
+use std::path::Path;
 
 use crate::dispatcher::{DispatchSnap, Work};
-use crate::server::{CoreMode, SchedCounters, Server, ServerCfg};
+use crate::server::{CoreMode, LockDropState, SchedCounters, Server, ServerCfg, Timesharing};
 
 /// Period of the congestion-signal measurement when the core allocator has no interval of its
 /// own (Caladan's IOKERNEL_POLL_INTERVAL).
@@ -42,6 +45,14 @@ pub struct Credit {
     pub pool_sum: f64,
     pub issued_sum: f64,
     pub drained_sum: f64,
+}
+
+/// The mutexes of every application, as each node's server sees them.
+pub struct AppLocks<'a> {
+    /// Per mutex: a spin lock (its waiters hold their cores).
+    pub spin: Vec<bool>,
+    /// The lock families (name, mutexes) in mutex order.
+    pub families: Vec<(&'a str, u32)>,
 }
 
 pub struct Node {
@@ -75,9 +86,11 @@ pub struct Node {
 }
 
 impl Node {
-    /// Node `index` of `sc`; `sessions` counts the sessions of every application, `spin_locks`
-    /// the mutexes of every application.
-    pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, spin_locks: Vec<bool>) -> Result<Self, microsched_core::ScenarioError> {
+    /// Node `index` of `sc`, with what its own policies bring: the wake-up latency of its
+    /// grants, its allocator's lent-core wake-up and time sharing, and drops at lock steps.
+    /// `sessions` counts the sessions of every application, `locks` their mutexes; `base` is the
+    /// directory scenario files are read from.
+    pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, locks: &AppLocks, base: &Path) -> Result<Self, microsched_core::ScenarioError> {
         let workers = sched::worker_cores(sc);
         let node_seed = if index == 0 { seed } else { seed ^ (0x9e37_79b9 * index as u64) };
         let allocator = alloc::build(sc.node_allocator(index as usize), &microsched_core::env::AllocEnv { max_cores: sc.server.max_cores, seed: node_seed })?;
@@ -95,7 +108,7 @@ impl Node {
             if allocator.park_rule().mode == ParkMode::Never { workers as usize } else { 1 },
             // Node 0 draws from the streams a single server always drew from.
             sched::build(sc, node_seed)?,
-            spin_locks,
+            locks.spin.clone(),
         );
         if let Some(search) = sched::work_search(sc).build(workers as usize, microsched_core::rng::stream(node_seed, "search")) {
             server.set_search(search);
@@ -125,6 +138,28 @@ impl Node {
                 drained_sum: 0.0,
             })
         });
+        let i = index as usize;
+        // The streams below are the run seed's (not the node's), as they always were.
+        let wake = match &sc.server.wake_latency {
+            Some(w) => Some((w.build(base, "server.wake_latency")?, stream(seed, &format!("wake{}", if i == 0 { String::new() } else { i.to_string() })))),
+            None => None,
+        };
+        let lent_wake = match allocator.lent_wake() {
+            Some(w) => Some((w.build(base, "policy.allocator.mechanism.lent_wake")?, stream(seed, &format!("lent_wake{i}")))),
+            None => None,
+        };
+        if let Some(t) = allocator.timeshare() {
+            server.install_timeshare(Timesharing {
+                turn: us(t.turn_us),
+                first_turn: (us(t.first_turn_min_us), us(t.first_turn_max_us)),
+                rng: stream(seed, &format!("timeshare{i}")),
+            });
+        }
+        if let Some(lc) = &sc.server.lock_control {
+            let cleanup: Vec<bool> = locks.families.iter().flat_map(|&(n, c)| std::iter::repeat_n(lc.cleanup_lock.as_deref() == Some(n), c as usize)).collect();
+            let stats = LockStats::new(locks.families.iter().copied());
+            server.install_lock_control(LockDropState::new(lc.build(), cleanup, stats));
+        }
         Ok(Self {
             server,
             allocator,
@@ -135,8 +170,8 @@ impl Node {
             window_start_core_busy: Vec::new(),
             last_sample_times: [0; 5],
             last_sample_secondary_turns: 0,
-            wake: None,
-            lent_wake: None,
+            wake,
+            lent_wake,
             irq_cfg: sc.server.irq.clone(),
             parking: Parking::default(),
             window_start_parking: Parking::default(),

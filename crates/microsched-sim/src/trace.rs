@@ -2,21 +2,89 @@
 //! counters, instants and request slices of a window, in the track layout of
 //! [`microsched_core::trace`] (the runtime writes the same).
 //!
-//! The driver calls [`Recorder::poll`] after each event of a traced run, and two hooks where a
-//! request leaves the server; the recorder compares the state it sees with what it saw last and
-//! records the changes. Untraced runs run a loop without the poll and skip the hooks behind one
-//! `Option` check, so they pay nothing measurable and give identical results: the recorder only
-//! reads the simulation's state, never changes it.
+//! The driver's loop is generic over a [`Tracer`]: a traced run's [`Recorder`] sees each event
+//! before and after it is handled, and the two places where a request leaves the server; it
+//! compares the state it sees with what it saw last and records the changes. An untraced run's
+//! loop is monomorphised for [`NoTrace`], whose hooks are empty: it pays nothing and gives
+//! identical results (the recorder only reads the simulation's state, never changes it).
 
 use microsched_core::summary::Parking;
 use microsched_core::trace::{counter, instant, park_reason, veto_bit, veto_reason, Arg, CoreActivity, DispatcherActivity, Trace};
 use microsched_core::Nanos;
 
+use crate::events::Event;
 use crate::node::Node;
 use crate::requests::{Req, Slab};
 use crate::server::CoreMode;
 
 const NONE: u32 = u32::MAX;
+
+/// What sees a run's events (the driver's loop is monomorphised per tracer). It only reads the
+/// simulation's state.
+pub trait Tracer {
+    /// Before `ev` at `now` is handled.
+    fn before(&mut self, now: Nanos, nodes: &[Node], slab: &Slab, ev: Event);
+    /// After `ev` at `now` was handled.
+    fn after(&mut self, now: Nanos, nodes: &[Node], slab: &Slab, ev: Event);
+    /// The response (or failure reply) to the request in `slot` leaves the server of `node`;
+    /// `served`: from the core that ran it (otherwise dropped on arrival).
+    fn respond(&mut self, slab: &Slab, node: u16, slot: u32, served: bool, now: Nanos, dropped: bool);
+    /// At the end of the run (`end`): the timeline recorded, if any.
+    fn finish(self, end: Nanos) -> Option<Trace>;
+}
+
+/// The untraced run's tracer: sees nothing, costs nothing.
+pub struct NoTrace;
+
+impl Tracer for NoTrace {
+    #[inline(always)]
+    fn before(&mut self, _: Nanos, _: &[Node], _: &Slab, _: Event) {}
+    #[inline(always)]
+    fn after(&mut self, _: Nanos, _: &[Node], _: &Slab, _: Event) {}
+    #[inline(always)]
+    fn respond(&mut self, _: &Slab, _: u16, _: u32, _: bool, _: Nanos, _: bool) {}
+    fn finish(self, _: Nanos) -> Option<Trace> {
+        None
+    }
+}
+
+impl Tracer for Recorder {
+    /// The recorder sees arrivals (a request reaching its server gets its id).
+    #[inline(never)]
+    fn before(&mut self, now: Nanos, nodes: &[Node], slab: &Slab, ev: Event) {
+        Recorder::before(self, now, nodes, slab);
+        if let Event::ServerArrive { req, .. } = ev {
+            self.arrive(req, now);
+        }
+    }
+
+    /// What the event changed, with the core it is about (if it names one).
+    #[inline(never)]
+    fn after(&mut self, now: Nanos, nodes: &[Node], slab: &Slab, ev: Event) {
+        let about = match ev {
+            Event::CoreDone { node, core, .. }
+            | Event::OverheadDone { node, core, .. }
+            | Event::LockGranted { node, core, .. }
+            | Event::StealDone { node, core }
+            | Event::WakeDone { node, core }
+            | Event::ParkCheck { node, core, .. }
+            | Event::Probe { node, core, .. }
+            | Event::SweepEnd { node, core, .. } => Some((node, core)),
+            _ => None,
+        };
+        self.poll(now, nodes, slab, about);
+    }
+
+    fn respond(&mut self, slab: &Slab, node: u16, slot: u32, served: bool, now: Nanos, dropped: bool) {
+        let core = served.then(|| slab[slot].core);
+        Recorder::respond(self, node, slot, core, now, dropped);
+    }
+
+    fn finish(mut self, end: Nanos) -> Option<Trace> {
+        Recorder::finish(&mut self, end);
+        Some(self.trace)
+    }
+}
 
 /// The counters of a node, in this order.
 const COUNTERS: [&str; 7] = [

@@ -32,6 +32,7 @@ mod preemption;
 mod queues;
 mod search;
 mod steal;
+mod surface;
 mod timeshare;
 mod trace_view;
 #[cfg(test)]

@@ -1,0 +1,64 @@
+//! What the driver does to a server besides handing it events: installs the mechanisms a node's
+//! policies bring, starts the measured window, passes on the sampled congestion signal, and takes
+//! the follow-ups the server left for it. The driver calls these; it writes no server field.
+//!
+//! Invariants: installing happens before the run starts; the follow-up lists are drained in the
+//! order the server left them (last first, as the driver always took them).
+
+use microsched_core::Nanos;
+
+use super::{Idle, LockDropState, Server, StartDrop, Timesharing};
+
+impl Server {
+    /// A harvesting controller's `mechanism.timeshare`.
+    pub fn install_timeshare(&mut self, t: Timesharing) {
+        self.timeshare = Some(Box::new(t));
+    }
+
+    /// Drops at lock steps (`server.lock_control`).
+    pub fn install_lock_control(&mut self, l: LockDropState) {
+        self.locks = Some(Box::new(l));
+    }
+
+    /// Breakwater v2's worker-start drop.
+    pub fn install_start_drop(&mut self, sd: StartDrop) {
+        self.start_drop = Some(sd);
+    }
+
+    /// The congestion signal the driver just sampled, for the worker-start drop.
+    #[inline]
+    pub fn sample_delay_signal(&mut self, delay: Nanos) {
+        if let Some(sd) = &mut self.start_drop {
+            sd.sampled = delay;
+        }
+    }
+
+    /// The measured window starts at `now`: the window's drop counts restart.
+    pub fn start_window(&mut self, now: Nanos) {
+        if let Some(l) = &mut self.locks {
+            l.stats.start_window(now);
+            l.drops = 0;
+        }
+        if let Some(sd) = &mut self.start_drop {
+            sd.drops = 0;
+        }
+    }
+
+    /// A core that found work in the middle of a park attempt, for the driver to report.
+    #[inline]
+    pub fn take_aborted_park(&mut self) -> Option<u16> {
+        self.aborted_parks.pop()
+    }
+
+    /// A core that ran out of work inside the server, with what it did next.
+    #[inline]
+    pub fn take_idled(&mut self) -> Option<(u16, Idle)> {
+        self.idled.pop()
+    }
+
+    /// The gap to the next NIC interrupt handler (`server.irq`); None: no interrupts.
+    #[inline]
+    pub fn next_irq_gap(&mut self) -> Option<Nanos> {
+        self.irq.as_mut().and_then(|irq| irq.next_gap())
+    }
+}
