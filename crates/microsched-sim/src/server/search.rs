@@ -171,9 +171,10 @@ impl ProbeState {
         SweepTimes::first(&self.cores[c as usize].times, place as Nanos * self.probe, now, self.probe, self.ring)
     }
 
-    /// The earliest probe of queue `v` by any of `searching` (ties: the first in that order),
-    /// asking each: `(Nanos::MAX, NONE)` if none.
-    fn scan_first_probe(&mut self, searching: &[u16], v: u16, now: Nanos) -> (Nanos, u16) {
+    /// The earliest probe of queue `v` by any of `searching` but `v`'s own core (at `v_at` in
+    /// it, if searching; ties: the first in that order), asking each: `(Nanos::MAX, NONE)` if
+    /// none.
+    fn scan_first_probe(&mut self, searching: &[u16], v_at: Option<usize>, v: u16, now: Nanos) -> (Nanos, u16) {
         let mut best = (Nanos::MAX, NONE as u16);
         let Some(&place) = self.cycle.get(v as usize) else {
             for &c in searching {
@@ -191,11 +192,17 @@ impl ProbeState {
         }
         let (probe, ring, cores) = (self.probe, self.ring, &self.cores);
         let at = place as Nanos * probe;
-        for &c in searching {
-            let t = SweepTimes::first(&cores[c as usize].times, at, now, probe, ring);
-            let t = if c == v { Nanos::MAX } else { t };
-            if t < best.0 {
-                best = (t, c);
+        // The cores before `v`'s own and those after it: no test of each against `v`.
+        let (before, after) = match v_at {
+            Some(i) => (&searching[..i], &searching[i + 1..]),
+            None => (searching, &searching[..0]),
+        };
+        for part in [before, after] {
+            for &c in part {
+                let t = SweepTimes::first(&cores[c as usize].times, at, now, probe, ring);
+                if t < best.0 {
+                    best = (t, c);
+                }
             }
         }
         best
@@ -375,7 +382,8 @@ impl Server {
                 best = b;
             }
         } else {
-            best = p.scan_first_probe(&self.q.spinners.items, v, now);
+            let v_at = self.q.spinners.contains(v).then(|| self.q.spinners.pos[v as usize] as usize);
+            best = p.scan_first_probe(&self.q.spinners.items, v_at, v, now);
         }
         if consult {
             p.walks = walks;
@@ -507,7 +515,8 @@ mod tests {
                             ties += 1;
                         }
                     }
-                    assert_eq!(p.scan_first_probe(&searching, v, now), expected, "n {n} step {step} queue {v}");
+                    let v_at = searching.iter().position(|&c| c == v);
+                    assert_eq!(p.scan_first_probe(&searching, v_at, v, now), expected, "n {n} step {step} queue {v}");
                 }
             }
             assert!(lookups > 1_000 * n, "n {n}: {lookups} lookups");
