@@ -90,6 +90,10 @@ pub struct ProbeState {
     /// A walk round the whole cycle: n·probe (orders with one cycle).
     ring: Nanos,
     cores: Vec<CoreSearch>,
+    /// Until when every searching core's cached sweep holds the time (at most the earliest of
+    /// their ends; 0 after a search start, whose sweep is not placed yet): the scan skips
+    /// checking each core's sweep before it, most scans fall between two sweep ends.
+    placed_until: Nanos,
     /// Per queue: the earliest probe of it scheduled so far (`Nanos::MAX`: none).
     hit_at: Vec<Nanos>,
     /// Under an order with one cycle: each queue's place in it (else empty), so that a probe's
@@ -144,7 +148,7 @@ impl ProbeState {
             None => Vec::new(),
         };
         let ring = probe * cycle.len() as Nanos;
-        Self { search, probe, own_check, sweep_len, ring, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], cycle, walks }
+        Self { search, probe, own_check, sweep_len, ring, cores: vec![idle; n], placed_until: 0, hit_at: vec![Nanos::MAX; n], cycle, walks }
     }
 
     /// The sweep `core` is in at `now` (0-based within its search) and that sweep's start.
@@ -187,8 +191,13 @@ impl ProbeState {
         };
         // Sweeps placed first, in a loop of their own: the minimum's loop then makes no call,
         // and keeps the geometry and the best so far in registers.
-        for &c in searching {
-            self.seek_sweep(c, now);
+        if now >= self.placed_until {
+            let mut until = Nanos::MAX;
+            for &c in searching {
+                self.seek_sweep(c, now);
+                until = until.min(self.cores[c as usize].sweep_start + self.sweep_len);
+            }
+            self.placed_until = until;
         }
         let (probe, ring, cores) = (self.probe, self.ring, &self.cores);
         let at = place as Nanos * probe;
@@ -304,6 +313,7 @@ impl Server {
         cs.own_at = Nanos::MAX;
         cs.sweep_start = Nanos::MAX / 2;
         let search = cs.search;
+        p.placed_until = 0;
         if p.walks.as_ref().is_some_and(|w| w.is_on()) {
             let mut walks = p.walks.take().expect("checked");
             walks.begin(core, search, now, &Geometry { p, spinners: &self.q.spinners });
@@ -497,6 +507,7 @@ mod tests {
                     let start = if r >> 44 & 1 == 0 { now - now % probe } else { now };
                     let cs = &mut p.cores[c as usize];
                     (cs.search, cs.search_start, cs.sweep_start) = (cs.search + 1, start, Nanos::MAX / 2);
+                    p.placed_until = 0;
                     searching.retain(|&x| x != c);
                     let at = (r >> 48) as usize % (searching.len() + 1);
                     searching.insert(at, c);
