@@ -16,6 +16,7 @@ pub mod env;
 pub mod error;
 pub mod files;
 pub mod histograms;
+pub mod log_linear;
 pub mod metrics;
 pub mod overload;
 pub mod plugin;

@@ -4,6 +4,7 @@
 use hdrhistogram::Histogram;
 
 use crate::histograms::encode;
+use crate::log_linear::LogLinear;
 use crate::summary::{Histograms, Percentiles, Slowdown, Summary, TypeHistograms, TypeSummary};
 use crate::time::{round_ns, Nanos};
 
@@ -13,6 +14,7 @@ const SLOWDOWN_SCALE: f64 = 1000.0;
 /// Auto-resizing histograms only refuse values above 2^63 ns (292 years).
 const AUTO: &str = "auto-resizing histogram records any value below 2^63";
 
+/// One type's window as the summaries read it (histograms built from the counts).
 #[derive(Debug, Clone)]
 struct TypeRecord {
     name: String,
@@ -32,10 +34,44 @@ fn histogram() -> Histogram<u64> {
     Histogram::new(3).expect("valid sigfig")
 }
 
+/// One type's window as recorded: the histograms' counts (a request's three records are on
+/// every run's hot path), turned into histograms only when read.
+#[derive(Debug, Clone)]
+struct TypeCounts {
+    name: String,
+    latency: LogLinear,
+    qdelay: LogLinear,
+    slowdown: LogLinear,
+    latency_sum: u128,
+    qdelay_sum: u128,
+    completed: u64,
+    good: u64,
+    dropped: u64,
+    generated: u64,
+}
+
+impl TypeCounts {
+    fn record(&self) -> TypeRecord {
+        let hdr = |c: &LogLinear| c.to_hdr().expect(AUTO);
+        TypeRecord {
+            name: self.name.clone(),
+            latency: hdr(&self.latency),
+            qdelay: hdr(&self.qdelay),
+            slowdown: hdr(&self.slowdown),
+            latency_sum: self.latency_sum,
+            qdelay_sum: self.qdelay_sum,
+            completed: self.completed,
+            good: self.good,
+            dropped: self.dropped,
+            generated: self.generated,
+        }
+    }
+}
+
 /// Per-type latency recorder over one measured window.
 #[derive(Debug, Clone)]
 pub struct LatencyRecorder {
-    types: Vec<TypeRecord>,
+    types: Vec<TypeCounts>,
     slo_ns: Nanos,
 }
 
@@ -43,11 +79,11 @@ impl LatencyRecorder {
     pub fn new(type_names: &[String], slo_ns: Nanos) -> Self {
         let types = type_names
             .iter()
-            .map(|name| TypeRecord {
+            .map(|name| TypeCounts {
                 name: name.clone(),
-                latency: histogram(),
-                qdelay: histogram(),
-                slowdown: histogram(),
+                latency: LogLinear::default(),
+                qdelay: LogLinear::default(),
+                slowdown: LogLinear::default(),
                 latency_sum: 0,
                 qdelay_sum: 0,
                 completed: 0,
@@ -74,10 +110,10 @@ impl LatencyRecorder {
     #[inline]
     pub fn completed(&mut self, rtype: usize, latency: Nanos, qdelay: Nanos, service: Nanos) {
         let t = &mut self.types[rtype];
-        t.latency.record(latency.max(1)).expect(AUTO);
-        t.qdelay.record(qdelay).expect(AUTO);
+        t.latency.record(latency.max(1));
+        t.qdelay.record(qdelay);
         let slowdown = round_ns(latency as f64 / service.max(1) as f64 * SLOWDOWN_SCALE);
-        t.slowdown.record(slowdown).expect(AUTO);
+        t.slowdown.record(slowdown);
         t.latency_sum += latency as u128;
         t.qdelay_sum += qdelay as u128;
         t.completed += 1;
@@ -92,43 +128,52 @@ impl LatencyRecorder {
 
     /// Per-type summaries and the overall one, for a window of `window_s` seconds.
     pub fn finish(&self, window_s: f64) -> (TypeSummary, Vec<TypeSummary>) {
-        let per: Vec<TypeSummary> = self.types.iter().map(|t| summarize(t, window_s)).collect();
-        (summarize(&self.all(), window_s), per)
+        let types = self.records();
+        let per: Vec<TypeSummary> = types.iter().map(|t| summarize(t, window_s)).collect();
+        (summarize(&all(&types), window_s), per)
     }
 
-    /// Every type's records together.
-    fn all(&self) -> TypeRecord {
-        let mut all = TypeRecord {
-            name: "all".into(),
-            latency: histogram(),
-            qdelay: histogram(),
-            slowdown: histogram(),
-            latency_sum: 0,
-            qdelay_sum: 0,
-            completed: 0,
-            good: 0,
-            dropped: 0,
-            generated: 0,
-        };
-        for t in &self.types {
-            all.latency.add(&t.latency).expect("auto-resizing histogram");
-            all.qdelay.add(&t.qdelay).expect("auto-resizing histogram");
-            all.slowdown.add(&t.slowdown).expect("auto-resizing histogram");
-            all.latency_sum += t.latency_sum;
-            all.qdelay_sum += t.qdelay_sum;
-            all.completed += t.completed;
-            all.good += t.good;
-            all.dropped += t.dropped;
-            all.generated += t.generated;
-        }
-        all
+    /// Each type's window with its histograms.
+    fn records(&self) -> Vec<TypeRecord> {
+        self.types.iter().map(TypeCounts::record).collect()
     }
+}
 
+/// Every type's records together.
+fn all(types: &[TypeRecord]) -> TypeRecord {
+    let mut all = TypeRecord {
+        name: "all".into(),
+        latency: histogram(),
+        qdelay: histogram(),
+        slowdown: histogram(),
+        latency_sum: 0,
+        qdelay_sum: 0,
+        completed: 0,
+        good: 0,
+        dropped: 0,
+        generated: 0,
+    };
+    for t in types {
+        all.latency.add(&t.latency).expect("auto-resizing histogram");
+        all.qdelay.add(&t.qdelay).expect("auto-resizing histogram");
+        all.slowdown.add(&t.slowdown).expect("auto-resizing histogram");
+        all.latency_sum += t.latency_sum;
+        all.qdelay_sum += t.qdelay_sum;
+        all.completed += t.completed;
+        all.good += t.good;
+        all.dropped += t.dropped;
+        all.generated += t.generated;
+    }
+    all
+}
+
+impl LatencyRecorder {
     /// The window's histograms as text, overall and (with several types) per type.
     pub fn histograms(&self) -> Histograms {
-        let all = self.all();
-        let by_type = if self.types.len() > 1 {
-            self.types
+        let types = self.records();
+        let all = all(&types);
+        let by_type = if types.len() > 1 {
+            types
                 .iter()
                 .map(|t| TypeHistograms {
                     name: t.name.clone(),
@@ -207,7 +252,7 @@ impl LatencyRecorder {
     pub fn latency_cdf(&self) -> (Vec<f64>, Vec<f64>) {
         let mut all = histogram();
         for t in &self.types {
-            all.add(&t.latency).expect("auto-resizing histogram");
+            all.add(&t.latency.to_hdr().expect(AUTO)).expect("auto-resizing histogram");
         }
         let total = all.len();
         let (mut xs, mut ys) = (Vec::new(), Vec::new());

@@ -14,7 +14,7 @@ use microsched_core::sched::search::WorkSearch;
 use microsched_core::sched::Place;
 use microsched_core::Nanos;
 
-use super::walks::{probe_in_sweeps, SweepWalk, WalkGeometry, Walks, ON_AT};
+use super::walks::{SweepWalk, WalkGeometry, Walks, ON_AT};
 use super::{CoreMode, CoreSet, Idle, Server, NONE};
 use crate::events::{Event, EventQueue};
 use crate::requests::Slab;
@@ -27,12 +27,59 @@ struct CoreSearch {
     search_start: Nanos,
     /// The own-queue check scheduled in this search (`Nanos::MAX`: none).
     own_at: Nanos,
-    /// The sweep `next_probe` last looked at (its number, start, and walk), and the one after
-    /// it: most lookups fall in a sweep already seen, so the division and the hashes that
+    /// The sweep `next_probe` last looked at (its number, start, and probe times), and the one
+    /// after it: most lookups fall in a sweep already seen, so the division and the hashes that
     /// place a sweep are paid once per sweep, not once per lookup.
     sweep: u64,
     sweep_start: Nanos,
-    walk: [SweepWalk; 2],
+    times: [SweepTimes; 2],
+}
+
+/// A sweep's probe times as three instants, from which the probe of any cycle place is an
+/// addition and two conditional subtractions: the scan asks every searching core at every
+/// stealable arrival (most of the probe search's cost), so the walk's arithmetic (place to
+/// step to position to time) is folded in once per sweep instead.
+#[derive(Debug, Clone, Copy, Default)]
+struct SweepTimes {
+    /// The probe of cycle place 0 were the walk not to wrap nor skip: start + (shift + 1)·probe.
+    base: Nanos,
+    /// Where the walk wraps past the cycle's end: start + probe + n·probe.
+    wrap: Nanos,
+    /// The core's own queue's step as a time (start + (own_step + 1)·probe): places after it
+    /// come a probe earlier.
+    own: Nanos,
+}
+
+impl SweepTimes {
+    /// The times of a sweep starting at `start` that walks `walk` (`ring`: n·probe).
+    fn new(walk: SweepWalk, start: Nanos, probe: Nanos, ring: Nanos) -> Self {
+        SweepTimes {
+            base: start + (walk.shift as Nanos + 1) * probe,
+            wrap: start + probe + ring,
+            own: start + (walk.own_step as Nanos + 1) * probe,
+        }
+    }
+
+    /// `start + SweepWalk::position(place)·probe` for `at` = place·probe: with i = place +
+    /// shift, the step is i − n once i ≥ n (the time reaches `wrap`), and the position is the
+    /// step + 1, less one past the own queue's step.
+    #[inline(always)]
+    fn probe(self, at: Nanos, probe: Nanos, ring: Nanos) -> Nanos {
+        let t = self.base + at;
+        // Both conditions are coin flips per walk: selected, not branched on.
+        let t = t - std::hint::select_unpredictable(t >= self.wrap, ring, 0);
+        t - std::hint::select_unpredictable(t > self.own, probe, 0)
+    }
+
+    /// The first probe at or after `now` of the place at `at` by a core whose sweep `times[0]`
+    /// holds `now` (`times[1]`: the next sweep): in this sweep if not yet past, else in the next.
+    #[inline(always)]
+    fn first(times: &[SweepTimes; 2], at: Nanos, now: Nanos, probe: Nanos, ring: Nanos) -> Nanos {
+        let this = times[0].probe(at, probe, ring);
+        let next = times[1].probe(at, probe, ring);
+        // Whether the probe is still ahead in this sweep is a coin flip per searching core.
+        std::hint::select_unpredictable(this >= now, this, next)
+    }
 }
 
 pub struct ProbeState {
@@ -40,7 +87,13 @@ pub struct ProbeState {
     probe: Nanos,
     own_check: Nanos,
     sweep_len: Nanos,
+    /// A walk round the whole cycle: n·probe (orders with one cycle).
+    ring: Nanos,
     cores: Vec<CoreSearch>,
+    /// Until when every searching core's cached sweep holds the time (at most the earliest of
+    /// their ends; 0 after a search start, whose sweep is not placed yet): the scan skips
+    /// checking each core's sweep before it, most scans fall between two sweep ends.
+    placed_until: Nanos,
     /// Per queue: the earliest probe of it scheduled so far (`Nanos::MAX`: none).
     hit_at: Vec<Nanos>,
     /// Under an order with one cycle: each queue's place in it (else empty), so that a probe's
@@ -88,13 +141,14 @@ impl ProbeState {
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
         // `sweep_start` past any time: the first lookup places the sweep.
-        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, walk: [SweepWalk::default(); 2] };
+        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, times: [SweepTimes::default(); 2] };
         let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
         let cycle = match search.cycle_place(0) {
             Some(_) => (0..n as u16).map(|q| search.cycle_place(q).expect("a cycle order places every queue")).collect(),
             None => Vec::new(),
         };
-        Self { search, probe, own_check, sweep_len, cores: vec![idle; n], hit_at: vec![Nanos::MAX; n], cycle, walks }
+        let ring = probe * cycle.len() as Nanos;
+        Self { search, probe, own_check, sweep_len, ring, cores: vec![idle; n], placed_until: 0, hit_at: vec![Nanos::MAX; n], cycle, walks }
     }
 
     /// The sweep `core` is in at `now` (0-based within its search) and that sweep's start.
@@ -118,13 +172,13 @@ impl ProbeState {
     #[inline(always)]
     fn next_probe_in_cycle(&mut self, c: u16, place: u32, now: Nanos) -> Nanos {
         self.seek_sweep(c, now);
-        let cs = &self.cores[c as usize];
-        probe_in_walks(cs, place, now, self.cycle.len() as u32, self.probe, self.sweep_len)
+        SweepTimes::first(&self.cores[c as usize].times, place as Nanos * self.probe, now, self.probe, self.ring)
     }
 
-    /// The earliest probe of queue `v` by any of `searching` (ties: the first in that order),
-    /// asking each: `(Nanos::MAX, NONE)` if none.
-    fn scan_first_probe(&mut self, searching: &[u16], v: u16, now: Nanos) -> (Nanos, u16) {
+    /// The earliest probe of queue `v` by any of `searching` but `v`'s own core (at `v_at` in
+    /// it, if searching; ties: the first in that order), asking each: `(Nanos::MAX, NONE)` if
+    /// none.
+    fn scan_first_probe(&mut self, searching: &[u16], v_at: Option<usize>, v: u16, now: Nanos) -> (Nanos, u16) {
         let mut best = (Nanos::MAX, NONE as u16);
         let Some(&place) = self.cycle.get(v as usize) else {
             for &c in searching {
@@ -135,14 +189,29 @@ impl ProbeState {
             }
             return best;
         };
-        // The geometry is read once, not reloaded after every (cold) sweep placement.
-        let (n, probe, sweep_len) = (self.cycle.len() as u32, self.probe, self.sweep_len);
-        for &c in searching {
-            self.seek_sweep(c, now);
-            let t = probe_in_walks(&self.cores[c as usize], place, now, n, probe, sweep_len);
-            let t = if c == v { Nanos::MAX } else { t };
-            if t < best.0 {
-                best = (t, c);
+        // Sweeps placed first, in a loop of their own: the minimum's loop then makes no call,
+        // and keeps the geometry and the best so far in registers.
+        if now >= self.placed_until {
+            let mut until = Nanos::MAX;
+            for &c in searching {
+                self.seek_sweep(c, now);
+                until = until.min(self.cores[c as usize].sweep_start + self.sweep_len);
+            }
+            self.placed_until = until;
+        }
+        let (probe, ring, cores) = (self.probe, self.ring, &self.cores);
+        let at = place as Nanos * probe;
+        // The cores before `v`'s own and those after it: no test of each against `v`.
+        let (before, after) = match v_at {
+            Some(i) => (&searching[..i], &searching[i + 1..]),
+            None => (searching, &searching[..0]),
+        };
+        for part in [before, after] {
+            for &c in part {
+                let t = SweepTimes::first(&cores[c as usize].times, at, now, probe, ring);
+                if t < best.0 {
+                    best = (t, c);
+                }
             }
         }
         best
@@ -174,18 +243,20 @@ impl ProbeState {
     fn place_sweep(&mut self, c: u16, now: Nanos) {
         let (k, start) = self.sweep_at(c, now);
         let cs = &self.cores[c as usize];
-        let walk = if k == cs.sweep + 1 && start == cs.sweep_start + self.sweep_len {
-            cs.walk[1]
+        let this = if k == cs.sweep + 1 && start == cs.sweep_start + self.sweep_len {
+            cs.times[1]
         } else {
-            self.sweep_walk(c, cs.search, k)
+            self.sweep_times(c, cs.search, k, start)
         };
-        let next = self.sweep_walk(c, cs.search, k + 1);
+        let next = self.sweep_times(c, cs.search, k + 1, start + self.sweep_len);
         let cs = &mut self.cores[c as usize];
-        (cs.sweep, cs.sweep_start, cs.walk) = (k, start, [walk, next]);
+        (cs.sweep, cs.sweep_start, cs.times) = (k, start, [this, next]);
     }
 
-    fn sweep_walk(&self, c: u16, search: u32, sweep: u64) -> SweepWalk {
-        SweepWalk::new(self.search.origin(c, search, sweep), self.cycle[c as usize], self.cycle.len() as u32)
+    /// The probe times of sweep `sweep` (starting at `start`) of `c`'s search `search`.
+    fn sweep_times(&self, c: u16, search: u32, sweep: u64, start: Nanos) -> SweepTimes {
+        let walk = SweepWalk::new(self.search.origin(c, search, sweep), self.cycle[c as usize], self.cycle.len() as u32);
+        SweepTimes::new(walk, start, self.probe, self.ring)
     }
 
     /// The next own-queue check of searching core `c` at or after `now`: every `own_check`
@@ -195,13 +266,6 @@ impl ProbeState {
         let t = start + (now - start).div_ceil(self.own_check) * self.own_check;
         t.min(start + self.sweep_len)
     }
-}
-
-/// The first probe of cycle place `place` at or after `now` by a core whose cached sweep holds
-/// `now`.
-#[inline(always)]
-fn probe_in_walks(cs: &CoreSearch, place: u32, now: Nanos, n: u32, probe: Nanos, sweep_len: Nanos) -> Nanos {
-    probe_in_sweeps(&cs.walk, cs.sweep_start, place, now, n, probe, sweep_len)
 }
 
 impl Server {
@@ -249,6 +313,7 @@ impl Server {
         cs.own_at = Nanos::MAX;
         cs.sweep_start = Nanos::MAX / 2;
         let search = cs.search;
+        p.placed_until = 0;
         if p.walks.as_ref().is_some_and(|w| w.is_on()) {
             let mut walks = p.walks.take().expect("checked");
             walks.begin(core, search, now, &Geometry { p, spinners: &self.q.spinners });
@@ -327,7 +392,8 @@ impl Server {
                 best = b;
             }
         } else {
-            best = p.scan_first_probe(&self.q.spinners.items, v, now);
+            let v_at = self.q.spinners.contains(v).then(|| self.q.spinners.pos[v as usize] as usize);
+            best = p.scan_first_probe(&self.q.spinners.items, v_at, v, now);
         }
         if consult {
             p.walks = walks;
@@ -441,6 +507,7 @@ mod tests {
                     let start = if r >> 44 & 1 == 0 { now - now % probe } else { now };
                     let cs = &mut p.cores[c as usize];
                     (cs.search, cs.search_start, cs.sweep_start) = (cs.search + 1, start, Nanos::MAX / 2);
+                    p.placed_until = 0;
                     searching.retain(|&x| x != c);
                     let at = (r >> 48) as usize % (searching.len() + 1);
                     searching.insert(at, c);
@@ -459,7 +526,8 @@ mod tests {
                             ties += 1;
                         }
                     }
-                    assert_eq!(p.scan_first_probe(&searching, v, now), expected, "n {n} step {step} queue {v}");
+                    let v_at = searching.iter().position(|&c| c == v);
+                    assert_eq!(p.scan_first_probe(&searching, v_at, v, now), expected, "n {n} step {step} queue {v}");
                 }
             }
             assert!(lookups > 1_000 * n, "n {n}: {lookups} lookups");
