@@ -65,7 +65,12 @@ fn a_spin_waiter_keeps_its_worker_until_the_holder_hands_it_the_mutex() {
     let _g = serial();
     let (while_held, order, rep) = hold_ask_arrive(true);
     assert_eq!(while_held, 0, "B spins on the second worker: C finds no free worker while A holds");
-    assert_eq!(order[0], 1, "A completes first: {order:?}");
+    // Which of A's and B's responses reaches the client first is a race after A's unlock (B
+    // needs only 10 µs more on its own worker): the hand-over itself is what the mutex counters
+    // show.
+    let mut all = order.clone();
+    all.sort_unstable();
+    assert_eq!(all, vec![1, 2, 3], "every request completes after A releases: {order:?}");
     assert_eq!(rep.counter("mutex_waits"), 1, "{:?}", rep.counters);
     assert!(rep.counter("mutex_wait_ns") >= 10_000_000, "B spun at least the 20 ms A held it");
     assert_eq!(rep.abandoned, 0);
