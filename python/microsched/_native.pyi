@@ -128,10 +128,11 @@ def loadgen(
     addr: str | None = None,
     seed: int | None = None,
     allow_remote: bool = False,
+    more_addrs: Sequence[str] = ...,
 ) -> str:
     """Runs the scenario's open-loop load against the server at ``addr``; returns the load
     generator's result as JSON text (summary, client counters, time series, latency CDF,
-    measured window)."""
+    measured window). ``more_addrs``: the other replicas (``server.replicas``), in order."""
 
 def merge_real(loadgen_json: str, report_json: str) -> RealOutput:
     """Merges a load generator result and a server report (both JSON text) into what
