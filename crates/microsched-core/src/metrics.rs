@@ -129,8 +129,7 @@ impl LatencyRecorder {
     /// Per-type summaries and the overall one, for a window of `window_s` seconds.
     pub fn finish(&self, window_s: f64) -> (TypeSummary, Vec<TypeSummary>) {
         let types = self.records();
-        let per: Vec<TypeSummary> = types.iter().map(|t| summarize(t, window_s)).collect();
-        (summarize(&all(&types), window_s), per)
+        summaries(&types, &all(&types), window_s)
     }
 
     /// Each type's window with its histograms.
@@ -171,34 +170,43 @@ impl LatencyRecorder {
     /// The window's histograms as text, overall and (with several types) per type.
     pub fn histograms(&self) -> Histograms {
         let types = self.records();
-        let all = all(&types);
-        let by_type = if types.len() > 1 {
-            types
-                .iter()
-                .map(|t| TypeHistograms {
-                    name: t.name.clone(),
-                    latency_ns: encode(&t.latency),
-                    queueing_delay_ns: encode(&t.qdelay),
-                    slowdown_milli: encode(&t.slowdown),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        Histograms {
-            latency_ns: encode(&all.latency),
-            queueing_delay_ns: encode(&all.qdelay),
-            slowdown_milli: encode(&all.slowdown),
-            by_type,
-        }
+        histograms_of(&types, &all(&types))
     }
+}
 
+/// The window's histograms as text from its records (each type's, and all together).
+fn histograms_of(types: &[TypeRecord], all: &TypeRecord) -> Histograms {
+    let by_type = if types.len() > 1 {
+        types
+            .iter()
+            .map(|t| TypeHistograms {
+                name: t.name.clone(),
+                latency_ns: encode(&t.latency),
+                queueing_delay_ns: encode(&t.qdelay),
+                slowdown_milli: encode(&t.slowdown),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Histograms {
+        latency_ns: encode(&all.latency),
+        queueing_delay_ns: encode(&all.qdelay),
+        slowdown_milli: encode(&all.slowdown),
+        by_type,
+    }
+}
+
+impl LatencyRecorder {
     /// The measured window's part of a run summary, the same for every driver: duration, offered
     /// load (the requests recorded as generated), throughput, goodput, drop rate, latency,
     /// queueing delay and slowdown, overall and per type. The driver fills in the rest (names,
     /// cores, requests over the whole run, credits, its own statistics).
     pub fn summary(&self, window_s: f64) -> Summary {
-        let (all, by_type) = self.finish(window_s);
+        // The counts become histograms once for both the statistics and the exported texts.
+        let types = self.records();
+        let merged = all(&types);
+        let (all, by_type) = summaries(&types, &merged, window_s);
         let generated: u64 = self.types.iter().map(|t| t.generated).sum();
         Summary {
             duration_s: window_s,
@@ -210,7 +218,7 @@ impl LatencyRecorder {
             queueing_delay_us: all.queueing_delay_us,
             slowdown: all.slowdown,
             by_type,
-            histograms: Some(self.histograms()),
+            histograms: Some(histograms_of(&types, &merged)),
             ..Summary::default()
         }
     }
@@ -223,6 +231,11 @@ pub fn us_percentiles(h: &Histogram<u64>, sum: u128, n: u64) -> Percentiles {
     }
     let q = |p: f64| h.value_at_quantile(p) as f64 / 1e3;
     Percentiles { mean: sum as f64 / n as f64 / 1e3, p50: q(0.5), p99: q(0.99), p999: q(0.999) }
+}
+
+/// The overall summary and each type's, from the window's records.
+fn summaries(types: &[TypeRecord], all: &TypeRecord, window_s: f64) -> (TypeSummary, Vec<TypeSummary>) {
+    (summarize(all, window_s), types.iter().map(|t| summarize(t, window_s)).collect())
 }
 
 fn summarize(t: &TypeRecord, window_s: f64) -> TypeSummary {
