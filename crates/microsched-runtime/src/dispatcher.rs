@@ -400,7 +400,9 @@ pub(crate) fn run(sh: Arc<Shared>, sched: Sched) -> DispatcherReport {
     rep.load.saturated = rep.load.utilization >= DispatcherLoad::SATURATED;
     rep.load.arrivals = d.arrivals.load(Ordering::Relaxed);
     rep.load.arrival_ns = d.arrival_ns.load(Ordering::Relaxed);
-    rep.load.queued_end = d.backlog() + own.is_some() as u64 + front.is_some() as u64;
+    // Its own request and the central queue's head; the requests handed back are added once
+    // every worker stopped (a worker may hand one back after this loop ended).
+    rep.load.queued_end = own.is_some() as u64 + front.is_some() as u64;
     rep.worker_sleeps = d.worker_sleeps.load(Ordering::Relaxed);
     rep.duration_s = span as f64 / 1e9;
     if let Some(w) = own {

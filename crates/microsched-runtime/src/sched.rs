@@ -257,6 +257,13 @@ impl Sched {
         self.with(|p, v| p.next(me as u16, v))
     }
 
+    /// `next` sent worker `me` to `place`, which it found empty (see [`QueuePolicy::missed`]).
+    pub fn missed(&mut self, me: usize, place: Place) {
+        if self.per_request {
+            self.with(|p, _| p.missed(me as u16, place));
+        }
+    }
+
     /// How many of victim `v`'s `len` queued requests thief `me` takes.
     #[inline]
     pub fn steal(&mut self, me: usize, v: usize, len: usize) -> usize {

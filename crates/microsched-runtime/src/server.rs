@@ -517,7 +517,10 @@ impl Server {
             let _ = t.join();
         }
         // Requests the dispatcher still held (handed back and not requeued, or its own).
-        let dispatcher = self.dispatcher.take().and_then(|d| d.join().ok());
+        let mut dispatcher = self.dispatcher.take().and_then(|d| d.join().ok());
+        if let (Some(rep), Some(d)) = (dispatcher.as_mut(), self.sh.dispatch.as_ref()) {
+            rep.load.queued_end += d.backlog();
+        }
         // Queued, or suspended behind a mutex (its holder was queued or stopped).
         let abandoned: u64 = self.sh.queued()
             + self.sh.mutexes.waiting() as u64

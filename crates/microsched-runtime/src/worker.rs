@@ -77,6 +77,10 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
         };
         let mut next = if own.is_some() { Next::Run(Place::Core(me as u16)) } else { sched.next(me) };
         let mut job = own.or_else(|| run_from(&sh, &local, me, next));
+        if let (None, Next::Run(place)) = (&job, next) {
+            // The view ran ahead of the queue: the policy takes back what `next` counted.
+            sched.missed(me, place);
+        }
         // With a dispatcher, it alone receives from the socket.
         if job.is_none() && dispatch.is_none() {
             last_rx = sh.clock.now();
@@ -85,6 +89,9 @@ pub(crate) fn run(sh: Arc<Shared>, me: usize, local: LocalQueue, mut sched: Sche
             if poll_socket(&sh, &mut sched, RX_BATCH, &mut buf, &mut msgs) > 0 {
                 next = sched.next(me);
                 job = run_from(&sh, &local, me, next);
+                if let (None, Next::Run(place)) = (&job, next) {
+                    sched.missed(me, place);
+                }
                 if job.is_none() {
                     // Received something (for another core, or not a request): not a fruitless pass.
                     idle_since = None;

@@ -191,6 +191,12 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn notify(&mut self, place: Place, view: &V) -> Option<u16>;
     /// Where idle `core` finds work.
     fn next(&mut self, core: u16, view: &V) -> Next;
+    /// `next` sent `core` to run from `place`, and the driver found it empty. A concurrent
+    /// driver's view runs ahead of its queues (the runtime counts a request before it pushes
+    /// it, and two workers may both see the one request of a shared queue); a policy that
+    /// counted the request as taken in `next` takes that back here. The simulator, whose
+    /// view is exact, never calls it.
+    fn missed(&mut self, _core: u16, _place: Place) {}
     /// How many of a victim's `len` queued requests a thief takes (oldest first).
     fn steal_amount(&self, len: usize) -> usize {
         len.div_ceil(2)

@@ -77,7 +77,7 @@ impl super::SchedConfig for Config {
     fn build(&self, env: &crate::env::SchedEnv) -> Shinjuku {
         let n = env.types.len();
         let slo = if self.slo_us.is_empty() { vec![1.0; n] } else { self.slo_us.clone() };
-        Shinjuku { slo, times: vec![VecDeque::new(); n], now: 0, current: Vec::new(), pending: 0 }
+        Shinjuku { slo, times: vec![VecDeque::new(); n], now: 0, current: Vec::new(), pending: 0, taken: Vec::new() }
     }
 }
 
@@ -92,6 +92,9 @@ pub struct Shinjuku {
     current: Vec<u8>,
     /// The type of the request being steered.
     pending: u8,
+    /// Per core: the enqueue time `next` last took off a type's queue (given back if the
+    /// driver found that queue empty: [`QueuePolicy::missed`]).
+    taken: Vec<Option<Nanos>>,
 }
 
 impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
@@ -122,7 +125,7 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
         self.now = now;
     }
 
-    fn next(&mut self, _core: u16, view: &V) -> Next {
+    fn next(&mut self, core: u16, view: &V) -> Next {
         let mut best: Option<(f64, u8)> = None;
         for k in 0..self.times.len() {
             if view.queue_len(Place::Class(k as u8)) == 0 {
@@ -136,10 +139,20 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
         }
         match best {
             Some((_, k)) => {
-                self.times[k as usize].pop_front();
+                let t = self.times[k as usize].pop_front();
+                if self.taken.len() <= core as usize {
+                    self.taken.resize(core as usize + 1, None);
+                }
+                self.taken[core as usize] = t;
                 Next::Run(Place::Class(k))
             }
             None => Next::Idle,
+        }
+    }
+
+    fn missed(&mut self, core: u16, place: Place) {
+        if let (Place::Class(k), Some(t)) = (place, self.taken.get_mut(core as usize).and_then(Option::take)) {
+            self.times[k as usize].push_front(t);
         }
     }
 

@@ -307,6 +307,13 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Synergy {
         }
     }
 
+    fn missed(&mut self, _core: u16, place: Place) {
+        // The wait queue's consumption counts takes that happened (its congestion check).
+        if place == Place::Shared {
+            self.wq.consumed = self.wq.consumed.saturating_sub(1);
+        }
+    }
+
     fn next(&mut self, core: u16, view: &V) -> Next {
         let len = view.queue_len(Place::Core(core));
         let own = len > 0;
