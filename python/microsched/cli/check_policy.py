@@ -45,7 +45,7 @@ The scenarios (8 cores, per-core queues with stealing, 100 sessions, RTT 10 us, 
               central run queue, the host the harvesting allocators model (a Primary's Linux
               threads woken on any idle core of its set; the Secondary is every lent core's
               time); the built-in harvest_* allocators are checked on these, every invariant
-              included
+              included (a harvesting allocator of your own: --set server.queue=central)
   overload    credits-load0.5, credits-load1.5 (overloaded), credits-mix (load 1.2)
   sched       sched-load0.5 (exponential 5 us), sched-mix (1 us / 50 us, load 0.8)
 
