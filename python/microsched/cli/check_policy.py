@@ -54,7 +54,8 @@ reported as KNOWN, with the cause measured on the run, never as holding. Known t
 parameters, no --set): builtin:seda fails no-starvation on credits-mix because no request of
 any type completes: Protego's artifact starts every session at 2-4 requests/s with an empty
 token bucket (sd_client.c, sd_config.h), so no session has a token before 250 ms, and the
-scenario ends at 25 ms (run it with --set warmup_ms=1000 to see both types served).
+scenario ends at 25 ms (Protego measures the last 4 s of 8 s runs; run it with --set
+warmup_ms=1000 to see both types served).
 
 Exit status: 0 if every invariant holds, 1 if one does not, 3 if the only failures are known
 findings, 2 for bad input (a policy that cannot be loaded or whose parameters do not fit).
