@@ -7,7 +7,7 @@
 * the Python port of Shenango, the tutorial's allocator and every built-in (named
   `builtin:KIND`, listed from the scenario schema) pass every invariant, exit status 0; the
   harvesting allocators on the harvest scenarios (one central run queue), on which harvest_cfs
-  keeps up (on the per-core queues it kept 1 core of 8 while 51-86 % of the requests were left
+  keeps up (on the per-core queues it fell to 1 core of 8 while 13-86 % of the requests were left
   waiting); the one exception, SEDA's start (Protego's artifact: nothing sent before 250 ms), is
   a known finding with its measured cause, exit status 3, never "holds";
 * bad input (an unknown built-in, a class of no policy kind, a parameter it does not have) is

@@ -119,8 +119,8 @@ def scenarios(kind: str) -> dict[str, tuple[dict, bool]]:
         # the Secondary finds its own queue empty and probes the others (`server.search`, probe
         # by probe), idle meanwhile, and an allocator that lends at once (harvest_cfs: CFS
         # shares any unused core) lends it back at its next 1 us poll before the probe finds the
-        # work, the Primary then waiting out the CFS wake-up again: it kept 1 core of 8 with
-        # 51-86 % of the requests left waiting (instant search: 0-3 %).
+        # work, the Primary then waiting out the CFS wake-up again: it fell to 1 core of 8 with
+        # 13-86 % of the requests left waiting (instant search: 0-3 %).
         out = {}
         for name, load, types, mix in (("harvest-load0.3", 0.3, EXP, False), ("harvest-load0.9", 0.9, EXP, False),
                                        ("harvest-mix", 0.7, MIX, True)):
