@@ -41,11 +41,24 @@ server's own queues, d-FCFS with stealing here).
 
 The scenarios (8 cores, per-core queues with stealing, 100 sessions, RTT 10 us, 20 ms measured):
   allocator   alloc-load0.3, alloc-load0.9 (exponential 5 us), alloc-mix (1 us / 50 us, load 0.7)
+  harvest     harvest-load0.3, harvest-load0.9, harvest-mix: the allocator scenarios on one
+              central run queue, the host the harvesting allocators model (a Primary's Linux
+              threads woken on any idle core of its set; the Secondary is every lent core's
+              time); the built-in harvest_* allocators are checked on these, every invariant
+              included (a harvesting allocator of your own: --set server.queue=central)
   overload    credits-load0.5, credits-load1.5 (overloaded), credits-mix (load 1.2)
   sched       sched-load0.5 (exponential 5 us), sched-mix (1 us / 50 us, load 0.8)
 
-Exit status: 0 if every invariant holds, 1 if one does not, 2 for bad input (a policy that
-cannot be loaded or whose parameters do not fit).
+Known findings: a built-in whose own published rule fails an invariant on these scenarios is
+reported as KNOWN, with the cause measured on the run, never as holding. Known today (default
+parameters, no --set): builtin:seda fails no-starvation on credits-mix because no request of
+any type completes: Protego's artifact starts every session at 2-4 requests/s with an empty
+token bucket (sd_client.c, sd_config.h), so no session has a token before 250 ms, and the
+scenario ends at 25 ms (Protego measures the last 4 s of 8 s runs; run it with --set
+warmup_ms=1000 to see both types served).
+
+Exit status: 0 if every invariant holds, 1 if one does not, 3 if the only failures are known
+findings, 2 for bad input (a policy that cannot be loaded or whose parameters do not fit).
 
 `--set` changes the standard scenarios (all of them), for a policy that needs more: a built-in
 Concord needs a dispatcher core (`--set server.dispatcher.cost_ns=100`); a slow-starting one a
@@ -93,11 +106,28 @@ CALADAN = {"kind": "caladan"}
 
 
 def scenarios(kind: str) -> dict[str, tuple[dict, bool]]:
-    """The standard scenarios of a policy kind: name -> (scenario with a placeholder policy, is a
-    mix of request types). A scenario is under capacity when its ``load.fraction`` is below 1."""
+    """The standard scenarios of a policy kind (or of the ``harvest`` family of allocators):
+    name -> (scenario with a placeholder policy, is a mix of request types). A scenario is under
+    capacity when its ``load.fraction`` is below 1."""
     if kind == "allocator":
         return {"alloc-load0.3": (_base(0.3, EXP), False), "alloc-load0.9": (_base(0.9, EXP), False),
                 "alloc-mix": (_base(0.7, MIX), True)}
+    if kind == "harvest":
+        # The harvesting allocators model a Linux host (HarvestContainers): a held core is idle
+        # when no Primary work is left for it, which holds on one central run queue (the
+        # harvest reproduction's `server.queue`). On per-core queues a core just taken back from
+        # the Secondary finds its own queue empty and probes the others (`server.search`, probe
+        # by probe), idle meanwhile, and an allocator that lends at once (harvest_cfs: CFS
+        # shares any unused core) lends it back at its next 1 us poll before the probe finds the
+        # work, the Primary then waiting out the CFS wake-up again: it fell to 1 core of 8 with
+        # 13-86 % of the requests left waiting (instant search: 0-3 %).
+        out = {}
+        for name, load, types, mix in (("harvest-load0.3", 0.3, EXP, False), ("harvest-load0.9", 0.9, EXP, False),
+                                       ("harvest-mix", 0.7, MIX, True)):
+            s = _base(load, types)
+            s["server"] = {"max_cores": 8, "queue": "central"}
+            out[name] = (s, mix)
+        return out
     if kind == "overload":
         out = {}
         for name, load, types, mix in (("credits-load0.5", 0.5, EXP, False), ("credits-load1.5", 1.5, EXP, False),
@@ -109,6 +139,11 @@ def scenarios(kind: str) -> dict[str, tuple[dict, bool]]:
     return {"sched-load0.5": (_base(0.5, EXP), False), "sched-mix": (_base(0.8, MIX), True)}
 
 
+# Built-in allocators of the harvesting family (HarvestContainers and its baselines): checked on
+# the `harvest` scenarios.
+HARVEST_PREFIX = "harvest_"
+
+
 @dataclass
 class Target:
     """What to check: the policy table to put at ``policy.<kind>``."""
@@ -116,6 +151,39 @@ class Target:
     spec: str
     kind: str  # allocator, overload, sched: also the scenario's section
     table: dict
+    # Which standard scenarios: the kind's, or `harvest` for a harvesting allocator.
+    family: str = ""
+
+    def __post_init__(self) -> None:
+        self.family = self.family or self.kind
+
+
+@dataclass(frozen=True)
+class Known:
+    """A known finding: a built-in's own published rule fails ``invariant`` on ``scenario`` with
+    its default parameters. It is reported as known only when ``cause`` (a test on the run's
+    summary) finds the documented cause in that very run; ``cause`` returns the measured reason
+    or None."""
+
+    invariant: str
+    scenario: str
+    cause: Callable[[dict], str | None]
+
+
+def _seda_sends_nothing(summary: dict) -> str | None:
+    types = summary.get("by_type") or []
+    r = summary.get("requests") or {}
+    if not types or any(t.get("completed") for t in types):
+        return None
+    return (f"no request of any type completed ({r.get('dropped', 0)} of {r.get('generated', 0)} dropped at their "
+            "client): Protego's artifact SEDA starts each session at 2-4 requests/s with an empty token bucket "
+            "(sd_client.c, sd_config.h), its first token comes after 250-500 ms, and the run ends at 25 ms")
+
+
+# Built-in -> its known findings (with default parameters and no --set).
+KNOWN: dict[str, tuple[Known, ...]] = {
+    "builtin:seda": (Known("no-starvation", "credits-mix", _seda_sends_nothing),),
+}
 
 
 def _builtin_kinds() -> dict[str, str]:
@@ -159,7 +227,8 @@ def resolve(spec: str, params: dict | None = None) -> Target:
         if name not in kinds or name == "python":
             allowed = ", ".join(sorted(k for k in kinds if k != "python"))
             raise CliError(f"{spec}: `{name}` is not a built-in policy: use one of {allowed}")
-        return Target(spec, kinds[name], {"kind": name, **(params or {})})
+        family = "harvest" if name.startswith(HARVEST_PREFIX) and kinds[name] == "allocator" else kinds[name]
+        return Target(spec, kinds[name], {"kind": name, **(params or {})}, family)
     where, sep, name = spec.rpartition(":")
     if not sep or not where:
         raise CliError(f"{spec}: is not allowed: use FILE.py:Class, module:Class or builtin:KIND")
@@ -183,6 +252,8 @@ class Failure:
     scenario: str
     seed: int
     detail: str
+    # The measured cause of a known finding (see KNOWN); None: a failure nobody expected.
+    known: str | None = None
 
 
 @dataclass
@@ -202,14 +273,24 @@ class Report:
             return False
         return True if self.checked[name] else None
 
+    def known(self, name: str) -> bool:
+        """Whether ``name`` fails and every failure is a known finding."""
+        return bool(self.failures[name]) and all(f.known for f in self.failures[name])
+
     @property
     def ok(self) -> bool:
         return self.holds("runs") is True and not any(self.failures[k] for k in INVARIANTS)
 
+    @property
+    def only_known(self) -> bool:
+        """Not ok, but only through known findings."""
+        failing = [k for k in INVARIANTS if self.failures[k]]
+        return self.holds("runs") is True and bool(failing) and all(self.known(k) for k in failing)
+
     def to_json(self) -> dict:
         return {"policy": self.target, "kind": self.kind, "scenarios": self.scenarios, "seeds": self.seeds,
-                "ok": self.ok,
-                "invariants": {k: {"holds": self.holds(k), "checked": self.checked[k],
+                "ok": self.ok, "only_known": self.only_known,
+                "invariants": {k: {"holds": self.holds(k), "known": self.known(k), "checked": self.checked[k],
                                    "failures": [f.__dict__ for f in self.failures[k]]} for k in INVARIANTS}}
 
 
@@ -328,7 +409,11 @@ def check_keeps_up(summary: dict) -> str | None:
 
 
 def check_starvation(summary: dict) -> str | None:
-    for t in summary.get("by_type") or []:
+    types = summary.get("by_type") or []
+    if len(types) > 1 and not any(t.get("completed") for t in types):
+        # Not one type starved by the others: nothing was served at all.
+        return "no type completed a request in the window (" + ", ".join(f"`{t.get('name')}` 0" for t in types) + ")"
+    for t in types:
         lat = t.get("latency_us") or {}
         p99 = lat.get("p99")
         if not t.get("completed"):
@@ -345,8 +430,11 @@ def check(target: Target, seeds: tuple[int, ...] = SEEDS, overrides: tuple[str, 
 
     from ..api import run
 
-    cases = scenarios(target.kind)
+    cases = scenarios(target.family)
     report = Report(target.spec, target.kind, list(cases), list(seeds))
+    # A known finding is the built-in's own rule on the standard scenarios: not with --set.
+    known = {} if overrides else {(k.invariant, k.scenario): k.cause for k in KNOWN.get(target.spec, ())
+                                  if set(target.table) == {"kind"}}
     for name, (scen, mix) in cases.items():
         scen = json.loads(json.dumps(scen))
         scen["policy"][target.kind] = json.loads(json.dumps(target.table))
@@ -384,7 +472,8 @@ def check(target: Target, seeds: tuple[int, ...] = SEEDS, overrides: tuple[str, 
                 report.checked["no-starvation"] += 1
                 msg = check_starvation(res.summary)
                 if msg:
-                    report.failures["no-starvation"].append(Failure(name, seed, msg))
+                    cause = known.get(("no-starvation", name))
+                    report.failures["no-starvation"].append(Failure(name, seed, msg, cause(res.summary) if cause else None))
             if len(results) == 2:
                 report.checked["deterministic"] += 1
                 a, b = _strip_wall(results[0].summary), _strip_wall(results[1].summary)
@@ -413,10 +502,17 @@ def print_report(report: Report, out: Any = None) -> None:
         elif not fails:
             out.write(f"  holds   {name}\n")
         else:
-            out.write(f"  FAILS   {name}\n")
+            out.write(f"  {'KNOWN' if report.known(name) else 'FAILS':<8}{name}\n")
             for f in fails:
                 out.write(f"          {f.scenario} seed {f.seed}: {f.detail}\n")
-    out.write("all invariants hold\n" if report.ok else "some invariants do not hold\n")
+                if f.known:
+                    out.write(f"            known finding: {f.known}\n")
+    if report.ok:
+        out.write("all invariants hold\n")
+    elif report.only_known:
+        out.write("some invariants do not hold, each a known finding of the policy's own rule\n")
+    else:
+        out.write("some invariants do not hold\n")
 
 
 def add_commands(sub: Any) -> None:
@@ -455,4 +551,4 @@ def cmd_check_policy(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
         print_report(report)
-    return 0 if report.ok else 1
+    return 0 if report.ok else 3 if report.only_known else 1
