@@ -32,9 +32,18 @@ def test_the_targets_divide_the_slower_scenario_by_the_faster_per_request():
         # Twice the requests in the same instructions: half the cost per request.
         row("exp32, instant search", (2_000_000, 1000), (4_000_000, 2000)),
     ]
-    line = next(t for t in bc.instruction_targets(rows).splitlines() if "exp32" in t)
-    assert "instructions per request (target <= 1.3)" in line
-    assert "base 3.00" in line and "current 2.50" in line, line
+    lines = bc.instruction_targets(rows).splitlines()
+    line = next(t for t in lines if t.startswith("default / instant search, exp32"))
+    # Issue 47's targets, counted in instructions: the ratio at most 1.5, exp32 at most 3 250.
+    assert "instructions per request (target <= 1.5)" in line
+    assert "base 3.00" in line and "current 2.50" in line and line.endswith("(not met)"), line
+    ceiling = next(t for t in lines if t.startswith("exp32, default search"))
+    assert "(target <= 3,250): base 6,000, current 5,000 (not met)" in ceiling, ceiling
+    # Met when the current tree is at or below it.
+    rows[0] = row("exp32, default search", (6_000_000,), (3_000_000,))
+    lines = bc.instruction_targets(rows).splitlines()
+    assert next(t for t in lines if t.startswith("exp32, default search")).endswith("(met)")
+    assert next(t for t in lines if t.startswith("default / instant")).endswith("current 1.50 (met)")
 
 
 def test_the_table_flags_moved_results_and_reports_errors():
