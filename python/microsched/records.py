@@ -5,7 +5,8 @@ load generator generated to Parquet (pyarrow): ``id`` (generation order), ``crea
 (scheduled creation time from the start of the schedule, warm-up included), ``session``,
 ``type``, ``service_ns`` (the service time asked for), ``replica``, ``tries``, ``outcome``
 (``ok`` or how it ended), ``latency_ns``, ``server_queue_ns`` (the server's queueing delay:
-admission to first start) and ``measured``. The runtime keeps at most ``limit`` rows (1 000 000);
+admission to first start), ``server_service_ns`` (the server's time from that start to the
+response: the run, and waits after a preemption or behind a mutex) and ``measured``. The runtime keeps at most ``limit`` rows (1 000 000);
 past that the rest are counted (``cut``) and a warning says so.
 
 A scenario with ``workload.replay = "FILE"`` makes the simulator offer exactly those requests
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made: `microsched valid
     import pandas as pd
 
 COLUMNS = ["id", "created_ns", "session", "type", "service_ns", "replica", "tries", "outcome", "latency_ns",
-           "server_queue_ns", "measured"]
+           "server_queue_ns", "server_service_ns", "measured"]
 REPLAY_COLUMNS = ["created_ns", "session", "type", "service_ns"]
 
 
@@ -146,16 +147,19 @@ def divergence(real: pd.DataFrame, sim: pd.DataFrame, top: int = 10) -> dict[str
     for _, w in worst.iterrows():
         real_lat, sim_lat = w["latency_ns"] / 1e3, w["latency_sim_ns"] / 1e3
         rq, sq = w["server_queue_ns"] / 1e3, w["sim_queue_ns"] / 1e3
+        rs, ss = w["server_service_ns"] / 1e3, w["sim_service_ns"] / 1e3
         svc = w["service_ns"] / 1e3
         rows.append({
             "id": int(w["id"]), "created_us": w["created_ns"] / 1e3, "session": int(w["session"]),
             "type": int(w["type"]), "service_us": svc,
             "latency_real_us": real_lat, "latency_sim_us": sim_lat, "diff_us": float(w["diff_us"]),
             # Where the time went: queueing at the server (real: admission to first start, from
-            # the response; sim: every runqueue and lock wait), the service asked for, and the
-            # rest (network, client, preemption waits after the first start, stack costs).
+            # the response; sim: every runqueue and lock wait), its time at the server from the
+            # first start to the response (real: the run and any wait after a preemption or
+            # behind a mutex; sim: the service), and the rest (network, client).
             "real_queue_us": rq, "sim_queue_us": sq,
-            "real_rest_us": real_lat - rq - svc, "sim_rest_us": sim_lat - sq - w["sim_service_ns"] / 1e3,
+            "real_service_us": rs, "sim_service_us": ss,
+            "real_rest_us": real_lat - rq - rs, "sim_rest_us": sim_lat - sq - ss,
         })
     out["top"] = rows
     return out

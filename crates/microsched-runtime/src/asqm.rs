@@ -374,7 +374,7 @@ pub(crate) fn reply_failure(sh: &Shared, job: &Job, started: Nanos, msgs: &mut V
     } else {
         0
     };
-    let msg = Msg::Response { req_id: job.req_id, credits, status, qdelay_ns: started.saturating_sub(job.arrived) };
+    let msg = Msg::Response { req_id: job.req_id, credits, status, qdelay_ns: started.saturating_sub(job.arrived), service_ns: done.saturating_sub(started) };
     sh.send(&encode(&msg), job.peer);
 }
 

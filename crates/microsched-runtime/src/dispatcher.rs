@@ -451,7 +451,7 @@ fn respond(sh: &Shared, job: &Job, started: Nanos, msgs: &mut Vec<CreditMsg>) {
     let done = sh.clock.now();
     let credits = sh.complete_credits(done, job.session, msgs);
     Counters::bump(&sh.counters.completed);
-    let msg = Msg::Response { req_id: job.req_id, credits, status: Status::Ok, qdelay_ns: started.saturating_sub(job.arrived) };
+    let msg = Msg::Response { req_id: job.req_id, credits, status: Status::Ok, qdelay_ns: started.saturating_sub(job.arrived), service_ns: done.saturating_sub(started) };
     sh.send(&encode(&msg), job.peer);
 }
 

@@ -408,7 +408,7 @@ impl Gen {
     }
 
     /// Keeps `p`'s row, if records are kept.
-    fn record(&mut self, p: &Pending, outcome: Outcome, latency_ns: Nanos, server_queue_ns: Nanos) {
+    fn record(&mut self, p: &Pending, outcome: Outcome, latency_ns: Nanos, server_queue_ns: Nanos, server_service_ns: Nanos) {
         // Created in the measured window: the rows a replay's window statistics compare with.
         let measured = self.in_window(p.sched);
         if let Some(r) = &mut self.records {
@@ -423,13 +423,14 @@ impl Gen {
                 outcome,
                 latency_ns,
                 server_queue_ns,
+                server_service_ns,
                 measured,
             });
         }
     }
 
     fn ended_dropped(&mut self, p: &Pending, why: Outcome, now: Nanos) {
-        self.record(p, why, 0, 0);
+        self.record(p, why, 0, 0, 0);
         self.iv[2] += 1;
         if self.in_window(now) {
             self.rec.dropped(p.rtype as usize);
@@ -448,6 +449,7 @@ impl Gen {
                 credits,
                 status,
                 qdelay_ns,
+                service_ns: server_service_ns,
             }) => {
                 let Some(p) = self.pending.remove(&req_id) else {
                     self.c.late_responses += 1;
@@ -494,7 +496,7 @@ impl Gen {
                         }
                         self.c.completed += 1;
                         self.iv[1] += 1;
-                        self.record(&p, Outcome::Ok, now.saturating_sub(p.sched).max(1), qdelay_ns);
+                        self.record(&p, Outcome::Ok, now.saturating_sub(p.sched).max(1), qdelay_ns, server_service_ns);
                         if measured {
                             self.rec.completed(
                                 p.rtype as usize,

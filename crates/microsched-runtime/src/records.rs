@@ -9,10 +9,10 @@
 //! `service_ns` (the service time asked for), `replica` (the server that answered, 0 with
 //! one), `tries`, `outcome` (`ok`, or how it ended: the [`OUTCOMES`]), `latency_ns` (scheduled
 //! creation to response; 0 if none), `server_queue_ns` (the server's queueing delay, from the
-//! response: admission to first start; 0 if none), `measured` (created in the measured
-//! window). The server's own service time is not on the wire: a request's time at the server
-//! beyond its queueing is `latency − server_queue − network`, which the divergence report
-//! splits with the simulator's figures.
+//! response: admission to first start; 0 if none), `server_service_ns` (the server's time from
+//! that start to the response: the run, and any wait after a preemption or behind a mutex; 0
+//! if none), `measured` (created in the measured window). What is left of the latency,
+//! `latency − server_queue − server_service`, is the network and the client.
 //!
 //! Bounded: at most [`MAX_RECORDS`] rows (about 80 MB in memory); past it requests are counted
 //! in `cut`, not kept, and the front says so.
@@ -69,6 +69,7 @@ pub struct Row {
     pub outcome: Outcome,
     pub latency_ns: Nanos,
     pub server_queue_ns: Nanos,
+    pub server_service_ns: Nanos,
     pub measured: bool,
 }
 
@@ -86,6 +87,7 @@ pub struct Records {
     pub outcome: Vec<String>,
     pub latency_ns: Vec<u64>,
     pub server_queue_ns: Vec<u64>,
+    pub server_service_ns: Vec<u64>,
     pub measured: Vec<bool>,
     /// Requests that ended after the bound was reached (not kept).
     pub cut: u64,
@@ -121,6 +123,7 @@ impl Records {
         self.outcome.push(OUTCOMES[r.outcome as usize].to_string());
         self.latency_ns.push(r.latency_ns);
         self.server_queue_ns.push(r.server_queue_ns);
+        self.server_service_ns.push(r.server_service_ns);
         self.measured.push(r.measured);
     }
 
@@ -141,6 +144,7 @@ impl Records {
         permute(&mut self.outcome, &order);
         permute(&mut self.latency_ns, &order);
         permute(&mut self.server_queue_ns, &order);
+        permute(&mut self.server_service_ns, &order);
         permute(&mut self.measured, &order);
     }
 }
@@ -161,6 +165,7 @@ mod tests {
             outcome: Outcome::Ok,
             latency_ns: 5,
             server_queue_ns: 1,
+            server_service_ns: 2,
             measured: true,
         }
     }

@@ -27,14 +27,17 @@
 //! * A `Response` answers every request that reached the server with a valid token: `Ok` (served),
 //!   `Dropped` (AQM drop notice), `Rejected` (the session had no credit for it) or
 //!   `LockDropped` (status 3: dropped by ASQM at a lock, inside the application). `qdelay_ns` is
-//!   the time the request waited at the server before a worker started it.
+//!   the time the request waited at the server before a worker started it, `service_ns` its time
+//!   from that start to the response (since version 2).
 //! * `Full` answers a `Connect` the server cannot take (every session slot is held): the client
 //!   learns why it gets no `ConnectAck` (idle sessions expire, so a later retry may succeed).
 //! * `demand` is the number of requests still queued at the client after this one (Breakwater's
 //!   piggybacked demand); in `Connect` and `CreditRequest` it asks for credits.
 
 pub const MAGIC: [u8; 2] = *b"MS";
-pub const VERSION: u8 = 1;
+/// 2: `Response` carries the server's `service_ns` (a version-1 peer is refused with a
+/// clear error, not misread).
+pub const VERSION: u8 = 2;
 pub const HEADER_LEN: usize = 4;
 /// Largest encoded message: a receive buffer of this size never truncates a valid one.
 pub const MAX_LEN: usize = HEADER_LEN + 34;
@@ -61,7 +64,10 @@ pub enum Msg {
     Connect { cookie: u32, demand: u32 },
     ConnectAck { cookie: u32, token: u64, credits: u32 },
     Request { token: u64, req_id: u64, demand: u32, service_ns: u64, rtype: u16 },
-    Response { req_id: u64, credits: u32, status: Status, qdelay_ns: u64 },
+    /// `qdelay_ns`: the server's queueing delay (admission to first start); `service_ns`: its
+    /// time from the first start to the response (the run itself, and any wait after a
+    /// preemption or behind a mutex). Both 0 for a request that never started.
+    Response { req_id: u64, credits: u32, status: Status, qdelay_ns: u64, service_ns: u64 },
     Credit { cookie: u32, credits: u32 },
     Disconnect { token: u64 },
     CreditRequest { token: u64, demand: u32 },
@@ -128,7 +134,7 @@ fn body_len(kind: u8) -> Option<usize> {
         K_CONNECT => 8,
         K_CONNECT_ACK => 16,
         K_REQUEST => 30,
-        K_RESPONSE => 21,
+        K_RESPONSE => 29,
         K_CREDIT => 8,
         K_DISCONNECT => 8,
         K_CREDIT_REQUEST => 12,
@@ -199,7 +205,7 @@ pub fn decode(buf: &[u8]) -> Result<Msg, DecodeError> {
                 4 => Status::StartDropped,
                 s => return Err(DecodeError::BadStatus(s)),
             };
-            Msg::Response { req_id, credits, status, qdelay_ns: r.u64() }
+            Msg::Response { req_id, credits, status, qdelay_ns: r.u64(), service_ns: r.u64() }
         }
         K_CREDIT => Msg::Credit { cookie: r.u32(), credits: r.u32() },
         K_DISCONNECT => Msg::Disconnect { token: r.u64() },
@@ -269,11 +275,12 @@ pub fn encode(m: &Msg) -> Encoded {
             .put(&service_ns.to_le_bytes())
             .put(&rtype.to_le_bytes())
             .done(),
-        Msg::Response { req_id, credits, status, qdelay_ns } => Writer::new(K_RESPONSE)
+        Msg::Response { req_id, credits, status, qdelay_ns, service_ns } => Writer::new(K_RESPONSE)
             .put(&req_id.to_le_bytes())
             .put(&credits.to_le_bytes())
             .put(&[status as u8])
             .put(&qdelay_ns.to_le_bytes())
+            .put(&service_ns.to_le_bytes())
             .done(),
         Msg::Credit { cookie, credits } => Writer::new(K_CREDIT).put(&cookie.to_le_bytes()).put(&credits.to_le_bytes()).done(),
         Msg::Disconnect { token } => Writer::new(K_DISCONNECT).put(&token.to_le_bytes()).done(),
@@ -300,11 +307,11 @@ mod tests {
             Msg::Connect { cookie: 7, demand: 3 },
             Msg::ConnectAck { cookie: 7, token: 0xdead_beef_0123_4567, credits: 9 },
             Msg::Request { token: u64::MAX, req_id: 42, demand: 1, service_ns: 20_000, rtype: 65535 },
-            Msg::Response { req_id: 42, credits: 63, status: Status::Ok, qdelay_ns: 1234 },
-            Msg::Response { req_id: 43, credits: 0, status: Status::Dropped, qdelay_ns: 0 },
-            Msg::Response { req_id: 44, credits: 1, status: Status::Rejected, qdelay_ns: 0 },
-            Msg::Response { req_id: 45, credits: 2, status: Status::LockDropped, qdelay_ns: 7 },
-            Msg::Response { req_id: 46, credits: 3, status: Status::StartDropped, qdelay_ns: 8 },
+            Msg::Response { req_id: 42, credits: 63, status: Status::Ok, qdelay_ns: 1234, service_ns: 5678 },
+            Msg::Response { req_id: 43, credits: 0, status: Status::Dropped, qdelay_ns: 0, service_ns: 0 },
+            Msg::Response { req_id: 44, credits: 1, status: Status::Rejected, qdelay_ns: 0, service_ns: 0 },
+            Msg::Response { req_id: 45, credits: 2, status: Status::LockDropped, qdelay_ns: 7, service_ns: 0 },
+            Msg::Response { req_id: 46, credits: 3, status: Status::StartDropped, qdelay_ns: 8, service_ns: 0 },
             Msg::Credit { cookie: 1, credits: 5 },
             Msg::Disconnect { token: 5 },
             Msg::CreditRequest { token: 5, demand: 16 },
@@ -336,7 +343,7 @@ mod tests {
         v[3] = 6;
         v.push(0);
         assert_eq!(decode(&v).unwrap_err().reason(), "bad_length");
-        let mut r = encode(&Msg::Response { req_id: 1, credits: 1, status: Status::Ok, qdelay_ns: 0 }).to_vec();
+        let mut r = encode(&Msg::Response { req_id: 1, credits: 1, status: Status::Ok, qdelay_ns: 0, service_ns: 0 }).to_vec();
         r[HEADER_LEN + 12] = 5;
         assert_eq!(decode(&r), Err(DecodeError::BadStatus(5)));
         // Every truncation of every message is an error, never a panic.

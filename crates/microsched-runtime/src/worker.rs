@@ -507,6 +507,7 @@ fn finish(sh: &Shared, me: usize, job: &Job, started: Nanos, msgs: &mut Vec<Cred
         credits,
         status: Status::Ok,
         qdelay_ns: started.saturating_sub(job.arrived),
+        service_ns: done.saturating_sub(started),
     };
     sh.send(&encode(&msg), job.peer);
 }

@@ -438,13 +438,14 @@ def print_divergence(d: dict) -> None:
     console().print("latency real − sim (µs): " + ", ".join(f"{k} {num(q[k], ',.1f')}" for k in
                                                             ["p1", "p10", "p50", "p90", "p99", "mean", "abs_mean"]))
     t = Table(title="requests that differ most (µs): where their time went", title_justify="left")
-    for col in ["id", "type", "service", "real", "sim", "real − sim", "real queue", "sim queue", "real rest",
-                "sim rest"]:
+    for col in ["id", "type", "service", "real", "sim", "real − sim", "real queue", "sim queue", "real at server",
+                "sim at server", "real rest", "sim rest"]:
         t.add_column(col, justify="right")
     for r in d["top"]:
         t.add_row(str(r["id"]), str(r["type"]), num(r["service_us"], ",.1f"), num(r["latency_real_us"], ",.1f"),
                   num(r["latency_sim_us"], ",.1f"), num(r["diff_us"], ",.1f"), num(r["real_queue_us"], ",.1f"),
-                  num(r["sim_queue_us"], ",.1f"), num(r["real_rest_us"], ",.1f"), num(r["sim_rest_us"], ",.1f"))
+                  num(r["sim_queue_us"], ",.1f"), num(r["real_service_us"], ",.1f"), num(r["sim_service_us"], ",.1f"),
+                  num(r["real_rest_us"], ",.1f"), num(r["sim_rest_us"], ",.1f"))
     console().print(t)
 
 

@@ -62,7 +62,7 @@ impl FakeReplica {
                     Ok(Msg::Connect { cookie, .. }) => Msg::ConnectAck { cookie, token: 1000 + cookie as u64, credits: 1 },
                     Ok(Msg::Request { req_id, .. }) => {
                         rq.fetch_add(1, Ordering::SeqCst);
-                        Msg::Response { req_id, credits: 1, status, qdelay_ns: 0 }
+                        Msg::Response { req_id, credits: 1, status, qdelay_ns: 0, service_ns: 0 }
                     }
                     _ => continue,
                 };
