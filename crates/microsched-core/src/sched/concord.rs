@@ -247,40 +247,7 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Concord {
 mod tests {
     use super::*;
 
-    /// A toy server: per-worker mailboxes, a central queue, spinning workers.
-    struct View {
-        own: Vec<usize>,
-        shared: usize,
-        spinners: Vec<u16>,
-    }
-
-    impl ServerView for View {
-        fn max_cores(&self) -> usize {
-            self.own.len()
-        }
-        fn is_active(&self, _core: u16) -> bool {
-            true
-        }
-        fn active(&self) -> &[u16] {
-            &[]
-        }
-        fn spinners(&self) -> &[u16] {
-            &self.spinners
-        }
-        fn victims(&self) -> &[u16] {
-            &[]
-        }
-        fn queue_len(&self, place: Place) -> usize {
-            match place {
-                Place::Core(c) => self.own[c as usize],
-                Place::Shared => self.shared,
-                Place::Class(_) => 0,
-            }
-        }
-        fn queued(&self) -> u64 {
-            0
-        }
-    }
+    use crate::sched::toy_view::ToyView as View;
 
     fn policy() -> Concord {
         Concord { k: 2, work: true, quantum: 5000, threshold: 500, cap: 2000, last_start: Vec::new(), now: 0 }
@@ -289,7 +256,7 @@ mod tests {
     #[test]
     fn jbsq_fills_idle_workers_then_free_slots_and_never_overfills() {
         let mut p = policy();
-        let mut v = View { own: vec![0; 3], shared: 0, spinners: vec![0, 2, 1] };
+        let mut v = View { own: vec![0; 3], shared: 0, spinners: vec![0, 2, 1], ..Default::default() };
         // An idle worker first, the last to become idle.
         assert_eq!(QueuePolicy::<View>::steer(&mut p, 0, &v), Place::Core(1));
         v.spinners.clear();

@@ -30,6 +30,8 @@ pub mod mutex;
 pub mod irq;
 pub mod preemption;
 pub mod search;
+#[cfg(test)]
+pub(crate) mod toy_view;
 
 use crate::env::SchedEnv;
 use crate::scenario::{QueueMode, Scenario};

@@ -264,39 +264,7 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for TinyQuanta {
 mod tests {
     use super::*;
 
-    /// A toy server: per-worker rings and busy lists.
-    struct View {
-        ring: Vec<usize>,
-        busy: Vec<usize>,
-    }
-
-    impl ServerView for View {
-        fn max_cores(&self) -> usize {
-            self.ring.len()
-        }
-        fn is_active(&self, _core: u16) -> bool {
-            true
-        }
-        fn active(&self) -> &[u16] {
-            &[]
-        }
-        fn spinners(&self) -> &[u16] {
-            &[]
-        }
-        fn victims(&self) -> &[u16] {
-            &[]
-        }
-        fn queue_len(&self, place: Place) -> usize {
-            match place {
-                Place::Core(c) => self.ring[c as usize],
-                Place::Class(k) => self.busy[k as usize],
-                Place::Shared => 0,
-            }
-        }
-        fn queued(&self) -> u64 {
-            0
-        }
-    }
+    use crate::sched::toy_view::ToyView as View;
 
     fn policy(workers: usize) -> TinyQuanta {
         TinyQuanta { cap: 8, period: 4, msq: true, last: 0, w: vec![Worker::default(); workers] }
@@ -309,7 +277,7 @@ mod tests {
     #[test]
     fn empty_takes_from_the_ring_are_not_counted_in_service() {
         let mut tq = policy(2);
-        let view = View { ring: vec![1, 0], busy: vec![0, 0] };
+        let view = View { own: vec![1, 0], class: vec![0, 0], ..Default::default() };
         for _ in 0..20 {
             assert_eq!(tq.next(0, &view), Next::Run(Place::Core(0)));
             QueuePolicy::<View>::missed(&mut tq, 0, Place::Core(0));
@@ -318,7 +286,7 @@ mod tests {
         // worker 0 (the one in its ring), not 21.
         assert_eq!(tq.load(0, &view), 1);
         assert_eq!(tq.next(0, &view), Next::Run(Place::Core(0)));
-        let view = View { ring: vec![0, 0], busy: vec![0, 0] };
+        let view = View { own: vec![0, 0], class: vec![0, 0], ..Default::default() };
         assert_eq!(tq.load(0, &view), 1);
         QueuePolicy::<View>::finished(&mut tq, 0, 1000);
         assert_eq!(tq.load(0, &view), 0);
@@ -330,7 +298,7 @@ mod tests {
         let mut tq = policy(1);
         tq.w[0].in_flight = 1;
         tq.w[0].quanta.push_back(3);
-        let view = View { ring: vec![0], busy: vec![1] };
+        let view = View { own: vec![0], class: vec![1], ..Default::default() };
         assert_eq!(tq.next(0, &view), Next::Run(Place::Class(0)));
         QueuePolicy::<View>::missed(&mut tq, 0, Place::Class(0));
         assert_eq!(tq.w[0].quanta.front(), Some(&3));
