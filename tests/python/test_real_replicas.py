@@ -35,6 +35,11 @@ def test_real_starts_one_server_per_replica_and_reports_each(two_replicas):
     assert all(a["addr"].startswith("127.") for a in servers)
     assert [n["node"] for n in s["nodes"]] == [0, 1]
     assert s["cores"]["max"] == 2, "the flat cores are the replicas' total"
+    # The totals are the simulator's merge of nodes: core time and allocation add up.
+    nodes = s["nodes"]
+    assert s["core_time"]["total_ns"] == sum(n["core_time"]["total_ns"] for n in nodes)
+    assert s["cores"]["allocated_mean"] == pytest.approx(sum(n["cores"]["allocated_mean"] for n in nodes))
+    assert s["cpu_utilization"] == pytest.approx(s["cores"]["allocated_mean"] / 2)
     client = s["runtime"]["client"]
     assert s["runtime"]["accounting"]["client_conserved"]
     # Both replicas served (20 sessions hashed over 2) and their completions are the client's.

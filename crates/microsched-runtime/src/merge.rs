@@ -271,18 +271,20 @@ pub fn merge_replicas(lg: &LoadgenResult, reports: &[ServerReport]) -> Value {
             n
         })
         .collect();
-    let sum = |path: &[&str]| -> f64 {
-        nodes.iter().map(|n| path.iter().fold(n, |x, k| &x[*k]).as_f64().unwrap_or(0.0)).sum()
-    };
-    for k in ["max", "allocated_mean", "busy_mean", "transition_mean"] {
-        v["cores"][k] = json!(if k == "max" { json!(sum(&["cores", k]) as u64) } else { json!(sum(&["cores", k])) });
+    // The totals are the simulator's merge of its nodes (`NodeSummary::add`).
+    let each: Vec<NodeSummary> = nodes
+        .iter()
+        .map(|n| serde_json::from_value(n.clone()).expect("a replica's node section is a NodeSummary"))
+        .collect();
+    let mut total = each[0].clone();
+    for (k, n) in each[1..].iter().enumerate() {
+        total.add(n, k + 1);
     }
-    for k in ["busy_ns", "search_ns", "parked_ns", "transition_ns", "overhead_ns", "total_ns"] {
-        v["core_time"][k] = json!(sum(&["core_time", k]) as u64);
-    }
-    let max = sum(&["cores", "max"]);
-    v["cpu_utilization"] = json!(if max > 0.0 { sum(&["cores", "allocated_mean"]) / max } else { 0.0 });
-    v["be_cores_mean"] = json!(sum(&["be_cores_mean"]));
+    v["cores"] = json!(total.cores);
+    v["core_time"] = json!(total.core_time);
+    let max = total.cores.max as f64;
+    v["cpu_utilization"] = json!(if max > 0.0 { total.cores.allocated_mean / max } else { 0.0 });
+    v["be_cores_mean"] = json!(total.be_cores_mean);
     v["nodes"] = Value::Array(nodes);
     v["runtime"]["servers"] = Value::Array(
         per.iter()
