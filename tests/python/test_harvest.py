@@ -210,3 +210,36 @@ def test_every_claim_not_reproduced_carries_evidence():
         c = judge(spec, EXAMPLES[spec.id][1])
         if c.verdict in ("direction", "not_reproduced", "out_of_regime"):
             assert c.extra["cause"]["evidence"], spec.id
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 44: the IRQ load tied to the Primary's packets (conditions irq-per-request[-bully])
+
+
+def test_irq_per_request_conditions_change_the_irq_variants_only():
+    from microsched.reproduce import get
+
+    repro = get("harvest")
+    spec = SweepSpec.load(HARVEST / "sweep.toml", quick=True)
+    per_request = "server.irq.per_request={handlers=3, cost_us=1}"
+    for v in spec.variants:
+        alone, bully = repro.condition("irq-per-request").sets(v), repro.condition("irq-per-request-bully").sets(v)
+        if v.name.endswith(("-irq", "-irq-steer")):
+            assert alone == ("server.irq.rate_per_s=0", per_request) and bully == (per_request,), v.name
+        else:
+            assert alone == bully == (), v.name
+    with pytest.raises(KeyError, match="irq-per-request"):
+        repro.condition("no-such")
+    # Under the condition the Primary's packets are the IRQ load: 3 handler runs per request.
+    base = _variant("memcached/mid/acbf-irq") + ["duration_ms=300"]
+    s = microsched.run(HARVEST / "base.toml", overrides=base + ["server.irq.rate_per_s=0", per_request]).summary
+    assert s["irq"]["per_request_rate_per_s"] == pytest.approx(150_000, rel=0.05)
+    assert s["irq"]["in_service_ns"] > 0
+    doubled = microsched.run(HARVEST / "base.toml",
+                             overrides=base + ["load.rps=100000", "server.irq.rate_per_s=0", per_request]).summary
+    assert doubled["irq"]["per_request_rate_per_s"] == pytest.approx(300_000, rel=0.05)
+    # Without it, no per-request key (the summary is the constant model's, unchanged).
+    plain = microsched.run(HARVEST / "base.toml", overrides=base).summary
+    assert "per_request_rate_per_s" not in plain["irq"]
+    with pytest.raises(Exception, match="server.irq.per_request.handlers"):
+        microsched.run(HARVEST / "base.toml", overrides=base + ["server.irq.per_request={handlers=0, cost_us=1}"])

@@ -255,6 +255,10 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
 /// Mean, minimum and maximum over a set (cores).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Spread {
@@ -596,6 +600,12 @@ pub struct Irq {
     pub secondary_ns: f64,
     /// `secondary_ns` over the run, in cores.
     pub secondary_cores_mean: f64,
+    /// `server.irq.per_request`: handler runs the requests' packets brought (requests ×
+    /// handlers), and that count per second of the run (absent without `per_request`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub per_request_handlers: u64,
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub per_request_rate_per_s: f64,
 }
 
 impl Irq {
@@ -605,5 +615,7 @@ impl Irq {
         self.held_idle_ns += o.held_idle_ns;
         self.secondary_ns += o.secondary_ns;
         self.secondary_cores_mean += o.secondary_cores_mean;
+        self.per_request_handlers += o.per_request_handlers;
+        self.per_request_rate_per_s += o.per_request_rate_per_s;
     }
 }

@@ -113,7 +113,7 @@ impl Node {
         if let Some(search) = sched::work_search(sc).build(workers as usize, microsched_core::rng::stream(node_seed, "search")) {
             server.set_search(search);
         }
-        if let Some(irq) = sc.server.irq.as_ref().filter(|c| c.rate_per_s > 0.0) {
+        if let Some(irq) = sc.server.irq.as_ref().filter(|c| c.is_active()) {
             server.irq = Some(Box::new(irq.build(workers as usize, microsched_core::rng::stream(node_seed, "irq"))));
         }
         let rtt = us(sc.network.rtt_us);
@@ -339,16 +339,24 @@ impl Node {
         let held = self.server.irq.as_ref().map_or(0.0, |i| i.rate_per_core_s());
         let (in_service_ns, in_service_count) = self.server.irq.as_ref().map_or((0, 0), |i| (i.in_service_ns, i.in_service_count));
         let per_ns = |rate: f64| rate * 1e-9 * cfg.cost_us * 1e3;
+        // `per_request`: the work of the requests' packets is placed, so it is counted, not expected.
+        let (packets, packets_held, packet_secondary_ns) = self.server.irq.as_ref().filter(|i| i.per_request.is_some())
+            .map_or((0, 0, 0), |i| (i.packet_count, i.packet_held_count, i.packet_secondary_ns));
         let secondary_ns = match cfg.steering {
             IrqSteering::Spread => per_ns(held) * (times[CoreMode::Parked as usize] + times[CoreMode::Waking as usize]) as f64,
             IrqSteering::Secondary => per_ns(cfg.rate_per_s) * end as f64,
             IrqSteering::IdleFirst => 0.0,
-        };
+        } + packet_secondary_ns as f64;
         // Placed idle first, the handlers' time on idle cores is counted, not expected.
         let held_idle_ns = match (cfg.steering, self.server.irq.as_ref()) {
             (IrqSteering::IdleFirst, Some(i)) => i.idle_ns as f64,
+            (_, Some(i)) if i.per_request.is_some() => per_ns(held) * times[CoreMode::Search as usize] as f64 + i.idle_ns as f64,
             _ => per_ns(held) * times[CoreMode::Search as usize] as f64,
         };
+        // A held core's rate: the constant's share, plus the requests' handler runs that landed
+        // on held cores over the time cores were held.
+        let held_s = (times[CoreMode::Busy as usize] + times[CoreMode::Search as usize] + times[CoreMode::Overhead as usize]) as f64 * 1e-9;
+        let held_rate = if packets_held > 0 && held_s > 0.0 { held + packets_held as f64 / held_s } else { held };
         Some(Irq {
             steering: match cfg.steering {
                 IrqSteering::Spread => "spread",
@@ -356,11 +364,13 @@ impl Node {
                 IrqSteering::IdleFirst => "idle_first",
             }
             .to_string(),
-            held_core_rate_per_s: held,
+            held_core_rate_per_s: held_rate,
             in_service_ns,
             in_service_count,
             held_idle_ns,
             secondary_ns,
+            per_request_handlers: packets,
+            per_request_rate_per_s: packets as f64 / (end.max(1) as f64 * 1e-9),
             secondary_cores_mean: secondary_ns / end.max(1) as f64,
         })
     }

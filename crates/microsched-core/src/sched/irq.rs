@@ -19,6 +19,19 @@
 //! λ·c·c/2, well under 0.1 µs at the rates used here); IRQ time on idle held cores and on the
 //! Secondary's cores changes no request and is reported as its expectation (rate × time).
 //!
+//! **Per request** (`per_request`, off by default): instead of (or besides) a constant stream,
+//! each request packet that reaches the node brings its own receive work, as §3.5 describes a
+//! container's: the NIC's hard IRQ with its NET_RX softirq, then a softirq per traversal of the
+//! veth pair (`handlers` runs of `cost_us` each). The kernel runs the chain on the CPU that took
+//! the NIC's interrupt (veth hands the packet to the local CPU's backlog; RPS off), so the work is
+//! one contiguous stretch of `handlers × cost_us` on one core, placed when the request arrives:
+//! under `spread` on a core of the node picked uniformly (RSS / irqbalance over the node's
+//! queues), lent or not; under `secondary` on the Secondary's cores. On a core running a request
+//! it suspends it (preemptive-resume, as above), on an idle held core it occupies the core (a
+//! request started there waits for the rest), on a lent core it is the Secondary's loss. The IRQ
+//! load therefore follows the Primary's own arrivals, bursts included, where the constant stream
+//! ignores them.
+//!
 //! **Steering.** `spread` (irqbalance / RSS: the node's IRQs spread evenly over its cores, lent
 //! or not: each core gets rate / cores) or `secondary` (HarvestContainers: IRQs affinitized to
 //! the Secondary's dedicated core and its harvested cores, never to a core the Primary holds).
@@ -71,6 +84,21 @@ pub enum RequestWork {
     WallClock,
 }
 
+/// `server.irq.per_request`: the receive work each request packet brings (§3.5: the NIC's hard
+/// IRQ and NET_RX, and the veth pair's softirqs), run as one stretch on the core that takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PerRequest {
+    /// Handler runs per request: 3 for a container (the NIC's, and one per veth traversal: §3.5's
+    /// "up to 3 times as many interrupts for a container vs. a hardware NIC"), 1 on bare metal.
+    pub handlers: u32,
+    /// CPU time of one handler run, µs.
+    pub cost_us: f64,
+}
+
+/// The largest `per_request.handlers` accepted.
+const MAX_HANDLERS: u32 = 16;
+
 /// `server.irq`: NIC interrupt load on the node's cores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -92,11 +120,15 @@ pub struct Config {
     /// `cpu` (default) or `wall_clock` (with `idle_first` only): what a running request's work
     /// is when a handler lands on its core.
     pub request_work: RequestWork,
+    /// Receive work per request packet (none, the default: the IRQ load is `rate_per_s` only),
+    /// with `steering` = `spread` or `secondary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_request: Option<PerRequest>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { rate_per_s: 0.0, cost_us: 2.0, cost_sigma: 0.0, steering: IrqSteering::Spread, request_work: RequestWork::Cpu }
+        Self { rate_per_s: 0.0, cost_us: 2.0, cost_sigma: 0.0, steering: IrqSteering::Spread, request_work: RequestWork::Cpu, per_request: None }
     }
 }
 
@@ -130,6 +162,23 @@ impl Config {
                 "\"wall_clock\" is allowed only with steering = \"idle_first\" (the handlers drawn inside a request assume CPU work)",
             ));
         }
+        if let Some(pr) = &self.per_request {
+            if !(1..=MAX_HANDLERS).contains(&pr.handlers) {
+                return Err(ScenarioError::new(
+                    format!("{field}.per_request.handlers"),
+                    format!("{} is not allowed: must be an integer from 1 to {MAX_HANDLERS} (handler runs per request: 3 for a container's NIC and veth pair, 1 on bare metal)", pr.handlers),
+                ));
+            }
+            if !(pr.cost_us.is_finite() && pr.cost_us > 0.0 && pr.cost_us <= 100.0) {
+                return Err(ScenarioError::new(format!("{field}.per_request.cost_us"), format!("{} is not allowed: must be a number of µs > 0 and <= 100", pr.cost_us)));
+            }
+            if self.steering == IrqSteering::IdleFirst {
+                return Err(ScenarioError::new(
+                    format!("{field}.per_request"),
+                    "is allowed only with steering = \"spread\" or \"secondary\" (idle_first handlers are threads, not a request's packets)",
+                ));
+            }
+        }
         let per_core = self.rate_per_s / cores.max(1) as f64 * self.cost_us * 1e-6;
         if per_core >= MAX_CORE_LOAD {
             return Err(ScenarioError::new(
@@ -138,6 +187,11 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// Whether this generates any IRQ work (a constant stream or work per request).
+    pub fn is_active(&self) -> bool {
+        self.rate_per_s > 0.0 || self.per_request.is_some()
     }
 
     /// The interference on one of the node's `cores` cores while the Primary holds it.
@@ -159,13 +213,33 @@ impl Config {
             nested: Poisson::new(per_core * self.cost_us * 1e-6).ok(),
             gap: (self.steering == IrqSteering::IdleFirst).then(|| Exp::new(self.rate_per_s * 1e-9).ok()).flatten(),
             wall_clock: self.request_work == RequestWork::WallClock,
+            per_request: self.per_request.map(|pr| PacketWork {
+                handlers: pr.handlers,
+                // One contiguous stretch: the whole chain runs on the core that took the NIC's IRQ.
+                cost: ((pr.handlers as f64 * pr.cost_us * 1e3).round() as Nanos).max(1),
+                steered: self.steering == IrqSteering::Secondary,
+            }),
             rng,
             in_service_ns: 0,
             in_service_count: 0,
             idle_ns: 0,
             idle_count: 0,
+            packet_count: 0,
+            packet_held_count: 0,
+            packet_secondary_ns: 0,
         }
     }
+}
+
+/// `per_request`, as the engine places it.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketWork {
+    /// Handler runs in one request's stretch.
+    pub handlers: u32,
+    /// The stretch's length: `handlers × cost_us`.
+    pub cost: Nanos,
+    /// Steered onto the Secondary's cores: no held core takes any.
+    pub steered: bool,
 }
 
 /// The IRQ interference on the Primary's held cores, with its counters (whole run).
@@ -189,6 +263,13 @@ pub struct Irq {
     /// `idle_first`: handler time that landed on idle cores.
     pub idle_ns: Nanos,
     pub idle_count: u64,
+    /// `per_request`: the work each request packet brings; None: none.
+    pub per_request: Option<PacketWork>,
+    /// `per_request`: handler runs generated (requests × handlers), those that landed on a held
+    /// core (busy or idle), and the time that landed on the Secondary's cores.
+    pub packet_count: u64,
+    pub packet_held_count: u64,
+    pub packet_secondary_ns: Nanos,
 }
 
 impl Irq {
@@ -285,6 +366,30 @@ mod tests {
         }
         let e = Config { cost_sigma: 0.5, ..Config::default() }.validate("server.irq", 8).unwrap_err();
         assert!(e.field == "server.irq.cost_sigma" && e.message.contains("idle_first"), "{e}");
+    }
+
+    #[test]
+    fn per_request_validation_names_the_field_and_its_allowed_values() {
+        let with = |handlers: u32, cost_us: f64, steering: IrqSteering| Config { per_request: Some(PerRequest { handlers, cost_us }), steering, ..Config::default() };
+        assert!(with(3, 1.0, IrqSteering::Spread).validate("server.irq", 8).is_ok());
+        assert!(with(1, 0.5, IrqSteering::Secondary).validate("server.irq", 8).is_ok());
+        for h in [0, 17] {
+            let e = with(h, 1.0, IrqSteering::Spread).validate("server.irq", 8).unwrap_err();
+            assert!(e.field == "server.irq.per_request.handlers" && e.message.contains("1 to 16"), "{e}");
+        }
+        for c in [0.0, -1.0, 100.5, f64::NAN] {
+            assert_eq!(with(3, c, IrqSteering::Spread).validate("server.irq", 8).unwrap_err().field, "server.irq.per_request.cost_us");
+        }
+        let e = with(3, 1.0, IrqSteering::IdleFirst).validate("server.irq", 8).unwrap_err();
+        assert!(e.field == "server.irq.per_request" && e.message.contains("\"spread\" or \"secondary\""), "{e}");
+        // Active with no constant stream; one stretch of handlers × cost per request.
+        let cfg = with(3, 1.0, IrqSteering::Spread);
+        assert!(cfg.is_active() && !Config::default().is_active());
+        let irq = cfg.build(8, stream(1, "irq"));
+        assert_eq!(irq.rate_per_core_s(), 0.0);
+        let w = irq.per_request.unwrap();
+        assert_eq!((w.handlers, w.cost, w.steered), (3, 3_000, false));
+        assert!(with(3, 1.0, IrqSteering::Secondary).build(8, stream(1, "irq")).per_request.unwrap().steered);
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod cores;
 mod dispatch;
 mod handlers;
 mod locks;
+mod packet_irq;
 mod park;
 mod preemption;
 mod queues;

@@ -81,6 +81,9 @@ impl<T: Tracer> Sim<T> {
             Event::Generate { app } => self.generate(app),
             Event::ServerArrive { req, demand } => {
                 let node = self.slab[req].node;
+                if self.nodes[node as usize].server.irq.is_some() {
+                    self.nodes[node as usize].server.request_packet_irq(now, &mut self.slab, &mut self.evq);
+                }
                 if self.nodes[node as usize].credit.is_none() {
                     self.nodes[node as usize].server.arrive(req, now, &mut self.slab, &mut self.evq);
                 } else {

@@ -12,6 +12,7 @@ mod dispatcher;
 mod engine;
 mod harvest;
 mod harvest_irq;
+mod harvest_irq_per_request;
 mod overload;
 mod registry;
 mod robust;
