@@ -1074,7 +1074,8 @@ COSTS = (
 NOT_INSTRUMENTED = frozenset({"shinjuku", "signal", "kmod_ipi", "uintr", "rss", "c-fcfs", "d-fcfs", "darc"})
 # Synergy §III-C (Preemption Mechanisms, Compiler Interrupts): "CI incurs low overhead, though
 # tight-loop yield points may add up to 20% overhead [11]" ([11]: Tiny Quanta). An upper bound: the
-# fake work is a loop of 300 nops per iteration, one back-edge check per 300 nops [inference].
+# fake work is a loop of 300 nops per iteration (~29 ns), calibrated without the pass, so one
+# back-edge check per 300 nops (a few %, [inference]); off by default, a named condition.
 CI_OVERHEAD = 0.2
 
 
