@@ -2,10 +2,10 @@
 
 No source measures what Shinjuku's dispatcher core spends per operation: the reproduction's
 200 ns (Shinjuku, DARC; Concord 150, Tiny Quanta 100) is an [inference] of the order of these
-dispatchers' reported limits. Synergy's paper gives one number that the dispatcher cost alone
-decides: Shinjuku sustains 2.37 MRPS on Extreme before its p99.9 slowdown passes 50 (§V-A, Fig. 4;
-"Shinjuku performs worst due to dispatcher contention"). Its workers are 51 % busy there, so the
-limit is the dispatcher's.
+dispatchers' reported limits. The paper names the dispatcher as the limit at one published rate:
+Shinjuku sustains 2.37 MRPS on Extreme before its p99.9 slowdown passes 50 (§V-A, Fig. 4;
+"Shinjuku performs worst due to dispatcher contention"). Its workers are about half busy there, so
+in our model the limit is the dispatcher's.
 
 :func:`fit_dispatcher_cost` finds, per seed, the largest ``server.dispatcher.cost_ns`` at which
 ``extreme/shinjuku`` (as ``experiments/synergy/sweep.toml`` builds it: completions and requeues
@@ -24,7 +24,9 @@ The fit is one number, the cost per dispatcher operation; the condition that use
 by ``fitted / 200`` (Shinjuku and Shinjuku-CI share ``dispatcher.c``; Concord, Tiny Quanta and
 DARC keep their inferred proportions to it), and is validated on every other published max load
 (High, ZippyDB, LevelDB, and Extreme's other systems). ``maxload/extreme/shinjuku/capacity-share``
-is the fit's input: ``fit_input``, never judged.
+is the fit's input: ``fit_input``, never judged. Measured (docs/reproductions/synergy.md): the
+fit over-predicts the rates where the dispatcher matters (Shinjuku on ZippyDB +38 %, Concord and
+DARC on Extreme +42 % and +91 %), so it stays a named condition, not the default.
 
 ``python -m microsched.reproduce.synergy_fit`` runs the fit and prints it as JSON.
 """
