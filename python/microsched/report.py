@@ -171,7 +171,8 @@ def claims_section(claims: list[dict], table_id: str = "claims", heading: bool =
         else:
             shown = verdict.replace("_", " ")
         rows.append([text, _e(paper_text(c)), _e(measured_text(c)), _e(c.get("tolerance") or ""), _e(shown)])
-        rcls.append({REPRODUCED: "holds", "direction": "direction", MODEL_CHECK: "check", "derived": "check"}
+        rcls.append({REPRODUCED: "holds", "direction": "direction", MODEL_CHECK: "check", "derived": "check",
+                     "fit_input": "check"}
                     .get(verdict, "fails"))
     table = _table(["claim", "paper", "measured", "tolerance", "verdict"], rows, cls=["", "num", "num", "num", ""],
                    row_classes=rcls, table_id=table_id)

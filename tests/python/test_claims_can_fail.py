@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 from microsched import reproduce
-from microsched.reproduce.claims import CHECK, DERIVED, MODEL_CHECK, REPRODUCED, judge
+from microsched.reproduce.claims import CHECK, DERIVED, FIT_INPUT, MODEL_CHECK, REPRODUCED, judge
 
 
 def _examples(name: str) -> dict:
@@ -43,6 +43,12 @@ def test_claim_passes_on_its_passing_example_and_fails_on_its_failing_one(name, 
     if spec.kind == CHECK:
         assert ok.verdict == ko.verdict == MODEL_CHECK
         assert ok.extra["passed"] is True and ko.extra["passed"] is False
+        return
+    if spec.fit_input:
+        # a number a model parameter was fitted on is shown with its fit, never judged
+        assert ok.verdict == ko.verdict == FIT_INPUT
+        assert ok.extra["verdict_if_judged"] == REPRODUCED and ko.extra["verdict_if_judged"] != REPRODUCED
+        assert ok.extra["fit_input"] == spec.fit_input
         return
     if not spec.judged:
         # a number composed from statements at different points is shown, never judged

@@ -31,7 +31,8 @@ number, a ratio's effect within 0.5-1.5x the paper's, the 95 % CI excluding no e
 direction (the paper's direction with the CI excluding no effect, not its magnitude),
 not_reproduced, out_of_regime (a precondition of the paper's experiment does not hold in
 the run), model_check (a check of our model, not a paper claim), derived (a number the
-paper composes from statements at different points: shown, not judged). "holds" means
+paper composes from statements at different points: shown, not judged), fit_input (a number
+a model parameter was fitted on: shown with the fit, not judged). "holds" means
 reproduced. Every verdict other than reproduced carries a cause read from the run.
 
 The claims table is printed at the end. A claim that is not reproduced is reported, not an
@@ -48,6 +49,7 @@ examples:
   microsched reproduce allocators --jobs 8 --seeds 10 --out results/allocators-10seeds
   microsched reproduce allocators --resume    # after Ctrl-C: runs only what is missing
   microsched reproduce coresync --quick --condition slow-wake
+  microsched reproduce synergy --quick --condition fitted-dispatcher
   microsched reproduce --all --quick --out results/all-quick
 """
 
@@ -73,7 +75,8 @@ def add_commands(sub: Any) -> None:
                          "only the others run (the same --quick/--seeds are required)")
     rp.add_argument("--condition", metavar="C",
                     help="run every variant under a named condition of the reproduction (coresync: slow-wake, "
-                         "keep-cut, capped-pool; harvest: irq-per-request, irq-per-request-bully); default output results/NAME-C")
+                         "keep-cut, capped-pool; harvest: irq-per-request, irq-per-request-bully; synergy: "
+                         "fitted-dispatcher, ci-overhead); default output results/NAME-C")
     rp.add_argument("--semantics", metavar="NAME",
                     help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
                          "(load-shift runs under study, the simulation study's simulator, by default; ours = this "
@@ -233,17 +236,17 @@ def print_summary(summary: dict, con: Any, out: str) -> None:
 
     t = Table(title="reproductions" + (" (--quick)" if summary["quick"] else ""), title_justify="left")
     for col in ("paper", "reproductions", "time (s)", "reproduced", "direction", "not reproduced", "out of regime",
-                "model checks", "derived"):
+                "model checks", "derived", "fit inputs"):
         t.add_column(col, justify="left" if col in ("paper", "reproductions") else "right")
     for p in summary["papers"]:
         n = p["counts"]
         t.add_row(p["title"], ", ".join(p["reproductions"]), f"{p['wall_s']:.0f}", str(n["reproduced"]),
                   str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]),
-                  str(n.get("derived", 0)))
+                  str(n.get("derived", 0)), str(n.get("fit_input", 0)))
     n = summary["counts"]
     t.add_row("[bold]all[/bold]", "", f"{summary['wall_s']:.0f}", f"[bold]{n['reproduced']}[/bold]",
               str(n["direction"]), str(n["not_reproduced"]), str(n["out_of_regime"]), str(n["model_check"]),
-              str(n.get("derived", 0)))
+              str(n.get("derived", 0)), str(n.get("fit_input", 0)))
     con.print(t)
     print_theses(summary, con)
     for p in summary["papers"]:

@@ -31,7 +31,11 @@ verdict:
     the paper's number is composed from statements at different points (``derived`` gives its
     formula, ``derived_at_one_point`` is False): the paper does not state it, so it is measured
     and shown but not judged, and never counted with the paper's claims. A derived number whose
-    parts the paper gives at the same point is judged as any other.
+    parts the paper gives at the same point is judged as any other;
+``fit_input``
+    a model parameter was fitted on this claim's number (``fit_input`` names the parameter, the
+    fit and where it is used): matching it shows the fit, not the model, so it is measured and
+    shown but not judged, and never counted with the paper's claims.
 
 A claim that is not ``reproduced`` carries a ``cause``: a text formatted only from its
 ``evidence`` map of values measured in the run (:class:`Cause` refuses a template with a
@@ -56,8 +60,10 @@ NOT_REPRODUCED = "not_reproduced"
 OUT_OF_REGIME = "out_of_regime"
 MODEL_CHECK = "model_check"
 DERIVED = "derived"
-VERDICTS = (REPRODUCED, DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME, MODEL_CHECK, DERIVED)
-PAPER_VERDICTS = VERDICTS[:4]  # what a paper's claim can get; model checks and derived numbers are counted apart
+FIT_INPUT = "fit_input"
+VERDICTS = (REPRODUCED, DIRECTION, NOT_REPRODUCED, OUT_OF_REGIME, MODEL_CHECK, DERIVED, FIT_INPUT)
+# What a paper's claim can get; model checks, derived numbers and fit inputs are counted apart.
+PAPER_VERDICTS = VERDICTS[:4]
 
 # A ratio's effect (ratio − 1, or 1 − ratio below 1) must lie within these multiples of the
 # paper's effect (README, "How claims are judged").
@@ -241,6 +247,10 @@ class ClaimSpec:
     # gives both parts at the same point (same figure and load). Judged only if it does.
     derived: str = ""
     derived_at_one_point: bool = False
+    # A model parameter was fitted on this claim's number: what was fitted, by what, and where
+    # it is used (e.g. "server.dispatcher.cost_ns, fitted to 106 ns by ... under --condition X").
+    # Never judged: its match is the fit's doing.
+    fit_input: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -260,11 +270,15 @@ class ClaimSpec:
             raise ValueError(f"claim {self.id}: derived_at_one_point needs the formula in derived")
         if self.derived and self.kind in (ORDER, MONOTONE, CHECK):
             raise ValueError(f"claim {self.id}: a {self.kind} claim has no paper's number to derive")
+        if self.fit_input and (self.kind in (ORDER, MONOTONE, CHECK) or self.derived):
+            raise ValueError(f"claim {self.id}: a fit's input is a number the paper states: not a {self.kind} "
+                             "claim, not a derived one")
 
     @property
     def judged(self) -> bool:
-        """False for a number composed from statements at different points: not judged."""
-        return not self.derived or self.derived_at_one_point
+        """False for a number composed from statements at different points, or one a model
+        parameter was fitted on: not judged."""
+        return (not self.derived or self.derived_at_one_point) and not self.fit_input
 
     @property
     def tol(self) -> Tolerance | None:
@@ -326,6 +340,8 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
     if spec.derived:
         extra["derived"] = spec.derived
         extra["derived_at_one_point"] = spec.derived_at_one_point
+    if spec.fit_input:
+        extra["fit_input"] = spec.fit_input
     for k, v in (("quote", spec.quote), ("unit", spec.unit), ("measure", spec.how), ("group", spec.group)):
         if v:
             extra[k] = v
@@ -341,6 +357,9 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
     if spec.kind == CHECK:
         verdict = MODEL_CHECK
         extra["passed"] = value is not None and _satisfies(spec, lo, hi, band)
+    elif spec.fit_input:
+        verdict = FIT_INPUT
+        extra["verdict_if_judged"] = verdict_of(replace(spec, fit_input=""), m, data).verdict
     elif not spec.judged:
         verdict = DERIVED
         extra["verdict_if_judged"] = verdict_of(replace(spec, derived_at_one_point=True), m, data).verdict
@@ -365,6 +384,10 @@ def verdict_of(spec: ClaimSpec, m: Measured, data: Any = None) -> Claim:
         cause = Cause("not judged: the paper does not state this number; it is derived as {formula}, from statements "
                       "at different points (judged all the same it would be {if_judged})",
                       {"formula": spec.derived, "if_judged": extra["verdict_if_judged"].replace("_", " ")})
+    if verdict == FIT_INPUT:
+        cause = Cause("not judged: a model parameter is fitted on this number ({fit}); matching it shows the fit, "
+                      "not the model (judged all the same it would be {if_judged})",
+                      {"fit": spec.fit_input, "if_judged": extra["verdict_if_judged"].replace("_", " ")})
     if verdict == OUT_OF_REGIME:
         # Not judged; what it would be if it were, for the reader who wants to know all the same.
         inner = verdict_of(spec, Measured(m.value, m.ci95, m.n, m.evidence, [], {}, m.missing), data)
@@ -652,7 +675,7 @@ def fmt_number(v: Any) -> str:
 
 
 VERDICT_STYLE = {REPRODUCED: "green", DIRECTION: "yellow", NOT_REPRODUCED: "bold red", OUT_OF_REGIME: "magenta",
-                 MODEL_CHECK: "dim", DERIVED: "dim"}
+                 MODEL_CHECK: "dim", DERIVED: "dim", FIT_INPUT: "dim"}
 
 
 def measured_text(c: Mapping[str, Any]) -> str:
@@ -711,4 +734,5 @@ def counts_line(claims: Sequence[Mapping[str, Any]]) -> str:
     paper = sum(n[v] for v in PAPER_VERDICTS)
     return (f"{n[REPRODUCED]} of {paper} paper claims reproduced, {n[DIRECTION]} direction only, "
             f"{n[NOT_REPRODUCED]} not reproduced, {n[OUT_OF_REGIME]} out of regime; {n[MODEL_CHECK]} model checks"
-            + (f", {n[DERIVED]} derived numbers not judged" if n[DERIVED] else ""))
+            + (f", {n[DERIVED]} derived numbers not judged" if n[DERIVED] else "")
+            + (f", {n[FIT_INPUT]} fit inputs not judged" if n[FIT_INPUT] else ""))

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 PUBLISHED = "published"
-SYMBOL = {"reproduced": "✓", "direction": "~", "not_reproduced": "✗", "out_of_regime": "∅", "model_check": "·", "derived": "≈"}
+SYMBOL = {"reproduced": "✓", "direction": "~", "not_reproduced": "✗", "out_of_regime": "∅", "model_check": "·", "derived": "≈", "fit_input": "⊙"}
 
 
 def verdict(claim: dict) -> str:

@@ -660,7 +660,7 @@ def thesis_of(paper: str) -> tuple[str, Thesis] | None:
 
 
 def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dict:
-    from .claims import DERIVED, REPRODUCED, VERDICTS, counts
+    from .claims import DERIVED, FIT_INPUT, REPRODUCED, VERDICTS, counts
 
     papers = []
     for key, title in PAPERS.items():
@@ -678,7 +678,7 @@ def make_summary(runs: list[dict], quick: bool, wall_s: float, jobs: int) -> dic
                 {"reproduction": c["reproduction"], "id": c["id"], "verdict": c["verdict"], "paper": c.get("paper"),
                  "paper_ref": c.get("paper_ref"), "measured": c.get("measured"), "ci95": c.get("ci95"),
                  "unit": c.get("unit"), "cause": (c.get("cause") or {}).get("text")}
-                for c in claims if c["verdict"] not in (REPRODUCED, "model_check", DERIVED)],
+                for c in claims if c["verdict"] not in (REPRODUCED, "model_check", DERIVED, FIT_INPUT)],
         })
         declared = thesis_of(key)
         run = next((r for r in mine if declared and r["name"] == declared[0]), None)

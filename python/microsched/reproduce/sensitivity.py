@@ -86,7 +86,7 @@ def _with_costs() -> list[str]:
     return sorted(n for n, r in REGISTRY.items() if r.costs)
 
 
-SHORT = {"reproduced": "✓", "direction": "~", "not_reproduced": "✗", "out_of_regime": "∅", "model_check": "·", "derived": "≈", None: "–"}
+SHORT = {"reproduced": "✓", "direction": "~", "not_reproduced": "✗", "out_of_regime": "∅", "model_check": "·", "derived": "≈", "fit_input": "⊙", None: "–"}
 
 
 def markdown(result: dict) -> str:

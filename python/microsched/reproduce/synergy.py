@@ -43,10 +43,12 @@ import pandas as pd
 
 from .claims import (BOUND, DIFFERENCE, FRACTION, GAIN, MONOTONE, ORDER, RATIO, VALUE, Cause, Claim, ClaimSpec,
                      Condition, Measured, judge_all)
+from .framework import Condition as RunCondition
 from .framework import Context, Figure, Thesis, register
 from .sensitivity import Cost
 from .runner import mean_ci95
 from .stats import mean_over_seeds, seed_values
+from .synergy_fit import FITTED_NS, INFERRED_NS, fitted_scale
 
 LOAD = "load.fraction"
 SLO = 50.0           # p99.9 slowdown at which a system stops meeting the SLO (§V-A)
@@ -582,6 +584,7 @@ def _maxload_claims() -> list[ClaimSpec]:
     for w, d in PAPER_KRPS.items():
         cap = CAPACITY_KRPS[w]
         for s, krps in d.items():
+            fit = FIT_INPUT_TEXT if (w, s) == FIT_CLAIM else ""
             out.append(ClaimSpec(
                 id=f"maxload/{w}/{s}/capacity-share", group=f"max load ({w})",
                 claim=f"{w}: {_name(s)}'s max load at p99.9 slowdown <= {SLO:g} is {krps} kRPS, {krps / cap:.3f} of "
@@ -592,9 +595,16 @@ def _maxload_claims() -> list[ClaimSpec]:
                 how="max-load bisection per seed (midpoint of the last bracket) as a fraction of the 14 workers' "
                     "capacity; the paper's kRPS over 14 / Table II's mean service time, which is the paper's own "
                     "load percentage (e.g. 239 kRPS = 86 % on High); CI at least the bisection step",
-                cause=_cause_fraction(f"{w}/{s}")))
+                cause=_cause_fraction(f"{w}/{s}"), fit_input=fit))
     return out
 
+
+# The published rate the dispatcher cost is fitted on (synergy_fit.py): its claim is the fit's input.
+FIT_CLAIM = ("extreme", "shinjuku")
+FIT_INPUT_TEXT = (f"server.dispatcher.cost_ns: fitted to {FITTED_NS:g} ns per dispatcher operation (×{FITTED_NS / INFERRED_NS:.3g} "
+             f"on every dispatcher cost) on this number by microsched.reproduce.synergy_fit, which bisects the cost at "
+             f"which Shinjuku meets p99.9 slowdown <= {SLO:g} at exactly 2.37 MRPS; runs under --condition "
+             f"fitted-dispatcher (the default runs the inferred {INFERRED_NS:g} ns)")
 
 # (id, workload, system, kRPS, metric, paper, quote)
 _Q239 = ("At 239 kRPS, which represents 86% of CPU load, Synergy reduces slowdown by 2.9×, 1.5×, and 1.2× "
@@ -1046,12 +1056,50 @@ def _dune_send(variant: Any, ns: float) -> tuple[str, ...]:
 COSTS = (
     Cost("server.dispatcher.scale", 1.0,
          "a factor on every dispatcher cost: [inference] of the order of these dispatchers' reported limits "
-         "(Shinjuku, DARC 200 ns, Concord 150, Tiny Quanta 100 per arrival; completions and requeues the same)",
+         "(Shinjuku, DARC 200 ns, Concord 150, Tiny Quanta 100 per arrival; completions and requeues the same); "
+         f"fitted on Shinjuku's 2.37 MRPS on Extreme it is ×{FITTED_NS / INFERRED_NS:.3g} (--condition fitted-dispatcher)",
          _dispatcher_scale),
     Cost("server.dispatcher.signal_ns", 115.0,
          "Shinjuku's dune_posted send: NSDI'19 Table 1, 298 sender cycles (as two secondary transcriptions of the "
          "table give it; the paper itself not read), taken at Synergy's 2.6 GHz",
          _dune_send),
+)
+
+
+# Named conditions (issue 44): model questions answered by measurement, none a default.
+# Systems whose code Synergy's testbed built with compiler-interrupt instrumentation: everything that
+# preempts with CI (Synergy, Shinjuku-CI, Concord, Tiny Quanta, the ladder's ci rungs, the knobs);
+# not Shinjuku (Dune posted interrupts), Fig. 9's signal / IPI / UINTR builds, the run-to-completion
+# rss rung, c-FCFS, d-FCFS and DARC (none preempts). LevelDB's three systems are all CI ("All systems
+# are compiled with Concord's LLVM pass", §V-A2).
+NOT_INSTRUMENTED = frozenset({"shinjuku", "signal", "kmod_ipi", "uintr", "rss", "c-fcfs", "d-fcfs", "darc"})
+# Synergy §III-C (Preemption Mechanisms, Compiler Interrupts): "CI incurs low overhead, though
+# tight-loop yield points may add up to 20% overhead [11]" ([11]: Tiny Quanta). An upper bound: the
+# fake work is a loop of 300 nops per iteration (~29 ns), calibrated without the pass, so one
+# back-edge check per 300 nops (a few %, [inference]); off by default, a named condition.
+CI_OVERHEAD = 0.2
+
+
+def instrumented(variant: Any) -> bool:
+    """Whether a variant's system runs CI-instrumented code (see :data:`NOT_INSTRUMENTED`)."""
+    return variant.name.split("/", 1)[-1] not in NOT_INSTRUMENTED
+
+
+def _ci_overhead(variant: Any) -> tuple[str, ...]:
+    return (f"server.preemption.service_inflation={CI_OVERHEAD:g}",) if instrumented(variant) else ()
+
+
+CONDITIONS = (
+    ("fitted-dispatcher", RunCondition(
+        f"every dispatcher cost × {fitted_scale():.4g}: Shinjuku's and Shinjuku-CI's {FITTED_NS:g} ns per operation "
+        "(arrivals, completions, requeues), fitted on Shinjuku's published 2.37 MRPS on Extreme "
+        "(microsched.reproduce.synergy_fit); Concord, Tiny Quanta and DARC in their inferred proportions to it",
+        lambda v: _dispatcher_scale(v, fitted_scale()))),
+    ("ci-overhead", RunCondition(
+        f"compiler interrupts' instrumentation charged: every CI-built system's requests run {CI_OVERHEAD:.0%} longer "
+        "(server.preemption.service_inflation), Synergy §III-C's 'up to 20% overhead [11]' for tight-loop yield "
+        "points; slowdown still divides by the nominal service time",
+        _ci_overhead)),
 )
 
 
@@ -1081,7 +1129,7 @@ FIGURES = (
                       "Extreme, ZippyDB and LevelDB (p99.9 slowdown and latency at the paper's loads, max load at "
                       "slowdown <= 50), the ablation ladder, the congestion knobs, interrupt mechanisms, 8 vs 512 "
                       "flows, scaling",
-          spec="synergy/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS,
+          spec="synergy/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS, conditions=CONDITIONS,
           figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     data = build_data(ctx)
