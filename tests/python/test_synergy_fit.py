@@ -94,9 +94,13 @@ def test_the_synergy_claim_the_cost_is_fitted_on_is_its_input():
     assert {"id", "claim", "paper", "measured", "holds", "verdict"} <= set(d)
 
 
-def test_fitted_dispatcher_scales_every_dispatcher_and_nothing_else():
-    cond = get("synergy").condition("fitted-dispatcher")
-    scale = fit.FITTED_NS / fit.INFERRED_NS
+def test_the_fit_is_the_default_and_the_inferred_costs_a_condition():
+    # The project's rule (shared/reference): the fitted cost by default; the spec's costs are the
+    # fit's, in the inferred proportions (200 / 150 / 100 / 200 ns × 0.528).
+    costs = {x.split("=")[1] for v in SWEEP["variants"] for x in v["set"] if x.startswith("server.dispatcher.cost_ns=")}
+    assert costs == {f"{fit.FITTED_NS:g}", "79.2", "52.8"}, costs
+    cond = get("synergy").condition("inferred-dispatcher")
+    scale = fit.INFERRED_NS / fit.FITTED_NS
     for v in SWEEP["variants"]:
         var = SimpleNamespace(name=v["name"], set=tuple(v["set"]))
         own = [x for x in v["set"] if x.startswith("server.dispatcher.cost_ns=")]
@@ -105,7 +109,9 @@ def test_fitted_dispatcher_scales_every_dispatcher_and_nothing_else():
             assert got == (), v["name"]
         else:
             assert got == (f"server.dispatcher.cost_ns={float(own[0].split('=')[1]) * scale:g}",), v["name"]
-    assert cond.sets(_variant("extreme/shinjuku")) == (f"server.dispatcher.cost_ns={fit.FITTED_NS:g}",)
+    assert cond.sets(_variant("extreme/shinjuku")) == (f"server.dispatcher.cost_ns={fit.INFERRED_NS:g}",)
+    assert cond.sets(_variant("extreme/concord")) == ("server.dispatcher.cost_ns=150",)
+    assert cond.sets(_variant("high/tq")) == ("server.dispatcher.cost_ns=100",)
 
 
 def test_ci_overhead_charges_the_ci_built_systems_only():

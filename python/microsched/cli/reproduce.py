@@ -49,7 +49,7 @@ examples:
   microsched reproduce allocators --jobs 8 --seeds 10 --out results/allocators-10seeds
   microsched reproduce allocators --resume    # after Ctrl-C: runs only what is missing
   microsched reproduce coresync --quick --condition slow-wake
-  microsched reproduce synergy --quick --condition fitted-dispatcher
+  microsched reproduce synergy --quick --condition inferred-dispatcher
   microsched reproduce --all --quick --out results/all-quick
 """
 
@@ -76,7 +76,7 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--condition", metavar="C",
                     help="run every variant under a named condition of the reproduction (coresync: slow-wake, "
                          "keep-cut, capped-pool; harvest: irq-per-request, irq-per-request-bully; synergy: "
-                         "fitted-dispatcher, ci-overhead); default output results/NAME-C")
+                         "inferred-dispatcher, ci-overhead); default output results/NAME-C")
     rp.add_argument("--semantics", metavar="NAME",
                     help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
                          "(load-shift runs under study, the simulation study's simulator, by default; ours = this "
