@@ -224,6 +224,11 @@ def test_conditions_add_their_overrides():
             extra = repro.condition(name).sets(var)
             assert extra[:2] == cold and len(extra) == 3, (name, var.name)
             validate(BASE, overrides=[*replace(var, set=tuple(var.set) + tuple(extra)).set])
+    # bursty clients (issue 44): the clients' option only, from the published start
+    for var in (cs, sh):
+        assert repro.condition("bursty-clients").sets(var) == ('clients.burst="credits"',)
+        sc = validate(BASE, overrides=[*replace(var, set=tuple(var.set) + repro.condition("bursty-clients").sets(var)).set])
+        assert sc["clients"]["burst"] == "credits"
     with pytest.raises(KeyError, match="slow-wake"):
         repro.condition("no-such")
 
@@ -236,6 +241,28 @@ def test_claims_say_whether_they_are_judged_warm_or_cold():
     assert claim_start("method/steady-state-from-pool-ceiling", None) == "cold+warm"
     for cid in ("fig3/util-urange-vs-coresync", "method/steady-state-from-pool-ceiling"):
         assert claim_start(cid, "keep-cut") == "cold"
+    # bursty-clients keeps the published start
+    assert claim_start("fig3/util-urange-vs-coresync", "bursty-clients") == "warm"
+    assert claim_start("method/steady-state-from-pool-ceiling", "bursty-clients") == "cold+warm"
+
+
+def test_bursty_clients_send_their_credits_together_at_the_same_offered_rate():
+    """clients.burst = "credits" (issue 44): requests of a session leave in groups created at one
+    instant (none without it), and the number generated stays that of the offered load."""
+    import collections
+
+    common = [*SHORT, "load.fraction=0.5", *variant_sets()["exp10/shenango"], "metrics.record_requests=true"]
+    off = microsched.run(BASE, seed=1, overrides=common)
+    on = microsched.run(BASE, seed=1, overrides=[*common, 'clients.burst="credits"'])
+
+    def grouped(r) -> float:
+        log = r.requests
+        sizes = collections.Counter(zip(log["session"].tolist(), log["created_ns"].tolist()))
+        return sum(n for n in sizes.values() if n > 1) / len(log)
+
+    assert grouped(off) < 0.01 and grouped(on) > 0.5, (grouped(off), grouped(on))
+    g_off, g_on = off.summary["requests"]["generated"], on.summary["requests"]["generated"]
+    assert abs(g_on / g_off - 1) < 0.05, (g_on, g_off)
 
 
 def test_slow_wake_keeps_a_granted_core_waking_longer():

@@ -4,12 +4,13 @@ Each cell is the claim's verdict (✓ reproduced, ~ direction only, ✗ not repr
 paper's regime, · model check) and its measured value.
 
     microsched reproduce coresync [--quick]
-    microsched reproduce coresync [--quick] --condition slow-wake     # and cold-start, keep-cut, capped-pool
+    microsched reproduce coresync [--quick] --condition slow-wake     # and cold-start, keep-cut, capped-pool,
+                                                                      # bursty-clients
     python -m microsched.reproduce.coresync_conditions results/coresync results/coresync-cold-start \\
         results/coresync-slow-wake results/coresync-keep-cut results/coresync-capped-pool > conditions.md
 
-Every condition runs from the artifact's cold start (Breakwater's pool at max_cores, 4 s warm-up);
-the published run from the pool ceiling. Each column says which (``start`` of its claims).
+Every condition but bursty-clients runs from the artifact's cold start (Breakwater's pool at
+max_cores, 4 s warm-up); the published run and bursty-clients from the pool ceiling. Each column says which (``start`` of its claims).
 
 Each directory's condition is read from its ``meta.json`` (none: the published semantics).
 ``--summary`` prints one row per condition instead: its start, its verdict counts, and CoreSync's
