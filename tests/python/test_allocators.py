@@ -244,7 +244,7 @@ def test_reproduce_list_names_the_paper_and_figure():
     (["reproduce", "allocators", "--jobs", "0"], ["--jobs"]),
     (["reproduce", "allocators", "--seeds", "x"], ["--seeds"]),
     (["reproduce", "allocators", "--condition", "slow-wake"], ["'allocators' has no conditions"]),
-    (["reproduce", "coresync", "--condition", "nope"], ["unknown condition 'nope'", "slow-wake", "keep-cut", "capped-pool"]),
+    (["reproduce", "coresync", "--condition", "nope"], ["unknown condition 'nope'", "slow-wake", "keep-cut", "capped-pool", "bursty-clients"]),
 ])
 def test_reproduce_bad_input_exits_2_with_one_line(args, fragments, tmp_path):
     r = run_cli(*args, "--out", tmp_path / "o") if "allocators" in args else run_cli(*args)

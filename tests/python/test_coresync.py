@@ -224,6 +224,11 @@ def test_conditions_add_their_overrides():
             extra = repro.condition(name).sets(var)
             assert extra[:2] == cold and len(extra) == 3, (name, var.name)
             validate(BASE, overrides=[*replace(var, set=tuple(var.set) + tuple(extra)).set])
+    # bursty clients (issue 44): the clients' option only, from the published start
+    for var in (cs, sh):
+        assert repro.condition("bursty-clients").sets(var) == ('clients.burst="credits"',)
+        sc = validate(BASE, overrides=[*replace(var, set=tuple(var.set) + repro.condition("bursty-clients").sets(var)).set])
+        assert sc["clients"]["burst"] == "credits"
     with pytest.raises(KeyError, match="slow-wake"):
         repro.condition("no-such")
 
@@ -236,6 +241,28 @@ def test_claims_say_whether_they_are_judged_warm_or_cold():
     assert claim_start("method/steady-state-from-pool-ceiling", None) == "cold+warm"
     for cid in ("fig3/util-urange-vs-coresync", "method/steady-state-from-pool-ceiling"):
         assert claim_start(cid, "keep-cut") == "cold"
+    # bursty-clients keeps the published start
+    assert claim_start("fig3/util-urange-vs-coresync", "bursty-clients") == "warm"
+    assert claim_start("method/steady-state-from-pool-ceiling", "bursty-clients") == "cold+warm"
+
+
+def test_bursty_clients_send_their_credits_together_at_the_same_offered_rate():
+    """clients.burst = "credits" (issue 44): requests of a session leave in groups created at one
+    instant (none without it), and the number generated stays that of the offered load."""
+    import collections
+
+    common = [*SHORT, "load.fraction=0.5", *variant_sets()["exp10/shenango"], "metrics.record_requests=true"]
+    off = microsched.run(BASE, seed=1, overrides=common)
+    on = microsched.run(BASE, seed=1, overrides=[*common, 'clients.burst="credits"'])
+
+    def grouped(r) -> float:
+        log = r.requests
+        sizes = collections.Counter(zip(log["session"].tolist(), log["created_ns"].tolist()))
+        return sum(n for n in sizes.values() if n > 1) / len(log)
+
+    assert grouped(off) < 0.01 and grouped(on) > 0.5, (grouped(off), grouped(on))
+    g_off, g_on = off.summary["requests"]["generated"], on.summary["requests"]["generated"]
+    assert abs(g_on / g_off - 1) < 0.05, (g_on, g_off)
 
 
 def test_slow_wake_keeps_a_granted_core_waking_longer():
@@ -409,3 +436,28 @@ def test_conditions_summary_counts_verdicts_and_reads_coresyncs_parks_from_each_
     with pytest.raises(SystemExit) as e:
         main(["--summary", "--load", "0.7", str(pub)])
     assert e.value.code == 2 and "no exp10/coresync run at load 0.7" in capsys.readouterr().err
+
+
+def test_conditions_versus_sets_shenango_against_coresync_in_each_run(tmp_path, capsys):
+    """--versus (issue 44): per run, Shenango's and CoreSync's p99 and their ratio below capacity,
+    CoreSync's throughput gain above, read from each run's aggregate.parquet."""
+    import pandas as pd
+
+    from microsched.reproduce.coresync_conditions import main
+
+    pub = _fake_run(tmp_path / "pub", None, {"a": True}, start="warm")
+    bur = _fake_run(tmp_path / "bur", "bursty-clients", {"a": False}, start="warm")
+    for d, p99_sh in ((pub, 80.0), (bur, 160.0)):
+        rows = [{"variant": f"exp10/{p}", "load.fraction": 0.5, "latency_us.p99": p99_sh if p == "shenango" else 40.0,
+                 "cores.allocated_mean": 9.0 if p == "shenango" else 16.0, "throughput_rps": 0.0} for p in ("shenango", "coresync")]
+        rows += [{"variant": f"exp10/{p}", "load.fraction": 1.3, "latency_us.p99": 200.0, "cores.allocated_mean": 16.0,
+                  "throughput_rps": 1.0e6 if p == "shenango" else 1.05e6} for p in ("shenango", "coresync")]
+        pd.DataFrame(rows).to_parquet(d / "aggregate.parquet")
+    assert main(["--versus", str(bur), str(pub)]) == 0
+    out = capsys.readouterr().out
+    assert "| exp10 | 0.5 | 80.0 / 40.0 µs (2.00×); 9.0 / 16.0 | 160.0 / 40.0 µs (4.00×); 9.0 / 16.0 |" in out, out
+    assert "| exp10 | 1.3 | throughput CoreSync / Shenango − 1 = +5.00 % | throughput CoreSync / Shenango − 1 = +5.00 % |" in out
+    assert "published (warm)" in out.splitlines()[0] and "bursty-clients (warm)" in out.splitlines()[0]
+    assert "bim10" not in out  # experiments a run lacks are left out
+    with pytest.raises(SystemExit):
+        main(["--versus", "--summary", str(pub)])

@@ -268,6 +268,30 @@ pub struct Clients {
     /// episode. A drained session then waits for the server's wake-up.
     #[serde(default)]
     pub first_request_only: bool,
+    /// How a session uses the credits it holds: `off` (default: each request leaves when it is
+    /// generated, as the artifacts' open-loop Poisson clients) or `credits` (each of a session's
+    /// arrivals is a burst that uses every credit it holds free at once; see [`ClientBurst`]).
+    /// Needs a credit-based overload controller; simulator only.
+    #[serde(default)]
+    pub burst: ClientBurst,
+}
+
+/// `clients.burst`: whether a session's requests come as bursts of its free credits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientBurst {
+    /// Each request leaves its client when it is generated (credit permitting): the open-loop
+    /// Poisson clients of the CoreSync and Breakwater artifacts.
+    #[default]
+    Off,
+    /// Each arrival of a session is a burst of as many requests as the session holds free
+    /// credits (granted − outstanding; at least one, at most `clients.queue_capacity`, the
+    /// Breakwater client's CRPC_QLEN, which bounds one `writev` of its drain), all sent at once
+    /// and reaching the server together. The application's next arrivals are consumed by the
+    /// burst (a burst of k stands for k consecutive arrivals), so the offered rate is unchanged.
+    /// The clients of CoreSync's §II argument ("all clients send a large burst simultaneously,
+    /// fully utilizing the overcommitted credits"), not of its artifact.
+    Credits,
 }
 
 impl Default for Clients {
@@ -280,6 +304,7 @@ impl Default for Clients {
             retries: 0,
             retry_timeouts: false,
             first_request_only: false,
+            burst: ClientBurst::Off,
         }
     }
 }

@@ -219,3 +219,21 @@ fn schema_is_json_and_names_the_sections() {
         assert!(props.get(k).is_some(), "{k}");
     }
 }
+
+#[test]
+fn clients_burst_takes_off_or_credits_and_needs_credits() {
+    let bw = "policy.overload.kind=\"breakwater\"";
+    assert_eq!(load(BASE, &[]).unwrap().clients.burst, microsched_core::scenario::ClientBurst::Off, "off by default");
+    load(BASE, &[bw, "clients.burst=\"off\""]).unwrap();
+    let s = load(BASE, &[bw, "clients.burst=\"credits\""]).unwrap();
+    assert_eq!(s.clients.burst, microsched_core::scenario::ClientBurst::Credits);
+    // A value it does not know: the field and the allowed values.
+    let e = load(BASE, &[bw, "clients.burst=\"always\""]).unwrap_err();
+    assert!(e.to_string().contains("clients.burst") && e.to_string().contains("credits") && e.to_string().contains("off"), "{e}");
+    // Bursts of credits need a controller that issues credits.
+    for kind in ["none", "seda"] {
+        let e = load(BASE, &[&format!("policy.overload.kind=\"{kind}\""), "clients.burst=\"credits\""]).unwrap_err();
+        assert_eq!(e.field, "clients.burst", "{kind}: {e}");
+        assert!(e.message.contains("credit-based policy.overload"), "{kind}: {e}");
+    }
+}

@@ -229,6 +229,10 @@ const UNSUPPORTED: &[Unsupported] = &[
         supported: "real NIC interrupts are the machine's own (see `microsched harvest --irq` for steering them)",
     },
     Unsupported {
+        check: |s| set("clients.burst", s.clients.burst, s.clients.burst != microsched_core::scenario::ClientBurst::Off),
+        supported: "the load generator's sessions send each request when it is generated (clients.burst = \"off\"); credit bursts are the simulator's",
+    },
+    Unsupported {
         check: |s| (!s.applications.is_empty()).then(|| ("applications".to_string(), format!("{} co-tenant application(s)", s.applications.len()))),
         supported: "the runtime serves one application (the top-level workload); the best-effort co-tenant is runtime.be_threads",
     },
@@ -318,6 +322,7 @@ count = 4
             ("server.preemption.service_inflation=0.1", "server.preemption.service_inflation", "yield points"),
             ("server.per_application_cores=true", "server.per_application_cores", "one core set"),
             ("server.irq.rate_per_s=1000", "server.irq", "interrupts"),
+            ("policy.overload.kind=\"breakwater\"\nclients.burst=\"credits\"", "clients.burst", "generated"),
             ("applications=[{name=\"b\",load={rps=10},workload={types=[{name=\"x\",service={dist=\"constant\",value_us=1}}]}}]", "applications", "one application"),
         ] {
             let e = refused(&o.split('\n').collect::<Vec<_>>());

@@ -8,7 +8,7 @@ use microsched_core::metrics::LatencyRecorder;
 use microsched_core::overload::client::{Clients, Out};
 use microsched_core::program::{Op, Programs};
 use microsched_core::rng::{hash, stream, Stream};
-use microsched_core::scenario::Scenario;
+use microsched_core::scenario::{ClientBurst, Scenario};
 use microsched_core::summary::{AppSummary, Requests};
 use microsched_core::time::us;
 use microsched_core::topology::{AppView, ReplicaChoice};
@@ -47,6 +47,8 @@ pub struct App {
     pub replica_choice: ReplicaChoice,
     pub retries: u8,
     pub retry_timeouts: bool,
+    /// `clients.burst = "credits"`: the largest burst (`clients.queue_capacity`); 0 when off.
+    pub burst_cap: u32,
     pub recorder: LatencyRecorder,
     pub slo_us: f64,
     /// Its offered load at the start (requests/s).
@@ -120,6 +122,7 @@ impl App {
             replica_choice: c.replica_choice,
             retries: c.retries as u8,
             retry_timeouts: c.retry_timeouts,
+            burst_cap: if c.burst == ClientBurst::Credits { c.queue_capacity } else { 0 },
             recorder: LatencyRecorder::new(&names, us(slo_us)),
             slo_us,
             initial_rps: steps.first().map_or(0.0, |s| s.1),
@@ -167,6 +170,13 @@ impl App {
             self.next = (self.next + 1) % SESSION_LOOKAHEAD;
             session
         };
+        let (rtype, service, has_program) = self.draw_request(ops);
+        (session, rtype, service, has_program)
+    }
+
+    /// A request's type, total work and program, for a session already drawn (the rest of a
+    /// `clients.burst` burst draws only these).
+    pub fn draw_request(&mut self, ops: &mut Vec<Op>) -> (u16, Nanos, bool) {
         let (rtype, mut service) = self.mix.draw();
         let has_program = self.programs.has_program(rtype);
         if has_program {
@@ -180,7 +190,7 @@ impl App {
                 }
             }
         }
-        (session, rtype, service, has_program)
+        (rtype, service, has_program)
     }
 
     /// The session of a request a few arrivals ahead, its client state prefetched.

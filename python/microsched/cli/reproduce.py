@@ -74,9 +74,10 @@ def add_commands(sub: Any) -> None:
                     help="continue an interrupted reproduction in --out: every finished run was saved in OUT/parts, "
                          "only the others run (the same --quick/--seeds are required)")
     rp.add_argument("--condition", metavar="C",
-                    help="run every variant under a named condition of the reproduction (coresync: slow-wake, "
-                         "keep-cut, capped-pool; harvest: irq-per-request, irq-per-request-bully; synergy: "
-                         "inferred-dispatcher, ci-overhead); default output results/NAME-C")
+                    help="run every variant under a named condition of the reproduction (coresync: cold-start, "
+                         "slow-wake, keep-cut, capped-pool, bursty-clients; harvest: irq-per-request, "
+                         "irq-per-request-bully; synergy: inferred-dispatcher, ci-overhead); default output "
+                         "results/NAME-C")
     rp.add_argument("--semantics", metavar="NAME",
                     help="run under another model's semantics, the overrides of semantics-NAME.toml next to the reproduction's spec "
                          "(load-shift runs under study, the simulation study's simulator, by default; ours = this "

@@ -4,14 +4,17 @@ Each cell is the claim's verdict (✓ reproduced, ~ direction only, ✗ not repr
 paper's regime, · model check) and its measured value.
 
     microsched reproduce coresync [--quick]
-    microsched reproduce coresync [--quick] --condition slow-wake     # and cold-start, keep-cut, capped-pool
+    microsched reproduce coresync [--quick] --condition slow-wake     # and cold-start, keep-cut, capped-pool,
+                                                                      # bursty-clients
     python -m microsched.reproduce.coresync_conditions results/coresync results/coresync-cold-start \\
         results/coresync-slow-wake results/coresync-keep-cut results/coresync-capped-pool > conditions.md
 
-Every condition runs from the artifact's cold start (Breakwater's pool at max_cores, 4 s warm-up);
-the published run from the pool ceiling. Each column says which (``start`` of its claims).
+Every condition but bursty-clients runs from the artifact's cold start (Breakwater's pool at
+max_cores, 4 s warm-up); the published run and bursty-clients from the pool ceiling. Each column says which (``start`` of its claims).
 
 Each directory's condition is read from its ``meta.json`` (none: the published semantics).
+``--versus`` prints Shenango against CoreSync in each run instead (p99s and their ratio below
+capacity, CoreSync's throughput gain above, per experiment and load: issue 44's question).
 ``--summary`` prints one row per condition instead: its start, its verdict counts, and CoreSync's
 cores, busy cores and parking counts at one load (exponential 10 µs, R = 50; load 0.5 unless
 ``--load``), means over seeds from the run's ``results.parquet``.
@@ -135,6 +138,53 @@ def summary(dirs: list[Path], load_fraction: float = 0.5) -> str:
                                f"seeds of the measured window. {START_LEGEND}\n")
 
 
+VERSUS_EXPERIMENTS = ("exp10", "bim10", "exp1", "bim1", "mc")
+
+
+def versus(dirs: list[Path]) -> str:
+    """Shenango against CoreSync in every run, per experiment and load: below capacity each one's
+    p99 and cores allocated and the p99 ratio Shenango / CoreSync (the paper's "CoreSync improves
+    tail latency by 1.7× compared to Shenango" is 1.7), above it CoreSync's throughput gain over
+    Shenango (Table I). Means over seeds of the measured window (``aggregate.parquet``)."""
+    import pandas as pd
+
+    by_cond = load(dirs)
+    runs = {}
+    for d in dirs:
+        meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+        runs[meta.get("condition") or PUBLISHED] = pd.read_parquet(d / "aggregate.parquet")
+    conds = sorted(runs, key=lambda c: (c != PUBLISHED, c))
+
+    def at(df, variant: str, lf: float, col: str) -> float | None:
+        x = df[(df["variant"] == variant) & ((df["load.fraction"] - lf).abs() < 1e-9)]
+        return float(x[col].iloc[0]) if len(x) and col in x and x[col].notna().iloc[0] else None
+
+    head = "| experiment | load | " + " | ".join(
+        f"{c}{_start(by_cond[c])}: Shenango p99 / CoreSync p99 (ratio); cores" for c in conds) + " |"
+    lines = [head, "|---|---:|" + "---|" * len(conds)]
+    for exp in VERSUS_EXPERIMENTS:
+        for lf in (0.2, 0.5, 0.8, 1.0, 1.3, 1.5):
+            cells = []
+            for c in conds:
+                df = runs[c]
+                sh, cs = f"{exp}/shenango", f"{exp}/coresync"
+                if lf < 1.0:
+                    p_sh, p_cs = at(df, sh, lf, "latency_us.p99"), at(df, cs, lf, "latency_us.p99")
+                    k_sh, k_cs = at(df, sh, lf, "cores.allocated_mean"), at(df, cs, lf, "cores.allocated_mean")
+                    cells.append("–" if p_sh is None or p_cs is None else
+                                 f"{p_sh:.1f} / {p_cs:.1f} µs ({p_sh / p_cs:.2f}×); {k_sh:.1f} / {k_cs:.1f}")
+                else:
+                    t_sh, t_cs = at(df, sh, lf, "throughput_rps"), at(df, cs, lf, "throughput_rps")
+                    cells.append("–" if t_sh is None or t_cs is None else
+                                 f"throughput CoreSync / Shenango − 1 = {100 * (t_cs / t_sh - 1):+.2f} %")
+            if any(x != "–" for x in cells):
+                lines.append(f"| {exp} | {lf:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + ("\n\nBelow capacity: p99 latency of Shenango and CoreSync, their ratio (above 1: "
+                               "CoreSync's tail is lower), and their mean cores allocated; above it, CoreSync's "
+                               "throughput gain over Shenango. Means over seeds of the measured window. "
+                               f"{START_LEGEND}\n")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m microsched.reproduce.coresync_conditions",
                                  description=__doc__.split("\n\n")[0],
@@ -143,11 +193,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="output directory of a `reproduce coresync` run")
     ap.add_argument("--summary", action="store_true",
                     help="one row per condition: verdict counts and CoreSync's cores and parks at --load")
+    ap.add_argument("--versus", action="store_true",
+                    help="Shenango against CoreSync in each run: p99s and their ratio below capacity, throughput "
+                         "gain above, per experiment and load")
     ap.add_argument("--load", type=float, default=0.5, metavar="F",
                     help="the load (fraction of capacity) of the --summary columns (default 0.5)")
     args = ap.parse_args(argv)
     try:
-        print(summary(args.dirs, args.load) if args.summary else table(load(args.dirs)), end="")
+        if args.summary and args.versus:
+            ap.error("--summary and --versus: give one of them")
+        out = summary(args.dirs, args.load) if args.summary else versus(args.dirs) if args.versus else table(load(args.dirs))
+        print(out, end="")
     except ValueError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     return 0

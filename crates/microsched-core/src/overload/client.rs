@@ -298,6 +298,17 @@ impl<R: Copy> Clients<R> {
         }
     }
 
+    /// Credits `session` holds and may use now: none while requests wait for credit (a drain
+    /// would have sent them otherwise). A `clients.burst = "credits"` burst is this many.
+    pub fn free_credits(&self, session: u32) -> u32 {
+        let s = &self.sessions[session as usize];
+        if s.len() > 0 {
+            0
+        } else {
+            s.granted.saturating_sub(s.outstanding)
+        }
+    }
+
     /// Requests waiting at `session`.
     pub fn queued_at(&self, session: u32) -> usize {
         self.sessions[session as usize].len() as usize
@@ -343,6 +354,24 @@ mod tests {
         c.submit(0, 2, 7, &mut out);
         assert_eq!(out, vec![Out::Send { req: 2, demand: 0 }]);
         assert_eq!(c.queued, 0);
+    }
+
+    #[test]
+    fn free_credits_are_granted_minus_outstanding_and_none_while_requests_wait() {
+        let mut c = credit_clients(1, 16, 1_000);
+        let mut out = vec![];
+        assert_eq!(c.free_credits(0), 0, "nothing granted yet");
+        c.submit(0, 0, 0, &mut out); // queued, asks for credit
+        c.on_credits(0, 5, false, 1, &mut out); // five credits: request 0 goes, four left
+        assert_eq!(c.free_credits(0), 4);
+        c.submit(0, 1, 2, &mut out);
+        assert_eq!(c.free_credits(0), 3);
+        c.on_credits(0, 2, true, 3, &mut out); // window cut to 2 with one answered: 1 outstanding
+        assert_eq!(c.free_credits(0), 1);
+        c.submit(0, 2, 4, &mut out);
+        c.submit(0, 3, 5, &mut out); // no credit left: it waits
+        assert_eq!(c.queued_at(0), 1);
+        assert_eq!(c.free_credits(0), 0);
     }
 
     #[test]

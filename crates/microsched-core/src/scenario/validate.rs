@@ -54,7 +54,30 @@ impl Scenario {
         )?;
         crate::alloc::validate(&self.policy.allocator, "policy.allocator")?;
         crate::overload::validate(&self.policy.overload, "policy.overload")?;
+        self.validate_bursts()?;
         self.runtime.validate()?;
+        Ok(())
+    }
+
+    /// `clients.burst = "credits"` sizes a burst by the session's credits: it needs a controller
+    /// that issues them, and arrivals of its own (a replayed trace fixes each request's session).
+    fn validate_bursts(&self) -> Result<(), ScenarioError> {
+        use super::{ClientBurst, OverloadCfg};
+        for a in self.apps() {
+            if a.clients.burst == ClientBurst::Off {
+                continue;
+            }
+            let field = format!("{}clients.burst", a.field);
+            if matches!(self.policy.overload, OverloadCfg::None | OverloadCfg::Seda(_)) {
+                return Err(ScenarioError::new(
+                    field,
+                    "\"credits\" needs a credit-based policy.overload (a burst is a session's free credits); use \"off\" without one",
+                ));
+            }
+            if a.workload.replay.is_some() {
+                return Err(ScenarioError::new(field, "\"credits\" is not allowed with workload.replay (the trace fixes each request's session and time); use \"off\""));
+            }
+        }
         Ok(())
     }
 

@@ -86,10 +86,33 @@ impl<T: Tracer> Sim<T> {
     }
 
     pub(super) fn generate(&mut self, app: u16) {
-        let now = self.now;
         let a = &mut self.apps[app as usize];
         let (session, rtype, service, has_program) = a.draw(&mut self.ops);
         let node = a.home_node(session, self.nodes.len() as u16);
+        // `clients.burst = "credits"`: this arrival and the next `burst - 1` of the application
+        // leave now, together, as one burst of the session's free credits.
+        let burst = if a.burst_cap == 0 { 1 } else { a.clients[node as usize].free_credits(session).clamp(1, a.burst_cap) };
+        self.emit(app, session, node, rtype, service, has_program);
+        for _ in 1..burst {
+            let (rtype, service, has_program) = self.apps[app as usize].draw_request(&mut self.ops);
+            self.emit(app, session, node, rtype, service, has_program);
+        }
+        let a = &mut self.apps[app as usize];
+        for _ in 1..burst {
+            a.arrivals.next();
+        }
+        if let Some(next) = a.arrivals.next() {
+            if next < self.end {
+                self.schedule_arrival(app, next);
+            }
+        }
+    }
+
+    /// A new request of `session` leaves its client now, for `node`.
+    #[inline(always)]
+    fn emit(&mut self, app: u16, session: u32, node: u16, rtype: u16, service: Nanos, has_program: bool) {
+        let now = self.now;
+        let a = &mut self.apps[app as usize];
         let flow = a.session_base + session;
         let id = a.generated;
         let req = Req { created: now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
@@ -105,12 +128,6 @@ impl<T: Tracer> Sim<T> {
             }
         }
         self.send(slot, app as usize, node, session);
-        let a = &mut self.apps[app as usize];
-        if let Some(next) = a.arrivals.next() {
-            if next < self.end {
-                self.schedule_arrival(app, next);
-            }
-        }
     }
 
     /// A single application's arrivals come in time order: they take the queue's arrival lane.

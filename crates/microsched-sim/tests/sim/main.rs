@@ -7,6 +7,7 @@
 mod common;
 
 mod artifact_breakwater;
+mod client_burst;
 mod concord;
 mod dispatcher;
 mod engine;
