@@ -19,14 +19,15 @@ p99.9 of the whole path, which has no closed form here. The cost is monotone in 
 same statement as "the SLO is met at 2.37 MRPS and missed just above", this is the cost at which
 the max-load search of ``maxload/extreme/shinjuku/capacity-share`` lands on the paper's number.
 
-The fit is one number, the cost per dispatcher operation; the condition that uses it
-(``reproduce synergy --condition fitted-dispatcher``) scales every dispatcher of the reproduction
-by ``fitted / 200`` (Shinjuku and Shinjuku-CI share ``dispatcher.c``; Concord, Tiny Quanta and
-DARC keep their inferred proportions to it), and is validated on every other published max load
-(High, ZippyDB, LevelDB, and Extreme's other systems). ``maxload/extreme/shinjuku/capacity-share``
+The fit is one number, the cost per dispatcher operation; the reproduction's spec runs it (the
+project's rule for a cost no source measured: shared/reference) on every dispatcher, ``fitted /
+200`` times the inferred costs (Shinjuku and Shinjuku-CI share ``dispatcher.c``; Concord, Tiny
+Quanta and DARC keep their inferred proportions to it), and it is validated on every other
+published max load (High, ZippyDB, LevelDB, and Extreme's other systems);
+``--condition inferred-dispatcher`` runs the inferred costs. ``maxload/extreme/shinjuku/capacity-share``
 is the fit's input: ``fit_input``, never judged. Measured (docs/reproductions/synergy.md): the
 fit over-predicts the rates where the dispatcher matters (Shinjuku on ZippyDB +38 %, Concord and
-DARC on Extreme +42 % and +91 %), so it stays a named condition, not the default.
+DARC on Extreme +42 % and +91 %): findings, shown in the causes.
 
 ``python -m microsched.reproduce.synergy_fit`` runs the fit and prints it as JSON.
 """
@@ -143,7 +144,7 @@ def fit_dispatcher_cost(seeds: Sequence[int] = FITTED_SEEDS, overrides: Sequence
 
 
 def fitted_scale() -> float:
-    """The factor the ``fitted-dispatcher`` condition puts on every dispatcher cost."""
+    """The factor the fit puts on every inferred dispatcher cost (the reproduction's default)."""
     return FITTED_NS / INFERRED_NS
 
 
