@@ -335,6 +335,21 @@ def run_series(scenario: ScenarioLike, columns: Iterable[str], seed: int | None 
     return {c: ts[c] for c in columns if c in ts}
 
 
+def run_summary_and_series(scenario: ScenarioLike, columns: Iterable[str], seed: int | None = None,
+                           overrides: Iterable[str] = ()) -> tuple[dict, dict[str, Any]]:
+    """:func:`run_summary` and :func:`run_series` of one simulation (with run_summary's
+    warnings): for a sweep point whose time series its analysis needs too, run once."""
+    raw = _simulate(scenario, seed, overrides, False, None, False, None, None, None)
+    for w in raw.get("warnings") or ():
+        warnings.warn(w, UserWarning, stacklevel=2)
+    summary = _summary_of(raw)
+    empty = empty_window_warning(summary)
+    if empty:
+        warnings.warn(empty, UserWarning, stacklevel=2)
+    ts = raw.get("timeseries") or {}
+    return summary, {c: ts[c] for c in columns if c in ts}
+
+
 def _simulate(scenario: ScenarioLike, seed: int | None, overrides: Iterable[str], force: bool,
               progress: Callable[[float, float], Any] | None, keep_partial: bool,
               trace: str | os.PathLike | None, trace_window: tuple[float, float] | None,

@@ -303,10 +303,10 @@ def _line(ax, g: pd.DataFrame, x: str, y: str, name: str, **kw) -> None:
     ax.errorbar(xs, ys, yerr=err, label=name or None, capsize=2.5, lw=1.5, ms=4, **kw)
 
 
-def _finish(fig, out_dir: Path, name: str) -> list[Path]:
+def _finish(fig, out_dir: Path, name: str, formats: Sequence[str] = FORMATS) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for fmt in FORMATS:
+    for fmt in formats:
         p = out_dir / f"{name}.{fmt}"
         fig.savefig(p, dpi=120 if fmt == "png" else None)
         paths.append(p)
@@ -337,7 +337,8 @@ def _log_y(ax) -> None:
 # sweep figures
 
 
-def plot_latency(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None) -> list[Path]:
+def plot_latency(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
+             formats: Sequence[str] = FORMATS) -> list[Path]:
     x = x or default_x(data)
     hue = hue if hue is not None else default_hue(data, x)
     cols = [("latency_us.p50", "p50"), ("latency_us.p99", "p99"), ("latency_us.p999", "p99.9")]
@@ -347,7 +348,7 @@ def plot_latency(data: SweepData, out_dir: Path, x: str | None = None, hue: str 
     panels = [(c, f"{n} end-to-end latency (µs, log scale)", f"{n} latency") for c, n in cols]
     fig = _log_panels(data, x, hue, panels)
     fig.suptitle(f"End-to-end latency vs {label(x).split(' (')[0]}: {data.title}", fontsize=11)
-    return _finish(fig, out_dir, "latency")
+    return _finish(fig, out_dir, "latency", formats)
 
 
 def _log_panels(data: SweepData, x: str, hue: str | None, panels: list[tuple[str, str, str]]) -> Any:
@@ -368,7 +369,8 @@ def _log_panels(data: SweepData, x: str, hue: str | None, panels: list[tuple[str
     return fig
 
 
-def plot_throughput(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None) -> list[Path]:
+def plot_throughput(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
+             formats: Sequence[str] = FORMATS) -> list[Path]:
     x = x or "offered_rps"
     hue = hue if hue is not None else default_hue(data, default_x(data))
     need = [c for c in ("throughput_rps", "goodput_rps") if c in data.df.columns]
@@ -397,7 +399,7 @@ def plot_throughput(data: SweepData, out_dir: Path, x: str | None = None, hue: s
     ax.set_title(f"Throughput (solid) and goodput within the SLO (dashed)\n{data.title}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
-    return _finish(fig, out_dir, "throughput")
+    return _finish(fig, out_dir, "throughput", formats)
 
 
 def pareto_front(u: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -412,7 +414,8 @@ def pareto_front(u: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.array(sorted(front, key=lambda i: (u[i], p[i])), dtype=int)
 
 
-def plot_pareto(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None) -> list[Path]:
+def plot_pareto(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
+             formats: Sequence[str] = FORMATS) -> list[Path]:
     for c in ("cpu_utilization", "latency_us.p99"):
         _check_col(data, c, "column")
     load_col = default_x(data)
@@ -439,7 +442,7 @@ def plot_pareto(data: SweepData, out_dir: Path, x: str | None = None, hue: str |
                  f"{load_col})", fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="best")
-    return _finish(fig, out_dir, "pareto")
+    return _finish(fig, out_dir, "pareto", formats)
 
 
 def request_types(df: pd.DataFrame) -> list[str]:
@@ -451,7 +454,8 @@ def request_types(df: pd.DataFrame) -> list[str]:
     return names
 
 
-def plot_slowdown(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None) -> list[Path]:
+def plot_slowdown(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
+             formats: Sequence[str] = FORMATS) -> list[Path]:
     x = x or default_x(data)
     hue = hue if hue is not None else default_hue(data, x)
     types = request_types(data.df)
@@ -460,7 +464,7 @@ def plot_slowdown(data: SweepData, out_dir: Path, x: str | None = None, hue: str
         _check_col(data, c, "column")
     fig = _log_panels(data, x, hue, [(c, "p99 slowdown (latency / service time, log)", f"type {t}") for c, t in cols])
     fig.suptitle(f"p99 slowdown vs {label(x).split(' (')[0]}, per request type: {data.title}", fontsize=11)
-    return _finish(fig, out_dir, "slowdown")
+    return _finish(fig, out_dir, "slowdown", formats)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -484,7 +488,7 @@ def core_lines(summary: dict, ts: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
     return lines
 
 
-def plot_timeseries(run: RunData, out_dir: Path) -> list[Path]:
+def plot_timeseries(run: RunData, out_dir: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
     ts = run.timeseries
     if ts.empty or "t_ms" not in ts:
         raise PlotError(f"{run.path}: no time series (timeseries.parquet with a t_ms column)")
@@ -554,7 +558,7 @@ def plot_timeseries(run: RunData, out_dir: Path) -> list[Path]:
         axes[0].text(run.warmup_ms, 1.0, " warm-up ends", transform=axes[0].get_xaxis_transform(),
                      fontsize=8, color="0.4", va="bottom")
     fig.suptitle(f"Time series: {run.title}", fontsize=11)
-    return _finish(fig, out_dir, "timeseries")
+    return _finish(fig, out_dir, "timeseries", formats)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,10 +574,11 @@ def default_out(path: str | os.PathLike) -> Path:
 
 
 def plot(path: str | os.PathLike, kinds: Sequence[str] | None = None, x: str | None = None,
-         hue: str | None = None, out: str | os.PathLike | None = None) -> list[Path]:
+         hue: str | None = None, out: str | os.PathLike | None = None,
+         formats: Sequence[str] = FORMATS) -> list[Path]:
     """Draws the figures of ``path`` (a result dataset or a run directory) into ``out``
-    (default: ``plots/`` beside the data) as PNG and SVG; returns the files written.
-    ``kinds`` default to every kind that applies to the input."""
+    (default: ``plots/`` beside the data) in ``formats`` (default PNG and SVG); returns the
+    files written. ``kinds`` default to every kind that applies to the input."""
     data = load(path)
     out_dir = Path(out) if out is not None else default_out(path)
     for k in kinds or ():
@@ -587,7 +592,7 @@ def plot(path: str | os.PathLike, kinds: Sequence[str] | None = None, x: str | N
                             f"{data.path} is a single run: use --kind timeseries")
         if x or hue:
             raise PlotError("--x and --hue apply to result datasets, not to a single run")
-        return plot_timeseries(data, out_dir)
+        return plot_timeseries(data, out_dir, formats)
     kinds = list(kinds or SWEEP_KINDS)
     bad = [k for k in kinds if k not in SWEEP_KINDS]
     if bad:
@@ -599,7 +604,7 @@ def plot(path: str | os.PathLike, kinds: Sequence[str] | None = None, x: str | N
         _check_col(data, hue, "--hue")
     paths: list[Path] = []
     for k in kinds:
-        paths += _SWEEP_FUNCS[k](data, out_dir, x=x, hue=hue)
+        paths += _SWEEP_FUNCS[k](data, out_dir, x=x, hue=hue, formats=formats)
     return paths
 
 

@@ -251,7 +251,8 @@ def _pre(title: str, text: str, open_: bool = False) -> str:
 def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = None,
                  make_plots: bool = True) -> Path:
     """Writes the HTML report of ``directory`` to ``out`` (default ``DIR/report.html``) and
-    returns its path. Figures are (re)drawn into ``DIR/plots`` unless ``make_plots`` is false."""
+    returns its path. Figures are (re)drawn into ``DIR/plots`` (as PNG, the format the page embeds)
+    unless ``make_plots`` is false."""
     from . import plots as P
 
     d = Path(directory)
@@ -300,7 +301,9 @@ def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = N
         kinds = P.RUN_KINDS if isinstance(data, P.RunData) else P.SWEEP_KINDS
         for k in kinds:
             try:
-                paths = P.plot(d, kinds=[k], out=plot_dir)
+                # PNG only: the page embeds PNG (an SVG as well would cost a third of the drawing
+                # for a file nothing reads; `microsched plot` writes both).
+                paths = P.plot(d, kinds=[k], out=plot_dir, formats=("png",))
             except (P.PlotError, ValueError, KeyError) as e:
                 notes.append(f"figure {k} skipped: {e}")
                 continue

@@ -65,14 +65,37 @@ def _files(out: Path, names: tuple[str, ...]) -> None:
 # load-shift (Fig. 1)
 
 
+# The simulations the `loadshift` fixture's reproduction ran (it runs in this process: --jobs 1).
+LOADSHIFT_SIMULATIONS: list[int] = []
+
+
 @pytest.fixture(scope="module")
 def loadshift(tmp_path_factory):
     """The quick reproduction under this project's own model (`--semantics ours`, a named
     semantics since the study simulator's is the default)."""
+    import microsched.api as api
+
     out = tmp_path_factory.mktemp("load-shift-ours") / "load-shift"
-    r = run_cli("reproduce", "load-shift", "--quick", "--semantics", "ours", "--out", out, "--jobs", "1")
+    simulate = api._simulate
+
+    def counted(*args, **kwargs):
+        LOADSHIFT_SIMULATIONS.append(1)
+        return simulate(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(api, "_simulate", counted)
+        r = run_cli("reproduce", "load-shift", "--quick", "--semantics", "ours", "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
     return out
+
+
+def test_loadshift_runs_each_point_once(loadshift):
+    """The time series the analysis reads are those of the sweep's own runs (kept as they run,
+    Reproduction.sweep_series), not a second simulation of every point: one run per point."""
+    n_points = json.loads((loadshift / "meta.json").read_text(encoding="utf-8"))["points"]
+    assert n_points == 9 and len(LOADSHIFT_SIMULATIONS) == n_points
+    ts = pd.read_parquet(loadshift / "timeseries.parquet")
+    assert ts.groupby(["variant", "seed"]).ngroups == n_points
 
 
 def _loadshift_data(out: Path) -> dict:

@@ -239,11 +239,14 @@ def test_huge_sweep_prints_its_size_first(tmp_path):
     spec.write_text(text)
     p = subprocess.Popen([sys.executable, "-m", "microsched", "sweep", str(spec), "--out", str(tmp_path / "o")],
                          env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    time.sleep(4)
+    # Ctrl-C as soon as the size is said (not after a fixed sleep): the line must come before the
+    # 6 000 points are checked and run, which would take minutes.
+    first = p.stderr.readline()
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
-    assert "6,000 points (3000 load.fraction × 2 seeds)" in err, err
-    assert "roughly" in err
+    out, rest = p.communicate(timeout=60)
+    err = first + rest
+    assert "6,000 points (3000 load.fraction × 2 seeds)" in first, err
+    assert "roughly" in first
 
 
 def _descendants(pid: int) -> set[int]:

@@ -32,7 +32,7 @@ import pandas as pd
 from .claims import Claim, ClaimSpec, write_claims
 from .parts import RowStore
 from ..sweep.runner import _tidy
-from .runner import aggregate, default_jobs, run_points, run_tasks
+from .runner import SERIES_KEY, aggregate, default_jobs, run_points, run_tasks
 from .spec import SpecError, SweepSpec
 
 RESULTS_FILE = "results.parquet"
@@ -74,13 +74,11 @@ class Context:
         at once in ``OUT/parts/extra/`` so that ``--resume`` runs only the missing ones (the parts
         of a fresh reproduction are cleared, so a saved result is always this profile's), and
         each counts in the reproduction's progress."""
-        import hashlib
         import pickle
 
         store = self.out / EXTRA_DIR
         store.mkdir(parents=True, exist_ok=True)
-        what = f"{fn.__module__}.{fn.__qualname__}"
-        keys = [hashlib.sha256(pickle.dumps((what, a), protocol=4)).hexdigest()[:24] for a in args]
+        keys = [extra_key(fn, a) for a in args]
         results: dict[int, Any] = {}
         for i, k in enumerate(keys):
             path = store / f"{k}.pickle"
@@ -123,6 +121,28 @@ class Context:
         if missing:
             raise ValueError(f"{self.spec.path}: variants: {self.name} needs {' and '.join(names)}; missing "
                              f"{', '.join(sorted(missing))}")
+
+
+def extra_key(fn: Callable[[Any], Any], arg: Any) -> str:
+    """The name of ``fn(arg)``'s saved result in ``OUT/parts/extra/`` (:meth:`Context.run_extra`)."""
+    import hashlib
+    import pickle
+
+    what = f"{fn.__module__}.{fn.__qualname__}"
+    return hashlib.sha256(pickle.dumps((what, arg), protocol=4)).hexdigest()[:24]
+
+
+def save_extra(out: Path, fn: Callable[[Any], Any], arg: Any, result: Any) -> None:
+    """Saves ``result`` as ``fn(arg)``'s in ``OUT/parts/extra/``, as :meth:`Context.run_extra`
+    does: a later ``run_extra(fn, [arg])`` reads it instead of running it."""
+    import pickle
+
+    store = out / EXTRA_DIR
+    store.mkdir(parents=True, exist_ok=True)
+    key = extra_key(fn, arg)
+    tmp = store / f".{key}.{os.getpid()}.tmp"
+    tmp.write_bytes(pickle.dumps(result, protocol=4))
+    os.replace(tmp, store / f"{key}.pickle")
 
 
 @dataclass(frozen=True)
@@ -228,6 +248,11 @@ class Reproduction:
     default_semantics: str | None = None
 
     figures: tuple[Figure, ...] = ()  # the figures it draws, with their captions, in the report's order
+    # Time series columns its analysis needs of every point of its sweep, as they are run
+    # (``series_of((point.scenario, point.seed, point.overrides, sweep_series))``): kept from the
+    # sweep's own runs, so that the analysis's run_extra finds them saved instead of running each
+    # point a second time.
+    sweep_series: tuple[str, ...] = ()
 
     def figure_list(self, drawn: Sequence[str]) -> list[dict[str, Any]]:
         """The figures drawn (file names), in the order the report shows them: the paper's
@@ -282,7 +307,8 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              costs: Sequence[Any] = (),
              thesis: Thesis | None = None,
              default_semantics: str | None = None,
-             figures: Sequence[Figure] = ()) -> Callable[[Callable[[Context], list[Claim]]],
+             figures: Sequence[Figure] = (),
+             sweep_series: Sequence[str] = ()) -> Callable[[Callable[[Context], list[Claim]]],
                                                          Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
@@ -297,7 +323,8 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
         REGISTRY[name] = Reproduction(name=name, paper=paper, figure=figure, description=description,
                                       spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
                                       claims=tuple(claims), costs=tuple(costs), thesis=thesis,
-                                      default_semantics=default_semantics, figures=tuple(figures))
+                                      default_semantics=default_semantics, figures=tuple(figures),
+                                      sweep_series=tuple(sweep_series))
         return fn
 
     return deco
@@ -442,6 +469,11 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     todo = [p for i, p in enumerate(points) if i not in saved]
 
     def save(point: Any, row: dict) -> None:
+        series = row.pop(SERIES_KEY, None)
+        if series is not None:
+            from ..sweep.worker import series_of
+
+            save_extra(out_dir, series_of, (point.scenario, point.seed, (*point.overrides,), repro.sweep_series), series)
         saved[point.index] = row
         store.add(ids[point.index], row)
 
@@ -456,7 +488,7 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
         progress(len(saved), len(points))
     if todo:
         try:
-            run_points(todo, jobs=jobs, progress=tick, on_row=save)
+            run_points(todo, jobs=jobs, progress=tick, on_row=save, series_columns=repro.sweep_series)
         finally:
             store.flush()  # what finished is kept, also when a point failed or Ctrl-C stopped the rest
     # Built as run_points builds it, so that a resumed reproduction equals an uninterrupted one.

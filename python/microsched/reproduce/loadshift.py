@@ -707,7 +707,9 @@ FIGURES = (
           # The study is a simulation and its simulator its artifact: its semantics are the
           # default; this project's own client and server model is --semantics ours.
           default_semantics="study",
-          figures=FIGURES)
+          figures=FIGURES,
+          # its time series are of the sweep's own points (run_timeseries, no extra overrides)
+          sweep_series=TS_COLS)
 def analyze(ctx: Context):
     from ..api import validate
 

@@ -28,7 +28,7 @@ import pandas as pd
 from .spec import Point
 # What a pool worker runs lives apart, so that a worker starts without pandas (a third of a
 # second per worker, paid at the start of every sweep).
-from .worker import WARNINGS_KEY, die_with_parent, flatten, run_point  # noqa: F401
+from .worker import SERIES_KEY, WARNINGS_KEY, die_with_parent, flatten, run_point  # noqa: F401
 
 @functools.lru_cache(maxsize=None)
 def t975(df: int) -> float:
@@ -174,11 +174,14 @@ def run_tasks(fn: Callable[[T], R], args: Sequence[T], jobs: int | None = None,
 
 def run_points(points: Sequence[Point], jobs: int | None = None,
                progress: Callable[[int, int], None] | None = None,
-               on_row: Callable[[Point, dict[str, Any]], None] | None = None) -> pd.DataFrame:
+               on_row: Callable[[Point, dict[str, Any]], None] | None = None,
+               series_columns: Sequence[str] = ()) -> pd.DataFrame:
     """Runs every point, ``jobs`` at a time in worker processes (:func:`run_tasks`; in this
     process when ``jobs == 1``), and returns one row per point in point order. The first
     failing point stops the sweep and its error is raised, naming the point. ``on_row(point,
-    row)`` is called in this process as each point finishes (to save it at once)."""
+    row)`` is called in this process as each point finishes (to save it at once). With
+    ``series_columns`` each row also holds those columns of its run's time series (under
+    ``worker.SERIES_KEY``, for ``on_row`` to take out: the frame returned is of the rows without)."""
     seen: set[str] = set()
     done = 0
 
@@ -191,8 +194,9 @@ def run_points(points: Sequence[Point], jobs: int | None = None,
         if progress:
             progress(done, len(points))
 
-    rows = run_tasks(run_point, points, jobs, on_result=finished, on_error=lambda i, e: _point_error(points[i], e))
-    return _tidy(pd.DataFrame(rows))
+    fn = functools.partial(run_point, series_columns=tuple(series_columns)) if series_columns else run_point
+    rows = run_tasks(fn, points, jobs, on_result=finished, on_error=lambda i, e: _point_error(points[i], e))
+    return _tidy(pd.DataFrame([{k: v for k, v in r.items() if k != SERIES_KEY} for r in rows]))
 
 
 def _point_error(p: Point, exc: BaseException) -> BaseException:

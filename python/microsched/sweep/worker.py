@@ -45,22 +45,33 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def run_point(point: Point) -> dict[str, Any]:
-    """Runs one point and returns its row (parameters first, then the flattened summary)."""
+def run_point(point: Point, series_columns: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Runs one point and returns its row (parameters first, then the flattened summary); with
+    ``series_columns``, also those columns of the same run's time series, under
+    :data:`SERIES_KEY` (a reproduction whose analysis needs every point's series: not run twice)."""
     # The summary alone: the worker never builds the run's tables, so it never imports pandas.
-    from ..api import run_summary
+    from ..api import run_summary, run_summary_and_series
 
+    series = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        summary = run_summary(point.scenario, seed=point.seed, overrides=list(point.overrides))
+        if series_columns:
+            summary, series = run_summary_and_series(point.scenario, series_columns, seed=point.seed,
+                                                     overrides=list(point.overrides))
+        else:
+            summary = run_summary(point.scenario, seed=point.seed, overrides=list(point.overrides))
     row = flatten(summary)
     row.pop("seed", None)
     # The scenario's warnings go back to the driver, which says each one once per sweep (a
     # worker's own stderr would repeat it for every point, with its source line).
-    return {"point": point.index, **point.params, **row, WARNINGS_KEY: [str(w.message) for w in caught]}
+    row = {"point": point.index, **point.params, **row, WARNINGS_KEY: [str(w.message) for w in caught]}
+    if series is not None:
+        row[SERIES_KEY] = series
+    return row
 
 
 WARNINGS_KEY = "__warnings__"
+SERIES_KEY = "__series__"
 
 
 # A reproduction's extra runs (:meth:`microsched.reproduce.framework.Context.run_extra`) run one
