@@ -9,6 +9,7 @@ import copy
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,9 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# The runtime's wire protocol version (wire.rs's VERSION), for tests that write datagrams by hand.
+WIRE_VERSION = int(re.search(r"pub const VERSION: u8 = (\d+);",
+                             (REPO / "crates/microsched-runtime/src/wire.rs").read_text()).group(1))
 
 # A suite started in the background (`cmd &`, some CI launchers) inherits SIGINT ignored, and
 # every child would inherit that too: the tests that check Ctrl-C would then test nothing. A

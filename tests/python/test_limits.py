@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import microsched
-from conftest import ENV_NO_SECRET as ENV, microsched_cli as cli, one_line_error
+from conftest import ENV_NO_SECRET as ENV, WIRE_VERSION, microsched_cli as cli, one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 SCEN = str(REPO / "experiments" / "real" / "overload-2x.toml")
@@ -142,11 +142,11 @@ def test_an_empty_secret_is_an_error_not_authentication_off():
 
 
 def _connect(cookie: int) -> bytes:
-    return b"MS" + bytes([1, 1]) + cookie.to_bytes(4, "little") + (0).to_bytes(4, "little")
+    return b"MS" + bytes([WIRE_VERSION, 1]) + cookie.to_bytes(4, "little") + (0).to_bytes(4, "little")
 
 
 def _request(token: int, req_id: int, service_ns: int) -> bytes:
-    return (b"MS" + bytes([1, 3]) + token.to_bytes(8, "little") + req_id.to_bytes(8, "little")
+    return (b"MS" + bytes([WIRE_VERSION, 3]) + token.to_bytes(8, "little") + req_id.to_bytes(8, "little")
             + (0).to_bytes(4, "little") + service_ns.to_bytes(8, "little") + (0).to_bytes(2, "little"))
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, microsched_cli as cli, one_line_error
+from conftest import REPO, WIRE_VERSION, microsched_cli as cli, one_line_error
 
 SCEN = str(REPO / "experiments" / "real" / "overload-2x.toml")
 SCEN_NONE = str(REPO / "experiments" / "real" / "overload-2x-none.toml")
@@ -190,7 +190,7 @@ def test_run_real_passes_its_seed_to_the_server(monkeypatch):
 
 
 def _connect(cookie: int) -> bytes:
-    return b"MS" + bytes([1, 1]) + cookie.to_bytes(4, "little") + (0).to_bytes(4, "little")
+    return b"MS" + bytes([WIRE_VERSION, 1]) + cookie.to_bytes(4, "little") + (0).to_bytes(4, "little")
 
 
 def _serve(*sets: str) -> tuple[subprocess.Popen, tuple[str, int]]:

@@ -93,6 +93,23 @@ impl<T: Tracer> Sim<T> {
         // leave now, together, as one burst of the session's free credits.
         let burst = if a.burst_cap == 0 { 1 } else { a.clients[node as usize].free_credits(session).clamp(1, a.burst_cap) };
         self.emit(app, session, node, rtype, service, has_program);
+        if burst > 1 {
+            self.burst_rest(app, session, node, burst);
+        }
+        let a = &mut self.apps[app as usize];
+        if let Some(next) = a.arrivals.next() {
+            if next < self.end {
+                self.schedule_arrival(app, next);
+            }
+        }
+    }
+
+    /// The rest of a `clients.burst` burst: `burst - 1` more requests of `session`, now, taking
+    /// the application's next arrival times. Kept out of line: the arrival path without bursts
+    /// (the default) pays one comparison for them.
+    #[cold]
+    #[inline(never)]
+    fn burst_rest(&mut self, app: u16, session: u32, node: u16, burst: u32) {
         for _ in 1..burst {
             let (rtype, service, has_program) = self.apps[app as usize].draw_request(&mut self.ops);
             self.emit(app, session, node, rtype, service, has_program);
@@ -100,11 +117,6 @@ impl<T: Tracer> Sim<T> {
         let a = &mut self.apps[app as usize];
         for _ in 1..burst {
             a.arrivals.next();
-        }
-        if let Some(next) = a.arrivals.next() {
-            if next < self.end {
-                self.schedule_arrival(app, next);
-            }
         }
     }
 
