@@ -117,7 +117,10 @@ impl Preempt {
     pub(crate) fn new(sc: &Scenario, workers: usize) -> Self {
         let policy = microsched_core::sched::build::<RtView>(sc, sc.seed).expect("the scenario was validated, and the runtime refuses python queueing policies");
         let per_request = policy.per_request();
-        let default_quantum = sc.server.preemption.quantum_us.map_or(Nanos::MAX, |q| us(q).max(1));
+        let default_quantum = match sc.server.preemption.quantum_us {
+            Some(q) if policy.preemptible() => us(q).max(1),
+            _ => Nanos::MAX,
+        };
         Preempt {
             enabled: per_request || default_quantum != Nanos::MAX,
             default_quantum,

@@ -195,6 +195,13 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Darc {
         // DARC never preempts; a yielded or woken request goes back to the core it was on.
         Place::Core(core)
     }
+
+    /// Perséphone's workers run a request to completion, whatever `server.preemption.quantum_us`
+    /// says. Were a quantum applied, the preempted request would go back to `Place::Core`, which
+    /// `next` never reads (it serves the class queues): stranded to the end of the run.
+    fn preemptible(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
@@ -223,6 +230,15 @@ impl super::SchedChecks for Config {
     }
     fn dispatcher_routes(&self) -> super::dispatcher::Routes {
         DISPATCHER_ROUTES
+    }
+    fn warnings(&self, sc: &Scenario) -> Vec<String> {
+        match sc.server.preemption.quantum_us {
+            Some(q) => vec![format!(
+                "server.preemption.quantum_us = {q} is ignored by policy.sched.kind = \"darc\": DARC never preempts \
+                 (Perséphone's workers run each request to completion)"
+            )],
+            None => Vec::new(),
+        }
     }
 }
 

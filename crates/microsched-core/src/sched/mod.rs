@@ -228,6 +228,12 @@ pub trait QueuePolicy<V: ServerView + ?Sized>: Send {
     fn per_request(&self) -> bool {
         false
     }
+    /// Whether a running request can be preempted at all: false for a run-to-completion policy
+    /// (DARC), whose drivers then ignore `server.preemption.quantum_us` (the policy's `warnings`
+    /// say so). Read once, at construction.
+    fn preemptible(&self) -> bool {
+        true
+    }
     /// The driver's clock, before a per-request policy decides where an idle core looks
     /// (`next`) or which quantum a request gets: policies with timers of their own (Synergy's
     /// wait-queue congestion check) advance them here.

@@ -162,7 +162,9 @@ fn darc_keeps_long_requests_off_the_short_ones_core() {
     let sc = scenario(&[
         "policy.sched={kind=\"darc\"}",
         "server.max_cores=3",
-        "server.preemption={}",
+        // A quantum shorter than every request: DARC must ignore it (a preempted request would
+        // go back to its worker's own queue, which DARC never reads).
+        "server.preemption={quantum_us=5}",
         "workload.types.0={name=\"short\",ratio=0.75,service={dist=\"constant\",value_us=10}}",
         "workload.types.1={name=\"long\",ratio=0.25,service={dist=\"constant\",value_us=20}}",
         "load.rps=4000",

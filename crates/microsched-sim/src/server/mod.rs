@@ -164,7 +164,10 @@ enum Ran {
 }
 
 impl Server {
-    pub fn new(node: u16, cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy<Queues>>, spin_locks: Vec<bool>) -> Self {
+    pub fn new(node: u16, mut cfg: ServerCfg, initially_active: usize, policy: Box<dyn QueuePolicy<Queues>>, spin_locks: Vec<bool>) -> Self {
+        if !policy.preemptible() {
+            cfg.preemption.quantum = Nanos::MAX;
+        }
         let n = cfg.max_cores;
         let dispatcher = cfg.dispatcher;
         let mut cores = Vec::with_capacity(n);

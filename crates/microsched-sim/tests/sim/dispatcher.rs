@@ -103,6 +103,20 @@ fn darcs_dispatcher_handles_completions_only() {
     assert_eq!((d.requeues, d.signals), (0, 0));
 }
 
+/// DARC never preempts, even where the scenario sets a quantum (BASE's 5 µs, shorter than its
+/// 50 µs requests): a preempted request would go back to its core's own queue, which DARC's
+/// workers never read, and stay there to the end of the run.
+#[test]
+fn darc_ignores_a_quantum_and_strands_nothing() {
+    let s = run(BASE, &["policy.sched.kind=darc"], 3).summary;
+    assert_eq!(s.sched.as_ref().unwrap().preemptions, 0);
+    // At load 0.7 on 4 workers, what is left at the end is at most what was in service or
+    // just queued, not the tenth of requests that are long.
+    assert!(s.requests.in_flight * 100 < s.requests.generated, "{:?}", s.requests);
+    let w = microsched_core::sched::warnings(&microsched_sim::Scenario::load(BASE, microsched_sim::Format::Toml, std::path::Path::new("."), &["policy.sched.kind=darc".to_string()]).unwrap().scenario);
+    assert!(w.iter().any(|m| m.contains("quantum_us") && m.contains("never preempts")), "{w:?}");
+}
+
 #[test]
 fn a_negative_dispatcher_cost_is_refused_by_name() {
     let o = vec!["server.dispatcher.requeue_ns=-1".to_string()];
