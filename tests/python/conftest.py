@@ -34,10 +34,15 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # --state-file`, default under $XDG_STATE_HOME) in a directory of this test session: never the
 # user's, and never shared with another suite running at the same time (one agent per file).
 if "MICROSCHED_TEST_STATE_HOME" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["MICROSCHED_TEST_STATE_HOME"] = tempfile.mkdtemp(prefix="microsched-test-state-")
     os.environ["XDG_STATE_HOME"] = os.environ["MICROSCHED_TEST_STATE_HOME"]
+    # Only the process that made it removes it (pytest-xdist's workers inherit the variable and
+    # skip this block), when the whole session is over.
+    atexit.register(shutil.rmtree, os.environ["MICROSCHED_TEST_STATE_HOME"], ignore_errors=True)
 
 # A small M/M/4 with a central queue: 30 ms measured at 200 k requests/s (~6000 requests).
 SMALL: dict[str, Any] = {

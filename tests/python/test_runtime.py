@@ -5,6 +5,7 @@ binds a free loopback port."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -377,10 +378,13 @@ def test_serve_stops_on_sigterm_and_writes_its_report(tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_real_stopped_by_a_signal_leaves_no_process(sig):
+def test_real_stopped_by_a_signal_leaves_no_process(sig, tmp_path):
     # A long run (60 s of load), stopped once its server and load generator are both running.
+    # Its temporary directory goes under tmp_path: SIGKILL leaves it (nothing can remove it),
+    # SIGTERM must not.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
     p = subprocess.Popen([sys.executable, "-m", "microsched", "real", SCEN, "--set", "duration_ms=60000"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
     kids: set[int] = set()
     try:
         deadline = time.monotonic() + 30
@@ -401,12 +405,12 @@ def test_real_stopped_by_a_signal_leaves_no_process(sig):
                                         capture_output=True, text=True).stdout
         pg = subprocess.run(["pgrep", "-af", "microsched (serve|loadgen)"], capture_output=True, text=True).stdout
         assert not any(line.split()[0] in {str(k) for k in kids} for line in pg.splitlines()), pg
+        if sig == signal.SIGTERM:
+            assert not list(tmp_path.glob("microsched-real-*")), list(tmp_path.iterdir())
     finally:
         for k in kids:
             if _alive(k):
                 try:
-                    import os
-
                     os.kill(k, signal.SIGKILL)
                 except OSError:
                     pass

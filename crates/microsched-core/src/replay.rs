@@ -90,22 +90,22 @@ impl Replay {
 mod tests {
     use super::*;
 
-    fn write(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("microsched-replay-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("r.csv"), text).unwrap();
+    /// A directory holding `r.csv`, removed when the returned guard drops.
+    fn write(text: &str) -> tempfile::TempDir {
+        let dir = tempfile::Builder::new().prefix("microsched-replay-").tempdir().unwrap();
+        std::fs::write(dir.path().join("r.csv"), text).unwrap();
         dir
     }
 
     #[test]
     fn rows_are_read_by_column_name_and_checked() {
-        let dir = write("ok", "id,session,type,created_ns,service_ns,latency_ns\n0,3,1,100,5000,9\n1,0,0,250,2000,7\n");
-        let r = Replay::load("r.csv", &dir, "workload.replay", 2).unwrap();
+        let dir = write("id,session,type,created_ns,service_ns,latency_ns\n0,3,1,100,5000,9\n1,0,0,250,2000,7\n");
+        let r = Replay::load("r.csv", dir.path(), "workload.replay", 2).unwrap();
         assert_eq!(r.rows.len(), 2);
         assert_eq!(r.rows[0], Row { created_ns: 100, session: 3, rtype: 1, service_ns: 5000 });
         assert!(r.check_sessions(4, "workload.replay").is_ok());
         assert!(r.check_sessions(3, "workload.replay").unwrap_err().message.contains("clients.sessions = 3"));
-        let e = Replay::load("r.csv", &dir, "workload.replay", 1).unwrap_err();
+        let e = Replay::load("r.csv", dir.path(), "workload.replay", 1).unwrap_err();
         assert!(e.message.contains("type = 1") && e.message.contains("1 request types"), "{e}");
         for (name, text, needle) in [
             ("order", "created_ns,session,type,service_ns\n5,0,0,1\n4,0,0,1\n", "creation order"),
@@ -113,8 +113,8 @@ mod tests {
             ("bad", "created_ns,session,type,service_ns\n5,0,0,-1\n", "service_ns = `-1`"),
             ("empty", "created_ns,session,type,service_ns\n", "no rows"),
         ] {
-            let dir = write(name, text);
-            let e = Replay::load("r.csv", &dir, "workload.replay", 1).unwrap_err();
+            let dir = write(text);
+            let e = Replay::load("r.csv", dir.path(), "workload.replay", 1).unwrap_err();
             assert_eq!(e.field, "workload.replay");
             assert!(e.message.contains(needle), "{name}: {e}");
         }

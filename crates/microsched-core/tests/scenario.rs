@@ -1,6 +1,6 @@
 //! The scenario loader: every error names the field at fault; overrides and both formats work.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use microsched_core::dist::Sampler;
 use microsched_core::scenario::{json_schema, Format, Scenario};
@@ -126,15 +126,15 @@ fn load_schedule_must_increase() {
     assert_eq!(e.field, "load.schedule[1].at_ms");
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("microsched-scenario-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// Removed when the guard drops, also when the test fails.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("microsched-scenario-{name}-")).tempdir().unwrap()
 }
 
 #[test]
 fn empirical_csv_is_read_with_or_without_header() {
-    let d = temp_dir("csv");
+    let guard = temp_dir("csv");
+    let d = guard.path().to_path_buf();
     std::fs::write(d.join("plain.csv"), "1.0\n3.0\n").unwrap();
     std::fs::write(d.join("named.csv"), "id,svc_us\n1,2.0\n2,4.0\n").unwrap();
     std::fs::write(d.join("bad.csv"), "svc\n1.0\nabc\n").unwrap();
