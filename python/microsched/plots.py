@@ -243,12 +243,19 @@ def _check_col(data: SweepData, col: str, what: str) -> None:
         raise PlotError(f"{what} {col!r}: no such column in {data.path} (parameters and loads: {avail})")
 
 
-def series(data: SweepData, x: str, hue: str | None, metrics: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
+def series(data: SweepData, x: str, hue: str | None, metrics: Sequence[str],
+           max_curves: int | None = None) -> list[tuple[str, pd.DataFrame]]:
     """Means over seeds, one frame per curve, sorted by x. A curve is a value of ``hue`` and
-    of every other varying parameter (so no curve mixes two settings)."""
+    of every other varying parameter (so no curve mixes two settings). More than
+    ``max_curves`` curves is a :class:`PlotError` (before anything is computed)."""
     from .sweep.runner import aggregate
 
     keys = ([hue] if hue else []) + _splitting(data, [c for c in data.varying if c not in (x, hue)], hue)
+    if max_curves is not None and keys:
+        n = len(data.df[keys].drop_duplicates())
+        if n > max_curves:
+            raise PlotError(f"{n} curves (one per {' × '.join(keys)}), more than one figure shows legibly "
+                            f"({max_curves}); `microsched plot {data.path}` draws them all")
     metrics = [m for m in dict.fromkeys(metrics) if m in data.df.columns and m != x]
     df = data.df.copy()
     by = keys + [x]
@@ -338,7 +345,7 @@ def _log_y(ax) -> None:
 
 
 def plot_latency(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
-             formats: Sequence[str] = FORMATS) -> list[Path]:
+             formats: Sequence[str] = FORMATS, max_curves: int | None = None) -> list[Path]:
     x = x or default_x(data)
     hue = hue if hue is not None else default_hue(data, x)
     cols = [("latency_us.p50", "p50"), ("latency_us.p99", "p99"), ("latency_us.p999", "p99.9")]
@@ -346,15 +353,16 @@ def plot_latency(data: SweepData, out_dir: Path, x: str | None = None, hue: str 
     if not cols:
         raise PlotError(f"{data.path}: no latency_us.* columns")
     panels = [(c, f"{n} end-to-end latency (µs, log scale)", f"{n} latency") for c, n in cols]
-    fig = _log_panels(data, x, hue, panels)
+    fig = _log_panels(data, x, hue, panels, max_curves)
     fig.suptitle(f"End-to-end latency vs {label(x).split(' (')[0]}: {data.title}", fontsize=11)
     return _finish(fig, out_dir, "latency", formats)
 
 
-def _log_panels(data: SweepData, x: str, hue: str | None, panels: list[tuple[str, str, str]]) -> Any:
+def _log_panels(data: SweepData, x: str, hue: str | None, panels: list[tuple[str, str, str]],
+                max_curves: int | None = None) -> Any:
     """One log-scale panel per (column, y label, title), side by side, one curve per `hue`
     value in each; the legend on the last panel."""
-    curves = series(data, x, hue, [c for c, _, _ in panels])
+    curves = series(data, x, hue, [c for c, _, _ in panels], max_curves)
     fig, axes = plt.subplots(1, len(panels), figsize=(max(7.0, 5 * len(panels)), 4.4), constrained_layout=True,
                              squeeze=False)
     for ax, (c, ylabel, title) in zip(axes[0], panels):
@@ -370,7 +378,7 @@ def _log_panels(data: SweepData, x: str, hue: str | None, panels: list[tuple[str
 
 
 def plot_throughput(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
-             formats: Sequence[str] = FORMATS) -> list[Path]:
+             formats: Sequence[str] = FORMATS, max_curves: int | None = None) -> list[Path]:
     x = x or "offered_rps"
     hue = hue if hue is not None else default_hue(data, default_x(data))
     need = [c for c in ("throughput_rps", "goodput_rps") if c in data.df.columns]
@@ -378,7 +386,7 @@ def plot_throughput(data: SweepData, out_dir: Path, x: str | None = None, hue: s
         raise PlotError(f"{data.path}: no throughput_rps / goodput_rps columns")
     # one curve per hue value: the load parameter (if any) is what moves along x
     curve_x = x if x != "offered_rps" else default_x(data)
-    curves = series(data, curve_x, hue, [*need, x])
+    curves = series(data, curve_x, hue, [*need, x], max_curves)
     fig, ax = plt.subplots(figsize=(7, 4.8), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     hi = 0.0
@@ -415,12 +423,12 @@ def pareto_front(u: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def plot_pareto(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
-             formats: Sequence[str] = FORMATS) -> list[Path]:
+             formats: Sequence[str] = FORMATS, max_curves: int | None = None) -> list[Path]:
     for c in ("cpu_utilization", "latency_us.p99"):
         _check_col(data, c, "column")
     load_col = default_x(data)
     hue = hue if hue is not None else default_hue(data, load_col)
-    curves = series(data, load_col, hue, ["cpu_utilization", "latency_us.p99"])
+    curves = series(data, load_col, hue, ["cpu_utilization", "latency_us.p99"], max_curves)
     fig, ax = plt.subplots(figsize=(7.5, 5), constrained_layout=True)
     all_u, all_p = [], []
     for i, (name, g) in enumerate(curves):
@@ -455,14 +463,15 @@ def request_types(df: pd.DataFrame) -> list[str]:
 
 
 def plot_slowdown(data: SweepData, out_dir: Path, x: str | None = None, hue: str | None = None,
-             formats: Sequence[str] = FORMATS) -> list[Path]:
+             formats: Sequence[str] = FORMATS, max_curves: int | None = None) -> list[Path]:
     x = x or default_x(data)
     hue = hue if hue is not None else default_hue(data, x)
     types = request_types(data.df)
     cols = [(f"by_type.{t}.slowdown.p99", t) for t in types] or [("slowdown.p99", "all requests (one type)")]
     for c, _ in cols:
         _check_col(data, c, "column")
-    fig = _log_panels(data, x, hue, [(c, "p99 slowdown (latency / service time, log)", f"type {t}") for c, t in cols])
+    fig = _log_panels(data, x, hue, [(c, "p99 slowdown (latency / service time, log)", f"type {t}") for c, t in cols],
+                      max_curves)
     fig.suptitle(f"p99 slowdown vs {label(x).split(' (')[0]}, per request type: {data.title}", fontsize=11)
     return _finish(fig, out_dir, "slowdown", formats)
 
@@ -575,10 +584,12 @@ def default_out(path: str | os.PathLike) -> Path:
 
 def plot(path: str | os.PathLike, kinds: Sequence[str] | None = None, x: str | None = None,
          hue: str | None = None, out: str | os.PathLike | None = None,
-         formats: Sequence[str] = FORMATS) -> list[Path]:
+         formats: Sequence[str] = FORMATS, max_curves: int | None = None) -> list[Path]:
     """Draws the figures of ``path`` (a result dataset or a run directory) into ``out``
     (default: ``plots/`` beside the data) in ``formats`` (default PNG and SVG); returns the
-    files written. ``kinds`` default to every kind that applies to the input."""
+    files written. ``kinds`` default to every kind that applies to the input. With
+    ``max_curves``, a dataset's figure that would draw more curves is a :class:`PlotError`
+    (the report's limit: a legend of 144 entries reads as nothing)."""
     data = load(path)
     out_dir = Path(out) if out is not None else default_out(path)
     for k in kinds or ():
@@ -604,7 +615,7 @@ def plot(path: str | os.PathLike, kinds: Sequence[str] | None = None, x: str | N
         _check_col(data, hue, "--hue")
     paths: list[Path] = []
     for k in kinds:
-        paths += _SWEEP_FUNCS[k](data, out_dir, x=x, hue=hue, formats=formats)
+        paths += _SWEEP_FUNCS[k](data, out_dir, x=x, hue=hue, formats=formats, max_curves=max_curves)
     return paths
 
 

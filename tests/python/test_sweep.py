@@ -309,6 +309,18 @@ def test_plot_writes_png_and_svg_for_every_kind(smoke_dir: Path, tmp_path: Path)
         assert r.code == 2 and needle in r.err and len(r.err.strip().splitlines()) == 1, r.err
 
 
+def test_a_figure_with_more_curves_than_the_limit_is_refused_with_the_count(smoke_dir: Path, tmp_path: Path) -> None:
+    from microsched import plots as P
+
+    # The smoke sweep has two curves (one per policy): a limit of one refuses each figure by
+    # name and count; the limit the report uses draws them.
+    with pytest.raises(P.PlotError, match=r"2 curves \(one per variant\), more than one figure shows legibly \(1\)"):
+        P.plot(smoke_dir, kinds=["latency"], out=tmp_path / "one", max_curves=1)
+    assert not (tmp_path / "one").exists() or not list((tmp_path / "one").iterdir())
+    assert [p.name for p in P.plot(smoke_dir, kinds=["latency"], out=tmp_path / "two", formats=("png",), max_curves=2)] \
+        == ["latency.png"]
+
+
 def test_plot_time_series_of_a_run(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     r = run_cli("run", BASE, "--set", "duration_ms=20", "--set", "warmup_ms=2", "--set", "load.fraction=1.1",
