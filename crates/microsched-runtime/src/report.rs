@@ -99,6 +99,9 @@ counters!(
         condvar_waits,
         condvar_wakeups,
         condvar_drops,
+        /// Items the request programs' `signal` steps added to their condition variables
+        /// (each followed by a notify of the oldest waiter).
+        condvar_items,
     }
 );
 
