@@ -331,6 +331,9 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
                 .as_ref()
                 .is_some_and(|a| a.rule.condvar_drops(coro.acc_ns, sh.mutexes.condvar_oldest_wait(cv, now)));
             sh.counters.condvar_drops.fetch_add(u64::from(refused), Ordering::Relaxed);
+            if refused {
+                sh.condvar_stats.lock().dropped(cv);
+            }
             Verdict::Answer(u64::from(refused))
         }
         Ask::CondvarQueueDelay(cv) => Verdict::Answer(sh.mutexes.condvar_oldest_wait(cv, now)),
@@ -338,6 +341,7 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
         Ask::CondvarPutItem(cv) => {
             sh.mutexes.put_item(cv);
             Counters::bump(&sh.counters.condvar_items);
+            sh.condvar_stats.lock().signal(cv);
             Verdict::Answer(0)
         }
     }

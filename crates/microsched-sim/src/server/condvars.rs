@@ -9,42 +9,27 @@
 
 use std::collections::VecDeque;
 
+use microsched_core::sched::condvar::CondvarStats;
 use microsched_core::summary::CondvarSummary;
 use microsched_core::Nanos;
 
-use super::NONE;
-
-/// One condvar's counters over the measured window.
-#[derive(Debug, Clone)]
-struct Stats {
-    waits: u64,
-    wakeups: u64,
-    signals: u64,
-    drops: u64,
-    wait: hdrhistogram::Histogram<u64>,
-    wait_sum: u128,
-}
-
 pub struct CondvarState {
-    names: Vec<String>,
     items: Vec<u64>,
     /// Per condvar: waiting request slots, each with when it began waiting.
     waiters: Vec<VecDeque<(u32, Nanos)>>,
     /// Per request slot: notified, it must re-take the condvar's mutex before checking again.
     notified: Vec<bool>,
-    stats: Vec<Stats>,
-    measuring: bool,
+    pub stats: CondvarStats,
 }
 
 impl CondvarState {
     pub fn new(names: Vec<String>) -> Self {
         let n = names.len();
-        let stats = Stats { waits: 0, wakeups: 0, signals: 0, drops: 0, wait: hdrhistogram::Histogram::new(3).expect("valid sigfig"), wait_sum: 0 };
-        Self { names, items: vec![0; n], waiters: vec![VecDeque::new(); n], notified: Vec::new(), stats: vec![stats; n], measuring: false }
+        Self { items: vec![0; n], waiters: vec![VecDeque::new(); n], notified: Vec::new(), stats: CondvarStats::new(names) }
     }
 
     pub fn start_window(&mut self) {
-        self.measuring = true;
+        self.stats.measuring = true;
     }
 
     /// Whether request slot `req` was notified (and forgets it: it now re-takes the mutex).
@@ -68,66 +53,34 @@ impl CondvarState {
     }
 
     pub(super) fn wait(&mut self, cv: u32, req: u32, now: Nanos) {
-        debug_assert!(req != NONE);
         self.waiters[cv as usize].push_back((req, now));
-        if self.measuring {
-            self.stats[cv as usize].waits += 1;
-        }
+        self.stats.wait(cv);
     }
 
     pub(super) fn dropped(&mut self, cv: u32) {
-        if self.measuring {
-            self.stats[cv as usize].drops += 1;
-        }
+        self.stats.dropped(cv);
     }
 
     /// A signal on `cv` at `now`: one more item, and the oldest waiter (with when it began
     /// waiting), now marked notified.
     pub(super) fn signal(&mut self, cv: u32, now: Nanos) -> Option<(u32, Nanos)> {
-        let c = cv as usize;
-        self.items[c] += 1;
-        let woken = self.waiters[c].pop_front();
-        if let Some((w, _)) = woken {
+        self.items[cv as usize] += 1;
+        self.stats.signal(cv);
+        let woken = self.waiters[cv as usize].pop_front();
+        if let Some((w, since)) = woken {
             let i = w as usize;
             if self.notified.len() <= i {
                 self.notified.resize(i + 1, false);
             }
             self.notified[i] = true;
-        }
-        if self.measuring {
-            let s = &mut self.stats[c];
-            s.signals += 1;
-            if let Some((_, since)) = woken {
-                let waited = now - since;
-                s.wakeups += 1;
-                s.wait.record(waited).expect("auto-resizing histogram");
-                s.wait_sum += u128::from(waited);
-            }
+            self.stats.woken(cv, now - since);
         }
         woken
     }
 
     /// Summaries merged over the nodes' states (same condvars).
     pub fn summaries(nodes: &[&CondvarState]) -> Vec<CondvarSummary> {
-        let Some(first) = nodes.first() else { return Vec::new() };
-        (0..first.names.len())
-            .map(|c| {
-                let mut wait = hdrhistogram::Histogram::<u64>::new(3).expect("valid sigfig");
-                let mut out = CondvarSummary { name: first.names[c].clone(), ..CondvarSummary::default() };
-                let mut sum = 0u128;
-                for n in nodes {
-                    let s = &n.stats[c];
-                    wait.add(&s.wait).expect("auto-resizing histogram");
-                    out.waits += s.waits;
-                    out.wakeups += s.wakeups;
-                    out.signals += s.signals;
-                    out.drops += s.drops;
-                    out.items_left += n.items[c];
-                    sum += s.wait_sum;
-                }
-                out.wait_us = microsched_core::metrics::us_percentiles(&wait, sum, out.wakeups);
-                out
-            })
-            .collect()
+        let stats: Vec<&CondvarStats> = nodes.iter().map(|n| &n.stats).collect();
+        CondvarStats::summaries(&stats, |cv| nodes.iter().map(|n| n.items[cv as usize]).sum())
     }
 }
