@@ -12,6 +12,9 @@ import pytest
 
 from conftest import REPO, microsched_cli as cli
 
+# The real runs are in a module fixture, which the conftest's source test does not see.
+pytestmark = pytest.mark.serial
+
 SCEN = str(REPO / "experiments" / "protego" / "real-condvar.toml")
 SHORT = ["--set", "duration_ms=1500", "--set", "warmup_ms=300"]
 
