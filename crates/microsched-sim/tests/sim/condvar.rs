@@ -164,3 +164,31 @@ fn condvar_validation_names_the_field() {
     }
     assert!(Scenario::load(&base, Format::Toml, std::path::Path::new("."), &[]).is_ok());
 }
+
+/// A second application's condvar and lock are numbered after the first's: each application's
+/// waits and wake-ups land on its own condvar, and both keep their items apart.
+#[test]
+fn applications_have_their_own_condvars() {
+    let second = r#"
+        [[applications]]
+        name = "b"
+        load = { rps = 3000 }
+        workload = { locks = [{ name = "q2" }], condvars = [{ name = "cv2", lock = "q2" }], types = [
+            { name = "bp", ratio = 0.5, service = { dist = "constant", value_us = 20 }, paths = [{ steps = [{ op = "signal", condvar = "cv2" }] }] },
+            { name = "bc", ratio = 0.5, service = { dist = "constant", value_us = 20 }, paths = [{ steps = [{ op = "wait", condvar = "cv2" }] }] },
+        ] }
+    "#;
+    let s = run(&(producer_consumer(3000.0, 0.5, "") + second), &[], 4).summary;
+    let names: Vec<&str> = s.condvars.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["cv", "cv2"]);
+    for c in &s.condvars {
+        assert!(c.waits > 10 && c.wakeups > 10 && c.wakeups <= c.signals, "{c:?}");
+    }
+    // Each application's signals are its producers' (about half its requests).
+    let generated = |i: usize| s.applications[i].requests.generated as f64;
+    for (i, c) in s.condvars.iter().enumerate() {
+        let share = c.signals as f64 / generated(i);
+        assert!((0.3..0.7).contains(&share), "{}: {} signals of {} requests", c.name, c.signals, generated(i));
+    }
+    conserved(&s);
+}
