@@ -100,7 +100,8 @@ fn a_wait_without_an_item_blocks_until_a_signal() {
     let s = run(&producer_consumer(5000.0, 0.5, ""), &[], 3).summary;
     let c = cv(&s);
     assert!(c.waits > 20 && c.wakeups > 20, "{c:?}");
-    assert!(c.wakeups <= c.signals && c.wakeups <= c.waits, "{c:?}");
+    // Each wake-up is a signal's (a waiter may have begun waiting before the window).
+    assert!(c.wakeups <= c.signals, "{c:?}");
     assert!(c.wait_us.p50 > 40.0, "a woken consumer waited for a producer: {c:?}");
     assert_eq!(c.drops, 0, "no lock_control: no refusal");
     let by = |n: &str| s.applications[0].by_type.iter().find(|t| t.name == n).expect("type").latency_us.p99;
@@ -190,5 +191,27 @@ fn applications_have_their_own_condvars() {
         let share = c.signals as f64 / generated(i);
         assert!((0.3..0.7).contains(&share), "{}: {} signals of {} requests", c.name, c.signals, generated(i));
     }
+    conserved(&s);
+}
+
+/// A woken waiter's wait joins its accumulated delay (the artifact's `condvar_signal`): a
+/// consumer that waited past the budget for its item is then dropped at the next lock step,
+/// although that lock is free (ASQM drops a request already past its budget at any lock).
+/// With `seed = "measured"` nothing but the request's own waits counts.
+#[test]
+fn a_woken_waiters_wait_joins_its_accumulated_delay() {
+    let base = producer_consumer(5000.0, 0.6, "lock_control = { mode = \"asqm\", budget_us = 500, seed = \"measured\" }");
+    let consume_tail = "{ op = \"wait\", condvar = \"cv\", share = 0.25 },\n            { op = \"compute\", share = 0.25 },";
+    assert!(base.contains(consume_tail));
+    let text = base
+        .replace(consume_tail, "{ op = \"wait\", condvar = \"cv\", share = 0.25 },\n            { op = \"lock\", lock = \"after\", share = 0.25 },")
+        .replacen("[[workload.condvars]]", "[[workload.locks]]\n        name = \"after\"\n        [[workload.condvars]]", 1);
+    let s = run(&text, &[], 6).summary;
+    let c = cv(&s);
+    let lc = s.lock_control.as_ref().expect("lock_control");
+    let after = lc.locks.iter().find(|l| l.name == "after").expect("lock after");
+    assert!(c.wait_us.p99 > 500.0, "some woken waits passed the budget: {c:?}");
+    assert!(after.drops > 10, "consumers whose condvar wait passed the budget are dropped at the free lock: {after:?} ({c:?})");
+    assert_eq!(lc.drops, c.drops + after.drops + lc.locks.iter().find(|l| l.name == "q").map_or(0, |l| l.drops));
     conserved(&s);
 }
