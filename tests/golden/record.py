@@ -32,6 +32,7 @@ SCENARIOS = [
     "experiments/protego/real-synthetic.toml",
     "experiments/protego/real-synthetic-breakwater.toml",
     "experiments/protego/real-memcached-var.toml",
+    "experiments/protego/real-condvar.toml",
     "experiments/synergy/high.toml",
     "experiments/synergy/extreme.toml",
     "experiments/synergy/zippydb.toml",

@@ -48,6 +48,18 @@ pub struct LockCfg {
     pub spin: bool,
 }
 
+/// A condition variable request programs wait on and signal (a producer/consumer queue of
+/// items): `lock` guards it and its item count. Waits take an item, or wait until a signal
+/// adds one; nothing is lost (a signal with no waiter leaves its item for the next wait).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CondvarCfg {
+    /// What `wait` and `signal` steps name.
+    pub name: String,
+    /// The lock guarding it: a `workload.locks[].name` with `count = 1` (one mutex).
+    pub lock: String,
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HotKeys {
@@ -96,6 +108,34 @@ pub enum StepCfg {
     /// A yield point: the request goes back to the runqueue and the core looks for other work
     /// (a cooperative preemption point, as compiler interrupts insert).
     Yield,
+    /// Consume an item of `condvar`: take its lock; while it has no item, wait on it (the lock
+    /// released, the request off its core; under `server.lock_control` asqm a wait is refused,
+    /// and the request dropped as at a lock, when its accumulated queueing delay plus the age
+    /// of the condvar's oldest waiter exceeds the budget); then take one item and do the work
+    /// holding the lock, and release it.
+    Wait {
+        /// The name of the condition variable (a `workload.condvars[].name`).
+        condvar: String,
+        /// Share of the request's sampled service time spent holding the lock after the wait
+        /// (default 1).
+        #[serde(default)]
+        share: Option<f64>,
+        /// The step's own CPU-time distribution, instead of `share`.
+        #[serde(default)]
+        time: Option<Dist>,
+    },
+    /// Produce an item for `condvar`: take its lock, do the work holding it, add one item, wake
+    /// the oldest waiter (notify one, FIFO), release the lock.
+    Signal {
+        /// The name of the condition variable (a `workload.condvars[].name`).
+        condvar: String,
+        /// Share of the request's sampled service time spent holding the lock (default 1).
+        #[serde(default)]
+        share: Option<f64>,
+        /// The step's own CPU-time distribution, instead of `share`.
+        #[serde(default)]
+        time: Option<Dist>,
+    },
 }
 
 fn one_u32() -> u32 {
@@ -109,13 +149,37 @@ fn one_f64() -> f64 {
 // Concrete programs
 
 /// A step of one request's concrete program. Mutex ids index the flattened lock table (a
-/// family's locks are consecutive).
+/// family's locks are consecutive); condition-variable ids index `workload.condvars`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Compute(Nanos),
     Acquire(u32),
     Release(u32),
     Yield,
+    /// Holding `mutex`: take an item of condition variable `cv`, waiting on it (releasing
+    /// `mutex`, re-taking it once notified) while it has none. A `wait` step is
+    /// `Acquire(m), Wait, Compute, Release(m)`.
+    Wait { cv: u32, mutex: u32 },
+    /// Holding the condvar's mutex: add an item to `cv` and wake its oldest waiter. A `signal`
+    /// step is `Acquire(m), Compute, Signal, Release(m)`.
+    Signal(u32),
+}
+
+impl Op {
+    /// The op with its mutex and condvar ids numbered after `mutex_base` mutexes and `cv_base`
+    /// condvars (applications after the first share the nodes' tables).
+    #[inline]
+    pub fn offset(&mut self, mutex_base: u32, cv_base: u32) {
+        match self {
+            Op::Acquire(m) | Op::Release(m) => *m += mutex_base,
+            Op::Wait { cv, mutex } => {
+                *cv += cv_base;
+                *mutex += mutex_base;
+            }
+            Op::Signal(cv) => *cv += cv_base,
+            Op::Compute(_) | Op::Yield => {}
+        }
+    }
 }
 
 /// Where a step's time comes from, compiled.
@@ -130,6 +194,8 @@ enum Step {
     Compute(Work),
     Lock { lock: usize, work: Work },
     Yield,
+    Wait { cv: u32, work: Work },
+    Signal { cv: u32, work: Work },
 }
 
 #[derive(Debug, Clone)]
@@ -161,6 +227,8 @@ pub struct Programs {
     mutexes: u32,
     /// Per mutex: a spin lock.
     spin: Vec<bool>,
+    /// Per condition variable: its name and its lock's mutex id.
+    condvars: Vec<(String, u32)>,
 }
 
 impl Programs {
@@ -203,6 +271,29 @@ impl Programs {
             spin.extend(std::iter::repeat_n(l.spin, l.count as usize));
             mutexes += l.count;
         }
+        let mut condvars: Vec<(String, u32)> = Vec::new();
+        for (i, c) in w.condvars.iter().enumerate() {
+            let f = format!("workload.condvars[{i}]");
+            if c.name.is_empty() {
+                return Err(ScenarioError::new(format!("{f}.name"), "must not be empty"));
+            }
+            if condvars.iter().any(|(n, _)| n == &c.name) {
+                return Err(ScenarioError::new(format!("{f}.name"), format!("`{}` is declared twice", c.name)));
+            }
+            let l = locks.iter().find(|l| l.name == c.lock).ok_or_else(|| {
+                ScenarioError::new(format!("{f}.lock"), format!("no lock `{}` in workload.locks (declared: {})", c.lock, names(locks.iter().map(|l| l.name.as_str()))))
+            })?;
+            if l.count != 1 || w.locks.iter().any(|x| x.name == c.lock && x.spin) {
+                return Err(ScenarioError::new(
+                    format!("{f}.lock"),
+                    format!("lock `{}` must be one blocking mutex (count = 1, spin = false) to guard a condition variable", c.lock),
+                ));
+            }
+            condvars.push((c.name.clone(), l.first_id));
+        }
+        // Which condvars some step waits on / signals, with the first such step's field.
+        let mut waited: Vec<Option<String>> = vec![None; condvars.len()];
+        let mut signalled: Vec<Option<String>> = vec![None; condvars.len()];
         let mut types = Vec::with_capacity(w.types.len());
         for (i, t) in w.types.iter().enumerate() {
             if t.paths.is_empty() {
@@ -236,6 +327,22 @@ impl Programs {
                             Step::Lock { lock: idx, work: work(*share, time, base_dir, &sf)? }
                         }
                         StepCfg::Yield => Step::Yield,
+                        StepCfg::Wait { condvar, share, time } | StepCfg::Signal { condvar, share, time } => {
+                            let cv = condvars.iter().position(|(n, _)| n == condvar).ok_or_else(|| {
+                                ScenarioError::new(
+                                    format!("{sf}.condvar"),
+                                    format!("no condition variable `{condvar}` in workload.condvars (declared: {})", names(condvars.iter().map(|(n, _)| n.as_str()))),
+                                )
+                            })?;
+                            let work = work(*share, time, base_dir, &sf)?;
+                            if matches!(s, StepCfg::Wait { .. }) {
+                                waited[cv].get_or_insert_with(|| format!("{sf}.condvar"));
+                                Step::Wait { cv: cv as u32, work }
+                            } else {
+                                signalled[cv].get_or_insert_with(|| format!("{sf}.condvar"));
+                                Step::Signal { cv: cv as u32, work }
+                            }
+                        }
                     });
                 }
                 paths.push(steps);
@@ -254,7 +361,34 @@ impl Programs {
                 key_rng: stream(seed, &format!("{prefix}lockkey.{i}")),
             }));
         }
-        Ok(Self { locks, types, mutexes, spin })
+        for (cv, (name, _)) in condvars.iter().enumerate() {
+            match (&waited[cv], &signalled[cv]) {
+                (Some(f), None) => {
+                    return Err(ScenarioError::new(
+                        f.clone(),
+                        format!("condition variable `{name}` is waited on but no step signals it (add a step {{ op = \"signal\", condvar = \"{name}\" }}): its waiters would never wake"),
+                    ))
+                }
+                (None, Some(f)) => {
+                    return Err(ScenarioError::new(
+                        f.clone(),
+                        format!("condition variable `{name}` is signalled but no step waits on it (add a step {{ op = \"wait\", condvar = \"{name}\" }})"),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(Self { locks, types, mutexes, spin, condvars })
+    }
+
+    /// The condition variables, in declaration order: name and their lock's mutex id.
+    pub fn condvars(&self) -> impl Iterator<Item = (&str, u32)> + '_ {
+        self.condvars.iter().map(|(n, m)| (n.as_str(), *m))
+    }
+
+    /// Condition variables in all.
+    pub fn condvar_count(&self) -> u32 {
+        self.condvars.len() as u32
     }
 
     /// Mutexes in all (families counted lock by lock).
@@ -306,6 +440,18 @@ impl Programs {
                     out.extend([Op::Acquire(id), Op::Compute(d), Op::Release(id)]);
                 }
                 Step::Yield => out.push(Op::Yield),
+                Step::Wait { cv, work } => {
+                    let m = self.condvars[*cv as usize].1;
+                    let d = work.draw(service, &mut p.hold_rng);
+                    total += d;
+                    out.extend([Op::Acquire(m), Op::Wait { cv: *cv, mutex: m }, Op::Compute(d), Op::Release(m)]);
+                }
+                Step::Signal { cv, work } => {
+                    let m = self.condvars[*cv as usize].1;
+                    let d = work.draw(service, &mut p.hold_rng);
+                    total += d;
+                    out.extend([Op::Acquire(m), Op::Compute(d), Op::Signal(*cv), Op::Release(m)]);
+                }
             }
         }
         total
@@ -343,6 +489,16 @@ impl Lock {
     }
 }
 
+/// Declared names for an error message ("none" without any).
+fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
+    let v: Vec<&str> = it.collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
 fn work(share: Option<f64>, time: &Option<Dist>, base_dir: &Path, field: &str) -> Result<Work, ScenarioError> {
     match (share, time) {
         (Some(_), Some(_)) => Err(ScenarioError::new(field, "give at most one of share and time")),
@@ -373,7 +529,10 @@ pub fn mean_work_us(paths: &[PathCfg], service_us: f64, base_dir: &Path) -> Resu
     for p in paths {
         for s in &p.steps {
             let (share, time) = match s {
-                StepCfg::Compute { share, time } | StepCfg::Lock { share, time, .. } => (share, time),
+                StepCfg::Compute { share, time }
+                | StepCfg::Lock { share, time, .. }
+                | StepCfg::Wait { share, time, .. }
+                | StepCfg::Signal { share, time, .. } => (share, time),
                 StepCfg::Yield => continue,
             };
             mean += p.prob

@@ -390,6 +390,10 @@ pub struct Workload {
     /// Mutexes that request programs take (see [`crate::program`]).
     #[serde(default)]
     pub locks: Vec<crate::program::LockCfg>,
+    /// Condition variables that request programs wait on and signal (`wait`/`signal` steps),
+    /// each guarded by one of `locks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub condvars: Vec<crate::program::CondvarCfg>,
     /// Offer exactly the requests of a recorded run instead of drawing them: a CSV file with
     /// columns `created_ns,session,type,service_ns` (one row per request, creation times from
     /// the start of the schedule, in order; `microsched real --record` writes one next to its

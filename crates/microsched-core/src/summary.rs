@@ -287,6 +287,25 @@ pub struct LockSummary {
     pub queue_len_mean: f64,
 }
 
+/// One condition variable's traffic over the measured window (all nodes).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CondvarSummary {
+    pub name: String,
+    /// Waits: a `wait` step found no item and left its core (a notified waiter that finds the
+    /// item gone waits again, counted again).
+    pub waits: u64,
+    /// Waiters a signal woke (notify one, oldest first).
+    pub wakeups: u64,
+    /// Items added (`signal` steps).
+    pub signals: u64,
+    /// Waits refused by `server.lock_control` asqm (the request was dropped).
+    pub drops: u64,
+    /// From joining the condvar's waiters to the signal that woke them (µs), woken waits.
+    pub wait_us: Percentiles,
+    /// Items left unconsumed at the end of the run.
+    pub items_left: u64,
+}
+
 /// Drops at lock steps and what they cost the clients (only with `server.lock_control`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct LockDrops {
@@ -490,6 +509,9 @@ pub struct Summary {
     /// Lock-level drops and per-lock statistics, with `server.lock_control` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_control: Option<LockDrops>,
+    /// Per condition variable of the request programs (`workload.condvars`), measured window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub condvars: Vec<CondvarSummary>,
     /// Core parking, summed over the nodes (dynamic allocators only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parking: Option<Parking>,

@@ -237,3 +237,73 @@ fn clients_burst_takes_off_or_credits_and_needs_credits() {
         assert!(e.message.contains("credit-based policy.overload"), "{kind}: {e}");
     }
 }
+
+/// A producer and a consumer over condvar `cv` (lock `q`, declared after a 4-lock family so the
+/// condvar's mutex id is 4).
+const CONDVAR: &str = r#"
+    duration_ms = 10
+    [server]
+    max_cores = 2
+    [load]
+    rps = 1000
+    [[workload.locks]]
+    name = "fam"
+    count = 4
+    [[workload.locks]]
+    name = "q"
+    [[workload.condvars]]
+    name = "cv"
+    lock = "q"
+    [[workload.types]]
+    name = "produce"
+    service = { dist = "constant", value_us = 10 }
+    paths = [{ steps = [{ op = "signal", condvar = "cv", share = 0.5 }, { op = "compute", share = 0.5 }] }]
+    [[workload.types]]
+    name = "consume"
+    service = { dist = "constant", value_us = 10 }
+    paths = [{ steps = [{ op = "wait", condvar = "cv", time = { dist = "constant", value_us = 3 } }] }]
+"#;
+
+/// `signal` compiles to Acquire, Compute, Signal, Release and `wait` to Acquire, Wait, Compute,
+/// Release on the condvar's own mutex; their work counts in the request's total; ids shift with
+/// an application's bases.
+#[test]
+fn condvar_steps_compile_to_lock_framed_ops() {
+    use microsched_core::program::{Op, Programs};
+    let sc = load(CONDVAR, &[]).unwrap();
+    let mut p = Programs::new(&sc.workload, Path::new("."), 1).unwrap();
+    assert_eq!(p.condvars().collect::<Vec<_>>(), vec![("cv", 4)]);
+    let mut ops = Vec::new();
+    assert_eq!(p.draw(0, 10_000, &mut ops), 10_000);
+    assert_eq!(ops, vec![Op::Acquire(4), Op::Compute(5_000), Op::Signal(0), Op::Release(4), Op::Compute(5_000)]);
+    ops.clear();
+    assert_eq!(p.draw(1, 10_000, &mut ops), 3_000);
+    assert_eq!(ops, vec![Op::Acquire(4), Op::Wait { cv: 0, mutex: 4 }, Op::Compute(3_000), Op::Release(4)]);
+    let mut w = ops[1];
+    w.offset(10, 2);
+    assert_eq!(w, Op::Wait { cv: 2, mutex: 14 });
+    let mut s = Op::Signal(1);
+    s.offset(10, 2);
+    assert_eq!(s, Op::Signal(3));
+}
+
+/// Condvar declarations: the lock must exist and be one blocking mutex, names are unique, a
+/// step names a declared condvar, and a condvar waited on must be signalled (and vice versa).
+#[test]
+fn condvar_errors_name_the_field_and_the_choices() {
+    let cases: [(&[&str], &str, &str); 6] = [
+        (&["workload.condvars.0.lock=\"fam\""], "workload.condvars[0].lock", "count = 1"),
+        (&["workload.condvars.0.lock=\"zz\""], "workload.condvars[0].lock", "declared: fam, q"),
+        (&["workload.locks.1.spin=true"], "workload.condvars[0].lock", "spin = false"),
+        (&["workload.condvars.0.name=\"\""], "workload.condvars[0].name", "must not be empty"),
+        (&["workload.types.1.paths.0.steps.0.condvar=\"other\""], "workload.types[1].paths[0].steps[0].condvar", "declared: cv"),
+        (&["workload.types.0.paths.0.steps.0={op=\"compute\"}"], "workload.types[1].paths[0].steps[0].condvar", "no step signals it"),
+    ];
+    for (over, field, says) in cases {
+        let e = load(CONDVAR, over).unwrap_err();
+        assert_eq!(e.field, field, "{over:?}: {e}");
+        assert!(e.message.contains(says), "{over:?}: {e}");
+    }
+    let e = load(CONDVAR, &["workload.types.0.paths.0.steps.0.op=\"sig\""]).unwrap_err();
+    assert!(e.to_string().contains("signal") && e.to_string().contains("wait"), "the allowed ops are listed: {e}");
+}

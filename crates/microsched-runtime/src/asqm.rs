@@ -60,6 +60,11 @@ pub enum Ask {
     CondvarIsCongested(u32),
     /// Condition variable `cv`'s queueing delay (its oldest waiter's age, ns).
     CondvarQueueDelay(u32),
+    /// A request program's `wait` step, holding the condvar's mutex: take one of `cv`'s items
+    /// if there is one: 1 taken, 0 none.
+    CondvarTakeItem(u32),
+    /// A request program's `signal` step, holding the condvar's mutex: add an item to `cv`.
+    CondvarPutItem(u32),
 }
 
 impl Cx<'_> {
@@ -107,6 +112,16 @@ impl Cx<'_> {
     /// Condition variable `cv`'s queueing delay: its oldest waiter's age (ns; 0 with none).
     pub fn condvar_queue_ns(&mut self, cv: u32) -> Nanos {
         self.ask(Ask::CondvarQueueDelay(cv), 0)
+    }
+
+    /// A program's `wait` step (holding the condvar's mutex): takes an item of `cv` if any.
+    pub(crate) fn condvar_take_item(&mut self, cv: u32) -> bool {
+        self.ask(Ask::CondvarTakeItem(cv), 0) == 1
+    }
+
+    /// A program's `signal` step (holding the condvar's mutex): adds an item to `cv`.
+    pub(crate) fn condvar_put_item(&mut self, cv: u32) {
+        self.ask(Ask::CondvarPutItem(cv), 0);
     }
 
     /// Sends this request's failure reply now (once); the handler returns
@@ -316,9 +331,19 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
                 .as_ref()
                 .is_some_and(|a| a.rule.condvar_drops(coro.acc_ns, sh.mutexes.condvar_oldest_wait(cv, now)));
             sh.counters.condvar_drops.fetch_add(u64::from(refused), Ordering::Relaxed);
+            if refused {
+                sh.condvar_stats.lock().dropped(cv);
+            }
             Verdict::Answer(u64::from(refused))
         }
         Ask::CondvarQueueDelay(cv) => Verdict::Answer(sh.mutexes.condvar_oldest_wait(cv, now)),
+        Ask::CondvarTakeItem(cv) => Verdict::Answer(u64::from(sh.mutexes.take_item(cv))),
+        Ask::CondvarPutItem(cv) => {
+            sh.mutexes.put_item(cv);
+            Counters::bump(&sh.counters.condvar_items);
+            sh.condvar_stats.lock().signal(cv);
+            Verdict::Answer(0)
+        }
     }
 }
 
@@ -403,6 +428,24 @@ impl ProgramHandler {
     }
 }
 
+impl ProgramHandler {
+    /// Unwinds a request refused a lock or a condvar wait: releases what it holds (innermost
+    /// first), spends the drop cost, sends the failure reply, cleans up.
+    fn drop_request(&self, cx: &mut Cx, held: &[u32], cleanup: Option<u32>) -> Outcome {
+        for &h in held.iter().rev() {
+            cx.unlock(h);
+        }
+        spin_for(self.drop_cost_ns);
+        cx.reply_dropped();
+        if let Some(m) = cleanup {
+            cx.lock(m);
+            spin_for(self.cleanup_ns);
+            cx.unlock(m);
+        }
+        Outcome::Dropped
+    }
+}
+
 impl Handler for ProgramHandler {
     fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
         if req.program.is_empty() {
@@ -417,17 +460,7 @@ impl Handler for ProgramHandler {
                 Op::Yield => cx.yield_now(),
                 Op::Acquire(id) => {
                     if !cx.lock_if_uncongested(id) {
-                        for &h in held.iter().rev() {
-                            cx.unlock(h);
-                        }
-                        spin_for(self.drop_cost_ns);
-                        cx.reply_dropped();
-                        if let Some(m) = cleanup {
-                            cx.lock(m);
-                            spin_for(self.cleanup_ns);
-                            cx.unlock(m);
-                        }
-                        return Outcome::Dropped;
+                        return self.drop_request(cx, &held, cleanup);
                     }
                     held.push(id);
                     if self.cleanup_lock.get(id as usize).copied().unwrap_or(false) {
@@ -437,6 +470,19 @@ impl Handler for ProgramHandler {
                 Op::Release(id) => {
                     held.retain(|&h| h != id);
                     cx.unlock(id);
+                }
+                // `condvar_wait_if_uncongested` in the loop every condvar wait needs: a woken
+                // waiter re-takes the mutex and may find the item gone (Mesa semantics).
+                Op::Wait { cv, mutex } => {
+                    while !cx.condvar_take_item(cv) {
+                        if !cx.wait_if_uncongested(cv, mutex) {
+                            return self.drop_request(cx, &held, cleanup);
+                        }
+                    }
+                }
+                Op::Signal(cv) => {
+                    cx.condvar_put_item(cv);
+                    cx.notify_one(cv);
                 }
             }
         }

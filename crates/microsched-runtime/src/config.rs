@@ -106,7 +106,7 @@ fn set<T: std::fmt::Debug>(field: &str, v: T, refused: bool) -> Option<(String, 
 ///   (one `microsched serve` per replica, `microsched real` starts them; the load generator
 ///   talks to all: [`crate::loadgen`]), `clients.{replica_choice, retries, retry_timeouts}`,
 ///   `load.*`, `workload.types` with their
-///   `paths`, `workload.locks` (blocking, or spinning on the worker with `spin`: [`crate::mutex`]), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
+///   `paths`, `workload.locks` (blocking, or spinning on the worker with `spin`: [`crate::mutex`]), `workload.condvars` (`wait`/`signal` steps: the handlers' condvar loop over [`crate::mutex`]'s FIFOs), `server.lock_control` (every field: [`crate::asqm`]), `policy.*`, `metrics.sample_interval_us` (raised to 1 ms for the server's series), `runtime.*`,
 ///   `server.stack.profile = "this-machine"` (the simulator's name for this runtime's own, measured
 ///   stack: paid for real);
 /// * honoured only at its default (one application: `applications`,

@@ -64,6 +64,17 @@ impl Handler for Synthetic {
                 Op::Yield => cx.yield_now(),
                 Op::Acquire(id) => cx.lock(id),
                 Op::Release(id) => cx.unlock(id),
+                // Holding the condvar's mutex: take an item, waiting (the mutex released, the
+                // request off its worker) while there is none; a woken waiter checks again.
+                Op::Wait { cv, mutex } => {
+                    while !cx.condvar_take_item(cv) {
+                        cx.wait(cv, mutex);
+                    }
+                }
+                Op::Signal(cv) => {
+                    cx.condvar_put_item(cv);
+                    cx.notify_one(cv);
+                }
             }
         }
         Outcome::Ok

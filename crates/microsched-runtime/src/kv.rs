@@ -79,6 +79,11 @@ impl KvStore {
                 "workload.locks: the key-value handler needs a lock `slab` (count 1) and a family `item`".into(),
             ));
         };
+        if !sc.workload.condvars.is_empty() {
+            return Err(ConfigError(
+                "workload.condvars: the key-value handler runs Memcached's lock steps only; remove the condvars or use runtime.handler = \"program\"".into(),
+            ));
+        }
         let is_set: Vec<bool> = sc.workload.types.iter().map(|t| t.name.starts_with("set")).collect();
         let rule = sc.server.lock_control.as_ref().map(Config::build);
         Ok(Self {

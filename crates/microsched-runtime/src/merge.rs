@@ -163,6 +163,8 @@ pub fn merge(lg: &LoadgenResult, rep: &ServerReport) -> Value {
     if let Some(l) = s.lock_control.as_mut() {
         l.locks = rep.locks.clone();
     }
+    // So are the per-condvar ones (the client sees no condvar).
+    s.condvars = rep.condvars.clone();
     let mut v = serde_json::to_value(&s).expect("summary serialises");
     let server_requests = rep.counter("requests");
     // The servers count every failure reply they sent, retried ones included; so does

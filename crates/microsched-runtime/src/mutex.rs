@@ -37,6 +37,8 @@ struct Inner {
     /// Condition variables by id (created on first use): FIFO waiters, each with when it
     /// began waiting.
     condvars: HashMap<u32, VecDeque<(usize, Nanos)>>,
+    /// Request programs' condition variables: items signalled and not yet taken, by id.
+    items: HashMap<u32, u64>,
     parked: Vec<Option<Job>>,
     free: Vec<usize>,
     /// Waiting slots whose request spins on its worker, with their hand-over flags.
@@ -76,6 +78,7 @@ impl Mutexes {
             inner: Mutex::new(Inner {
                 table: MutexTable::new(n),
                 condvars: HashMap::new(),
+                items: HashMap::new(),
                 parked: Vec::new(),
                 free: Vec::new(),
                 spinning: HashMap::new(),
@@ -176,6 +179,28 @@ impl Mutexes {
     pub fn condvar_oldest_wait(&self, cv: u32, now: Nanos) -> Nanos {
         let g = self.inner.lock();
         g.condvars.get(&cv).and_then(|q| q.front()).map_or(0, |&(_, since)| now.saturating_sub(since))
+    }
+
+    /// Takes an item of program condvar `cv` if there is one (the caller holds its mutex).
+    pub fn take_item(&self, cv: u32) -> bool {
+        let mut g = self.inner.lock();
+        match g.items.get_mut(&cv) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Adds an item to program condvar `cv` (the caller holds its mutex).
+    pub fn put_item(&self, cv: u32) {
+        *self.inner.lock().items.entry(cv).or_default() += 1;
+    }
+
+    /// Items of program condvar `cv` not taken yet.
+    pub fn items(&self, cv: u32) -> u64 {
+        self.inner.lock().items.get(&cv).copied().unwrap_or(0)
     }
 
     /// Whether mutex `id` is held (a snapshot: ASQM's `try_lock` mode reads it).

@@ -99,6 +99,9 @@ counters!(
         condvar_waits,
         condvar_wakeups,
         condvar_drops,
+        /// Items the request programs' `signal` steps added to their condition variables
+        /// (each followed by a notify of the oldest waiter).
+        condvar_items,
     }
 );
 
@@ -411,6 +414,9 @@ pub struct ServerReport {
     /// Per lock family (whole run), with `server.lock_control`.
     #[serde(default)]
     pub locks: Vec<microsched_core::summary::LockSummary>,
+    /// Per condition variable of the request programs (whole run), with `workload.condvars`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub condvars: Vec<microsched_core::summary::CondvarSummary>,
     /// The dispatcher thread's load and waiting, when the server runs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatcher: Option<crate::dispatcher::DispatcherReport>,

@@ -140,6 +140,8 @@ pub(crate) struct Shared {
     pub replay: Mutex<crate::auth::ReplayGuard>,
     /// `server.lock_control`: the ASQM / try_lock rule and per-lock statistics.
     pub asqm: Option<crate::asqm::Asqm>,
+    /// Per condvar of the request programs (`workload.condvars`, by id), whole run.
+    pub condvar_stats: Mutex<microsched_core::sched::condvar::CondvarStats>,
     /// Time-slice preemption: quantum deadlines, the timer's flags, a shared policy instance.
     pub preempt: crate::preempt::Preempt,
     /// Breakwater v2's worker-start drop budget ([`crate::startdrop`]).
@@ -255,6 +257,7 @@ impl Server {
         let sc = &loaded.scenario;
         check_scenario(sc)?;
         let programs = Programs::new(&sc.workload, &loaded.base_dir, sc.seed)?;
+        let condvar_names: Vec<String> = programs.condvars().map(|(n, _)| n.to_string()).collect();
         check_loopback(opts.addr, opts.allow_remote, "--addr")?;
         let max_service_ns = opts.service_cap_ns()?;
         let secret = crate::auth::Secret::from_env()?;
@@ -345,6 +348,11 @@ impl Server {
             max_service_ns,
             replay: Mutex::new(Default::default()),
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
+            condvar_stats: Mutex::new({
+                let mut c = microsched_core::sched::condvar::CondvarStats::new(condvar_names);
+                c.measuring = true;
+                c
+            }),
             preempt,
             start_budget_ns: crate::startdrop::budget(sc),
             trace: std::sync::OnceLock::new(),
@@ -618,6 +626,10 @@ impl Server {
                 session_idle_ms: sh.session_idle_ns as f64 / 1e6,
             },
             locks: sh.asqm.as_ref().map(|a| a.summaries(end)).unwrap_or_default(),
+            condvars: {
+                let stats = sh.condvar_stats.lock();
+                microsched_core::sched::condvar::CondvarStats::summaries(&[&stats], |cv| sh.mutexes.items(cv))
+            },
             dispatcher,
         }
     }

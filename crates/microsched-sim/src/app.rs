@@ -44,6 +44,8 @@ pub struct App {
     pub session_base: u32,
     /// Its first mutex's id in the nodes' mutex tables.
     pub mutex_base: u32,
+    /// Its first condition variable's id in the nodes' condvar tables (set by the driver).
+    pub condvar_base: u32,
     pub replica_choice: ReplicaChoice,
     pub retries: u8,
     pub retry_timeouts: bool,
@@ -119,6 +121,7 @@ impl App {
             sessions: c.sessions,
             session_base,
             mutex_base,
+            condvar_base: 0,
             replica_choice: c.replica_choice,
             retries: c.retries as u8,
             retry_timeouts: c.retry_timeouts,
@@ -148,9 +151,7 @@ impl App {
                 ops.clear();
                 service = self.programs.draw(rtype, service, ops);
                 for op in ops.iter_mut() {
-                    if let Op::Acquire(m) | Op::Release(m) = op {
-                        *m += self.mutex_base;
-                    }
+                    op.offset(self.mutex_base, self.condvar_base);
                 }
             }
             return (session, rtype, service, has_program);
@@ -183,11 +184,9 @@ impl App {
         if has_program {
             ops.clear();
             service = self.programs.draw(rtype, service, ops);
-            if self.mutex_base > 0 {
+            if self.mutex_base > 0 || self.condvar_base > 0 {
                 for op in ops.iter_mut() {
-                    if let Op::Acquire(m) | Op::Release(m) = op {
-                        *m += self.mutex_base;
-                    }
+                    op.offset(self.mutex_base, self.condvar_base);
                 }
             }
         }

@@ -53,6 +53,8 @@ pub struct AppLocks<'a> {
     pub spin: Vec<bool>,
     /// The lock families (name, mutexes) in mutex order.
     pub families: Vec<(&'a str, u32)>,
+    /// The condition variables' names, in id order (every application's).
+    pub condvars: Vec<String>,
 }
 
 pub struct Node {
@@ -154,6 +156,9 @@ impl Node {
                 first_turn: (us(t.first_turn_min_us), us(t.first_turn_max_us)),
                 rng: stream(seed, &format!("timeshare{i}")),
             });
+        }
+        if !locks.condvars.is_empty() {
+            server.install_condvars(locks.condvars.clone(), sc.warmup_ms == 0.0);
         }
         if let Some(lc) = &sc.server.lock_control {
             let cleanup: Vec<bool> = locks.families.iter().flat_map(|&(n, c)| std::iter::repeat_n(lc.cleanup_lock.as_deref() == Some(n), c as usize)).collect();

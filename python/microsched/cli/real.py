@@ -463,9 +463,12 @@ def print_comparison(real_summary: dict, sim_summary: dict, harness_summary: dic
     with this machine's stack and the run's harness replayed, when given)."""
     from rich.table import Table
 
-    def get(s: dict, path: str) -> Any:
+    def get(s: Any, path: str) -> Any:
         for k in path.split("."):
-            s = (s or {}).get(k) if isinstance(s, dict) else None
+            if isinstance(s, list) and k.isdigit():
+                s = s[int(k)] if int(k) < len(s) else None
+            else:
+                s = (s or {}).get(k) if isinstance(s, dict) else None
         return s
 
     t = Table(title="real runtime vs simulator (same scenario, overrides and seed)", title_justify="left")
@@ -489,6 +492,10 @@ def print_comparison(real_summary: dict, sim_summary: dict, harness_summary: dic
         ("cores allocated (mean)", "cores.allocated_mean", ".2f"),
         ("cores busy (mean)", "cores.busy_mean", ".2f"),
         ("credit pool (mean)", "credits.pool_mean", ",.1f"),
+        ("lock_control drops", "lock_control.drops", ",.0f"),
+        # The first condvar's woken waits (the real server's whole run, the simulator's window).
+        ("condvar wait p50 (µs)", "condvars.0.wait_us.p50", ",.1f"),
+        ("condvar wait p99 (µs)", "condvars.0.wait_us.p99", ",.1f"),
     ]:
         r, m = get(real_summary, path), get(sim_summary, path)
         if r is None and m is None:

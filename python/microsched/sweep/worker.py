@@ -32,8 +32,9 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
                     name = str(t.get("name", "?")) if k == "applications" else str(i)
                     out.update(flatten({kk: vv for kk, vv in t.items() if kk not in ("name", "node", "by_type")},
                                        f"{key}.{name}."))
-        elif k == "locks" and isinstance(v, list):
-            # Per-lock statistics (`lock_control.locks`): one column group per lock name.
+        elif k in ("locks", "condvars") and isinstance(v, list):
+            # Per-lock statistics (`lock_control.locks`) and per-condvar ones (`condvars`): one
+            # column group per name.
             for t in v:
                 if isinstance(t, Mapping):
                     out.update(flatten({kk: vv for kk, vv in t.items() if kk != "name"},

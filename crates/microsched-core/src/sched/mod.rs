@@ -23,6 +23,7 @@
 //! stage on a core of its own).
 
 pub mod asqm;
+pub mod condvar;
 pub mod cfcfs;
 pub mod dfcfs;
 pub mod dispatcher;

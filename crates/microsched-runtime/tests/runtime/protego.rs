@@ -399,3 +399,66 @@ fn protego_bounds_p99_while_breakwater_goodput_collapses() {
     assert!(bp99 > 5.0 * f(&b, "slo_us"), "breakwater p99 {bp99} µs: the lock queue grows");
     assert!(pg >= 2.0 * bg, "protego goodput {pg:.0} < 2 × breakwater's {bg:.0}");
 }
+
+/// The shipped producer/consumer application (experiments/protego/real-condvar.toml: `wait` and
+/// `signal` steps over one condvar, 55 % consumers, ASQM with a 2 ms budget) on loopback, 2 s.
+/// What holds on any machine, however loaded: every request the client sent is answered,
+/// dropped with a failure reply, or counted (accounting), consumers waited and were woken,
+/// wake-ups never outnumber the items signalled, and since consumers outnumber producers the
+/// excess waiters are refused and dropped (the waiters' queue would otherwise grow without end).
+#[test]
+fn condvar_programs_run_on_the_runtime_with_asqm() {
+    let _g = serial();
+    let m = run(&experiment("real-condvar.toml", &["duration_ms=2000", "warmup_ms=500"]));
+    let acc = &m["runtime"]["accounting"];
+    assert_eq!(acc["agree"], true, "{acc}");
+    assert_eq!(acc["client_conserved"], true, "{acc}");
+    let c = &m["runtime"]["server"]["counters"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("counter {k} in {c}"));
+    eprintln!(
+        "condvar: waits {}, wakeups {}, items {}, drops {}, lock_dropped {}; {}",
+        n("condvar_waits"),
+        n("condvar_wakeups"),
+        n("condvar_items"),
+        n("condvar_drops"),
+        n("lock_dropped"),
+        m["condvars"]
+    );
+    assert!(n("condvar_waits") > 0 && n("condvar_wakeups") > 0, "{c}");
+    assert!(n("condvar_wakeups") <= n("condvar_items"), "a wake-up per item at most: {c}");
+    assert!(n("condvar_wakeups") <= n("condvar_waits"), "{c}");
+    assert!(n("condvar_drops") > 0, "the excess consumers were refused: {c}");
+    assert!(n("lock_dropped") >= n("condvar_drops"), "each refusal sent a failure reply: {c}");
+    let cv = &m["condvars"][0];
+    assert_eq!(cv["name"], "items", "{m}");
+    assert_eq!(cv["waits"].as_u64(), Some(n("condvar_waits")), "{cv}");
+    assert_eq!(cv["wakeups"].as_u64(), Some(n("condvar_wakeups")), "{cv}");
+    assert_eq!(cv["signals"].as_u64(), Some(n("condvar_items")), "{cv}");
+    assert_eq!(cv["drops"].as_u64(), Some(n("condvar_drops")), "{cv}");
+}
+
+/// The same application without `server.lock_control`: the plain program handler waits with
+/// `Cx::wait` and never refuses. Consumers waited and were woken, wake-ups never outnumber the
+/// items or the waits, nothing is dropped, and every request is accounted for (a consumer still
+/// waiting when the load stops times out at the client).
+#[test]
+fn condvar_programs_run_on_the_runtime_without_lock_control() {
+    let _g = serial();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/protego/real-condvar.toml");
+    let text = std::fs::read_to_string(&path).expect("shipped experiment");
+    let asqm = "[server.lock_control]\nmode = \"asqm\"\nbudget_us = 2000\n";
+    assert!(text.contains(asqm), "the file's lock_control table");
+    let o: Vec<String> = ["duration_ms=1500", "warmup_ms=300", "workload.types.0.ratio=0.5", "workload.types.1.ratio=0.5"].map(String::from).to_vec();
+    let loaded = Scenario::load(&text.replace(asqm, ""), Format::Toml, path.parent().unwrap(), &o).expect("valid");
+    assert!(loaded.scenario.server.lock_control.is_none());
+    let m = run(&loaded);
+    let acc = &m["runtime"]["accounting"];
+    assert_eq!(acc["agree"], true, "{acc}");
+    assert_eq!(acc["client_conserved"], true, "{acc}");
+    let c = &m["runtime"]["server"]["counters"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("counter {k} in {c}"));
+    assert!(n("condvar_waits") > 0 && n("condvar_wakeups") > 0, "{c}");
+    assert!(n("condvar_wakeups") <= n("condvar_items") && n("condvar_wakeups") <= n("condvar_waits"), "{c}");
+    assert_eq!((n("condvar_drops"), n("lock_dropped")), (0, 0), "{c}");
+    assert_eq!(m["condvars"][0]["waits"].as_u64(), Some(n("condvar_waits")));
+}

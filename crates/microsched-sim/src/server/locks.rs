@@ -62,8 +62,15 @@ impl Server {
     /// ends as dropped. If it had taken a cleanup lock, the cleanup is left for the driver to run
     /// once the reply has gone ([`Server::take_cleanup`]).
     pub(super) fn lock_drop(&mut self, req: u32, m: u32, slab: &mut Slab) {
+        self.locks.as_mut().expect("lock drops on").stats.dropped(m);
+        self.drop_unwind(req, slab);
+    }
+
+    /// Request `req`, running, is dropped at the op before its pc (a lock step, or a refused
+    /// condvar wait): it releases what it holds, spends the drop cost producing its failure
+    /// reply and ends as dropped (a cleanup lock it had taken is left for the driver).
+    pub(super) fn drop_unwind(&mut self, req: u32, slab: &mut Slab) {
         let l = self.locks.as_mut().expect("lock drops on");
-        l.stats.dropped(m);
         if l.stats.measuring {
             l.drops += 1;
         }

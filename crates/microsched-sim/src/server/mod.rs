@@ -19,6 +19,7 @@ use crate::requests::{Req, Slab};
 use cores::{AfterOverhead, CoreSet, Ledger};
 
 pub use cores::{Core, CoreMode};
+pub use condvars::CondvarState;
 pub use locks::LockDropState;
 pub use queues::Queues;
 pub use timeshare::Timesharing;
@@ -26,6 +27,7 @@ pub use timeshare::Timesharing;
 mod cores;
 mod dispatch;
 mod handlers;
+mod condvars;
 mod locks;
 mod packet_irq;
 mod park;
@@ -105,6 +107,8 @@ pub struct Server {
     /// Drops at lock steps (`server.lock_control`), with the state they need; `None`: lock
     /// steps block, and nothing below is kept.
     pub locks: Option<Box<LockDropState>>,
+    /// The request programs' condition variables (`workload.condvars`); `None`: there are none.
+    pub condvars: Option<Box<CondvarState>>,
     /// Breakwater v2's worker-start drop (`latency_budget_us`); `None`: off.
     pub start_drop: Option<StartDrop>,
     /// The probe-cost work search (`server.search.kind = "probe"`); None: the instant search.
@@ -215,6 +219,7 @@ impl Server {
             idled: Vec::new(),
             yields_asked: Vec::new(),
             locks: None,
+            condvars: None,
             start_drop: None,
             probe: None,
             irq: None,
@@ -522,6 +527,58 @@ impl Server {
                     r.pc += 1;
                     if let Some((w, since)) = self.mutexes.release(m) {
                         self.hand_over(w, since, m, core, now, slab, evq);
+                    }
+                }
+                Op::Wait { cv, mutex } => {
+                    let st = self.condvars.as_mut().expect("programs with condvars install their state");
+                    if st.take_notified(req) {
+                        // Woken: re-take the mutex, a plain lock as the artifact's condvar_wait
+                        // re-locks (never dropped), then check again (pc stays here).
+                        self.counters.lock_acquisitions += 1;
+                        let held = self.mutexes.is_held(mutex);
+                        if let Some(l) = &mut self.locks {
+                            l.stats.acquire(mutex, held, now);
+                        }
+                        if self.mutexes.acquire(mutex, req, now) {
+                            continue;
+                        }
+                        // The hand-over makes it runnable owning the mutex, back at this op.
+                        r.set(Req::WAITING_LOCK, true);
+                        self.q.cores[core as usize].current = NONE;
+                        return Ran::Left;
+                    }
+                    if st.take_item(cv) {
+                        r.pc += 1;
+                        continue;
+                    }
+                    if let Some(l) = &mut self.locks {
+                        l.slot(req);
+                        let acc = (r.queued_ns as i64 + l.seed[req as usize]).max(0) as Nanos;
+                        if !r.has(Req::GHOST) && l.rule.condvar_drops(acc, st.oldest_wait(cv, now)) {
+                            st.dropped(cv);
+                            r.pc += 1;
+                            self.drop_unwind(req, slab);
+                            continue;
+                        }
+                    }
+                    st.wait(cv, req, now);
+                    self.q.cores[core as usize].current = NONE;
+                    if let Some((w, since)) = self.mutexes.release(mutex) {
+                        self.hand_over(w, since, mutex, core, now, slab, evq);
+                    }
+                    return Ran::Left;
+                }
+                Op::Signal(cv) => {
+                    r.pc += 1;
+                    let st = self.condvars.as_mut().expect("programs with condvars install their state");
+                    if let Some((w, since)) = st.signal(cv, now) {
+                        // The wait joins the waiter's accumulated delay (condvar_signal's
+                        // `acc_qdel += now - enque_ts`); it queues to re-take the mutex.
+                        let wr = &mut slab[w];
+                        wr.queued_ns += now - since;
+                        wr.enqueued_at = now;
+                        let place = self.policy.requeue(core, Requeue::Woken, &self.q);
+                        self.make_runnable(w, place, now, slab, evq);
                     }
                 }
                 Op::Yield => {

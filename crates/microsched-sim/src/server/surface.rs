@@ -20,6 +20,16 @@ impl Server {
         self.locks = Some(Box::new(l));
     }
 
+    /// The request programs' condition variables, by name in id order; `measuring`: the
+    /// measured window starts at 0 (no warm-up, so no window-start event).
+    pub fn install_condvars(&mut self, names: Vec<String>, measuring: bool) {
+        let mut c = super::CondvarState::new(names);
+        if measuring {
+            c.start_window();
+        }
+        self.condvars = Some(Box::new(c));
+    }
+
     /// Breakwater v2's worker-start drop.
     pub fn install_start_drop(&mut self, sd: StartDrop) {
         self.start_drop = Some(sd);
@@ -41,6 +51,9 @@ impl Server {
         }
         if let Some(sd) = &mut self.start_drop {
             sd.drops = 0;
+        }
+        if let Some(c) = &mut self.condvars {
+            c.start_window();
         }
     }
 

@@ -106,18 +106,21 @@ impl<T: Tracer> Sim<T> {
         let base = &loaded.base_dir;
         let credit_based = admission::clients_take_credits(&sc);
         let mut apps = Vec::new();
-        let (mut sessions, mut mutexes) = (0u32, 0u32);
+        let (mut sessions, mut mutexes, mut condvars) = (0u32, 0u32, 0u32);
         for a in sc.apps() {
             let mut app = App::new(&sc, &a, base, seed, sessions, mutexes, credit_based)?;
             app.own_node = sc.server.per_application_cores.then_some(apps.len() as u16);
+            app.condvar_base = condvars;
             sessions += app.sessions;
             mutexes += app.programs.mutexes();
+            condvars += app.programs.condvar_count();
             apps.push(app);
         }
         let seda = admission::rate_limits(&sc, &apps, seed);
         let locks = AppLocks {
             spin: apps.iter().flat_map(|a| (0..a.programs.mutexes()).map(|m| a.programs.is_spin(m))).collect(),
             families: apps.iter().flat_map(|a| a.programs.families().map(|(n, _, c)| (n, c))).collect(),
+            condvars: apps.iter().flat_map(|a| a.programs.condvars().map(|(n, _)| n.to_string())).collect(),
         };
         let mut nodes: Vec<Node> = (0..sc.node_count() as u16).map(|i| Node::new(&sc, i, seed, sessions, &locks, base)).collect::<Result<_, _>>()?;
         admission::install_start_drop(&sc, &mut nodes);

@@ -88,6 +88,10 @@ impl<T: Tracer> Sim<T> {
                     locks: LockStats::summaries(&stats, self.end, window_ns),
                 }
             }),
+            condvars: {
+                let states: Vec<&crate::server::CondvarState> = self.nodes.iter().filter_map(|n| n.server.condvars.as_deref()).collect();
+                crate::server::CondvarState::summaries(&states)
+            },
             sim: SimStats {
                 events: self.events,
                 wall_s,

@@ -9,6 +9,7 @@ mod common;
 mod artifact_breakwater;
 mod client_burst;
 mod concord;
+mod condvar;
 mod dispatcher;
 mod engine;
 mod harvest;
