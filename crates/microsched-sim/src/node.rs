@@ -158,7 +158,7 @@ impl Node {
             });
         }
         if !locks.condvars.is_empty() {
-            server.install_condvars(locks.condvars.clone(), sc.warmup_ms == 0.0);
+            server.install_condvars(locks.condvars.clone());
         }
         if let Some(lc) = &sc.server.lock_control {
             let cleanup: Vec<bool> = locks.families.iter().flat_map(|&(n, c)| std::iter::repeat_n(lc.cleanup_lock.as_deref() == Some(n), c as usize)).collect();

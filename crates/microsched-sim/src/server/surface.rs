@@ -20,14 +20,10 @@ impl Server {
         self.locks = Some(Box::new(l));
     }
 
-    /// The request programs' condition variables, by name in id order; `measuring`: the
-    /// measured window starts at 0 (no warm-up, so no window-start event).
-    pub fn install_condvars(&mut self, names: Vec<String>, measuring: bool) {
-        let mut c = super::CondvarState::new(names);
-        if measuring {
-            c.start_window();
-        }
-        self.condvars = Some(Box::new(c));
+    /// The request programs' condition variables, by name in id order (their window starts
+    /// with [`Self::start_window`], at 0 in a run without warm-up).
+    pub fn install_condvars(&mut self, names: Vec<String>) {
+        self.condvars = Some(Box::new(super::CondvarState::new(names)));
     }
 
     /// Breakwater v2's worker-start drop.

@@ -175,6 +175,13 @@ impl<T: Tracer> Sim<T> {
         }
         if self.warmup > 0 {
             self.evq.push(self.warmup, Event::WarmupEnd);
+        } else {
+            // No warm-up: the window is the whole run, and the servers' window counters (lock
+            // statistics, drops at locks and at worker start, condition variables) start now;
+            // without this they never started and a run with locks reported none.
+            for n in &mut self.nodes {
+                n.server.start_window(0);
+            }
         }
         self.evq.push(self.sample_every, Event::Sample);
         for node in 0..self.nodes.len() {

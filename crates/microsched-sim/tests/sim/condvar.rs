@@ -215,3 +215,17 @@ fn a_woken_waiters_wait_joins_its_accumulated_delay() {
     assert_eq!(lc.drops, c.drops + after.drops + lc.locks.iter().find(|l| l.name == "q").map_or(0, |l| l.drops));
     conserved(&s);
 }
+
+/// Without a warm-up the measured window is the whole run: the locks' statistics, the drops at
+/// them and the condvars' counts start at 0 (no window-start event is scheduled). They were
+/// all zero in such a run before the window was started at 0.
+#[test]
+fn a_run_without_warm_up_counts_locks_drops_and_condvars() {
+    let text = producer_consumer(5000.0, 0.6, "lock_control = { mode = \"asqm\", budget_us = 500 }");
+    let s = run(&text, &["warmup_ms=0"], 5).summary;
+    conserved(&s);
+    let lc = s.lock_control.as_ref().expect("lock_control statistics");
+    assert!(lc.drops > 0, "{lc:?}");
+    assert!(lc.locks.iter().any(|l| l.name == "q" && l.acquisitions > 1000), "{lc:?}");
+    assert!(cv(&s).waits > 0 && cv(&s).signals > 0, "{:?}", cv(&s));
+}
