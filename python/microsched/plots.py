@@ -321,9 +321,19 @@ def _finish(fig, out_dir: Path, name: str, formats: Sequence[str] = FORMATS) -> 
     return paths
 
 
-def _legend(ax, n: int) -> None:
-    if n:
-        ax.legend(fontsize=8, loc="best")
+# A legend lists at most this many curves: HarvestContainers' 144 variants made a legend that
+# collapsed the axes to nothing (matplotlib: "axes sizes collapsed to zero") and was a third of
+# the figure's drawing time.
+MAX_LABELLED_CURVES = 12
+
+
+def _legend(ax, curves: int, loc: str = "best") -> None:
+    """The legend of a panel of ``curves`` curves, or for more than a legend can list, a note
+    saying how many."""
+    if curves > MAX_LABELLED_CURVES:
+        ax.text(0.01, 0.99, f"{curves} curves: too many to label", transform=ax.transAxes, va="top", fontsize=8)
+    elif curves:
+        ax.legend(fontsize=8, loc=loc)
 
 
 MARKERS = "osD^vP*X<>h"
@@ -373,7 +383,7 @@ def _log_panels(data: SweepData, x: str, hue: str | None, panels: list[tuple[str
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3, which="both")
-    _legend(axes[0][-1], len(curves) > 1 or bool(curves and curves[0][0]))
+    _legend(axes[0][-1], len(curves) if len(curves) > 1 or (curves and curves[0][0]) else 0)
     return fig
 
 
@@ -406,7 +416,7 @@ def plot_throughput(data: SweepData, out_dir: Path, x: str | None = None, hue: s
     ax.set_ylabel("throughput, goodput (M requests/s)")
     ax.set_title(f"Throughput (solid) and goodput within the SLO (dashed)\n{data.title}", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    _legend(ax, len(curves), "upper left")
     return _finish(fig, out_dir, "throughput", formats)
 
 
@@ -449,7 +459,7 @@ def plot_pareto(data: SweepData, out_dir: Path, x: str | None = None, hue: str |
     ax.set_title(f"p99 latency vs CPU utilization: {data.title}\n(lower left is better; each curve follows "
                  f"{load_col})", fontsize=9)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="best")
+    _legend(ax, len(curves))
     return _finish(fig, out_dir, "pareto", formats)
 
 

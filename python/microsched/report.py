@@ -303,7 +303,10 @@ def build_report(directory: str | os.PathLike, out: str | os.PathLike | None = N
             try:
                 # PNG only: the page embeds PNG (an SVG as well would cost a third of the drawing
                 # for a file nothing reads; `microsched plot` writes both).
-                paths = P.plot(d, kinds=[k], out=plot_dir, formats=("png",), max_curves=MAX_CURVES)
+                # At most as many curves as a legend labels: more cannot be read
+                # (HarvestContainers' 144 variants) and were most of the page's drawing time;
+                # the reproduction's own figures show those runs (`microsched plot` draws all).
+                paths = P.plot(d, kinds=[k], out=plot_dir, formats=("png",), max_curves=P.MAX_LABELLED_CURVES)
             except (P.PlotError, ValueError, KeyError) as e:
                 notes.append(f"figure {k} skipped: {e}")
                 continue
@@ -676,11 +679,6 @@ def build_all_report(d: Path, summary: dict, out: str | os.PathLike | None = Non
     path.write_text(page, encoding="utf-8")
     return path
 
-
-# The generic sweep figures a page draws have at most this many curves: beyond it the legend
-# hides the axes (HarvestContainers' 144 variants) and the drawing is most of the page's time;
-# the reproductions' own figures show those runs. `microsched plot` draws any cut asked for.
-MAX_CURVES = 12
 
 _CAPTIONS = {
     "latency": "End-to-end latency p50 / p99 / p99.9 vs load (means over seeds, 95 % CI error bars)",
