@@ -89,27 +89,25 @@ impl<T: Tracer> Sim<T> {
         let a = &mut self.apps[app as usize];
         let (session, rtype, service, has_program) = a.draw(&mut self.ops);
         let node = a.home_node(session, self.nodes.len() as u16);
-        // `clients.burst = "credits"`: this arrival and the next `burst - 1` of the application
-        // leave now, together, as one burst of the session's free credits.
-        let burst = if a.burst_cap == 0 { 1 } else { a.clients[node as usize].free_credits(session).clamp(1, a.burst_cap) };
+        if a.burst_cap != 0 {
+            // `clients.burst = "credits"` (off by default) takes its own path, out of line, so
+            // that this one is what it was before bursts: one test of a flag.
+            self.generate_burst(app, session, node, rtype, service, has_program);
+            return;
+        }
         self.emit(app, session, node, rtype, service, has_program);
-        if burst > 1 {
-            self.burst_rest(app, session, node, burst);
-        }
-        let a = &mut self.apps[app as usize];
-        if let Some(next) = a.arrivals.next() {
-            if next < self.end {
-                self.schedule_arrival(app, next);
-            }
-        }
+        self.schedule_next_arrival(app);
     }
 
-    /// The rest of a `clients.burst` burst: `burst - 1` more requests of `session`, now, taking
-    /// the application's next arrival times. Kept out of line: the arrival path without bursts
-    /// (the default) pays one comparison for them.
+    /// `clients.burst = "credits"`: this arrival and the next `burst - 1` of the application
+    /// leave now, together, as one burst of the session's free credits (counted before the
+    /// first of them is sent).
     #[cold]
     #[inline(never)]
-    fn burst_rest(&mut self, app: u16, session: u32, node: u16, burst: u32) {
+    fn generate_burst(&mut self, app: u16, session: u32, node: u16, rtype: u16, service: Nanos, has_program: bool) {
+        let a = &self.apps[app as usize];
+        let burst = a.clients[node as usize].free_credits(session).clamp(1, a.burst_cap);
+        self.emit(app, session, node, rtype, service, has_program);
         for _ in 1..burst {
             let (rtype, service, has_program) = self.apps[app as usize].draw_request(&mut self.ops);
             self.emit(app, session, node, rtype, service, has_program);
@@ -117,6 +115,17 @@ impl<T: Tracer> Sim<T> {
         let a = &mut self.apps[app as usize];
         for _ in 1..burst {
             a.arrivals.next();
+        }
+        self.schedule_next_arrival(app);
+    }
+
+    /// The application's next arrival, if it falls before the end.
+    #[inline(always)]
+    fn schedule_next_arrival(&mut self, app: u16) {
+        if let Some(next) = self.apps[app as usize].arrivals.next() {
+            if next < self.end {
+                self.schedule_arrival(app, next);
+            }
         }
     }
 
