@@ -95,7 +95,8 @@ impl<T: Tracer> Sim<T> {
             self.generate_burst(app, session, node, rtype, service, has_program);
             return;
         }
-        self.emit(app, session, node, rtype, service, has_program);
+        let (flow, id) = a.count_generated(session, rtype, self.measuring);
+        self.emit(app, session, flow, id, node, rtype, service, has_program);
         self.schedule_next_arrival(app);
     }
 
@@ -105,12 +106,15 @@ impl<T: Tracer> Sim<T> {
     #[cold]
     #[inline(never)]
     fn generate_burst(&mut self, app: u16, session: u32, node: u16, rtype: u16, service: Nanos, has_program: bool) {
-        let a = &self.apps[app as usize];
+        let a = &mut self.apps[app as usize];
         let burst = a.clients[node as usize].free_credits(session).clamp(1, a.burst_cap);
-        self.emit(app, session, node, rtype, service, has_program);
+        let (flow, id) = a.count_generated(session, rtype, self.measuring);
+        self.emit(app, session, flow, id, node, rtype, service, has_program);
         for _ in 1..burst {
-            let (rtype, service, has_program) = self.apps[app as usize].draw_request(&mut self.ops);
-            self.emit(app, session, node, rtype, service, has_program);
+            let a = &mut self.apps[app as usize];
+            let (rtype, service, has_program) = a.draw_request(&mut self.ops);
+            let (flow, id) = a.count_generated(session, rtype, self.measuring);
+            self.emit(app, session, flow, id, node, rtype, service, has_program);
         }
         let a = &mut self.apps[app as usize];
         for _ in 1..burst {
@@ -129,19 +133,13 @@ impl<T: Tracer> Sim<T> {
         }
     }
 
-    /// A new request of `session` leaves its client now, for `node`.
+    /// A new request of `session` (counted by its application: `App::count_generated`) leaves
+    /// its client now, for `node`.
     #[inline(always)]
-    fn emit(&mut self, app: u16, session: u32, node: u16, rtype: u16, service: Nanos, has_program: bool) {
-        let now = self.now;
-        let a = &mut self.apps[app as usize];
-        let flow = a.session_base + session;
-        let id = a.generated;
-        let req = Req { created: now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
-        a.generated += 1;
+    #[allow(clippy::too_many_arguments)]
+    fn emit(&mut self, app: u16, session: u32, flow: u32, id: u64, node: u16, rtype: u16, service: Nanos, has_program: bool) {
+        let req = Req { created: self.now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
         self.interval.arrivals += 1;
-        if self.measuring {
-            a.recorder.generated(rtype as usize);
-        }
         let slot = self.slab.insert(req, id);
         if has_program {
             for n in &mut self.nodes {
