@@ -19,6 +19,10 @@ impl<T: Tracer> Sim<T> {
     /// within it.
     #[inline]
     pub(super) fn app_of(&self, session: u32) -> (usize, u32) {
+        if self.apps.len() == 1 {
+            // One application (most scenarios): its sessions are numbered from 0, no search.
+            return (0, session);
+        }
         let app = self.apps.iter().rposition(|a| a.session_base <= session).expect("session 0 is the first app's");
         (app, session - self.apps[app].session_base)
     }
