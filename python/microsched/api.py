@@ -314,13 +314,19 @@ def run_summary(scenario: ScenarioLike, seed: int | None = None, overrides: Iter
     """The summary of :func:`run` alone (``run(...).summary``, with the same warnings), without
     building the time series, records and CDF tables: pandas is not imported, so that a sweep's
     worker, which keeps only the summary, does not pay for it."""
-    raw = _simulate(scenario, seed, overrides, force, None, False, None, None, None)
+    return _warned_summary(_simulate(scenario, seed, overrides, force, None, False, None, None, None))
+
+
+def _warned_summary(raw: Mapping[str, Any]) -> dict:
+    """The summary of the simulator's raw result, issuing the warnings :func:`run` issues (the
+    simulator's, then the empty window's) on behalf of the public function that called this one
+    (stacklevel 3: the caller's caller), so that run_summary and run_summary_and_series warn alike."""
     for w in raw.get("warnings") or ():
-        warnings.warn(w, UserWarning, stacklevel=2)
+        warnings.warn(w, UserWarning, stacklevel=3)
     summary = _summary_of(raw)
     empty = empty_window_warning(summary)
     if empty:
-        warnings.warn(empty, UserWarning, stacklevel=2)
+        warnings.warn(empty, UserWarning, stacklevel=3)
     return summary
 
 
@@ -340,12 +346,7 @@ def run_summary_and_series(scenario: ScenarioLike, columns: Iterable[str], seed:
     """:func:`run_summary` and :func:`run_series` of one simulation (with run_summary's
     warnings): for a sweep point whose time series its analysis needs too, run once."""
     raw = _simulate(scenario, seed, overrides, False, None, False, None, None, None)
-    for w in raw.get("warnings") or ():
-        warnings.warn(w, UserWarning, stacklevel=2)
-    summary = _summary_of(raw)
-    empty = empty_window_warning(summary)
-    if empty:
-        warnings.warn(empty, UserWarning, stacklevel=2)
+    summary = _warned_summary(raw)
     ts = raw.get("timeseries") or {}
     return summary, {c: ts[c] for c in columns if c in ts}
 

@@ -16,7 +16,7 @@ Metric names are dotted paths into the summary; a list of named sections is inde
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from .scenario import plain
 
@@ -88,14 +88,23 @@ def bisect_seed(scenario: Any, seed: int, slo: float, metric: str = "slowdown.p9
         return {"seed": seed, "load": hi, "fail_load": None, "meets_at_lo": True, "probes": probes}
     if not ok(lo):
         return {"seed": seed, "load": lo, "fail_load": lo, "meets_at_lo": False, "probes": probes}
-    a, b = lo, hi
+    a, b = bisect_bracket(ok, lo, hi, tol)
+    return {"seed": seed, "load": a, "fail_load": b, "meets_at_lo": True, "probes": probes}
+
+
+def bisect_bracket(ok: Callable[[float], bool], passing: float, failing: float, tol: float) -> tuple[float, float]:
+    """Narrows the bracket [``passing``, ``failing``] of a monotone pass/fail predicate (``ok``
+    holds at ``passing``, not at ``failing``; the caller has checked both) by halving it until it
+    is no wider than ``tol``; returns the last passing and the last failing point. Shared by the
+    max-load search and by fits that bisect a cost the same way (reproduce/synergy_fit.py)."""
+    a, b = passing, failing
     while b - a > tol:
         m = (a + b) / 2
         if ok(m):
             a = m
         else:
             b = m
-    return {"seed": seed, "load": a, "fail_load": b, "meets_at_lo": True, "probes": probes}
+    return a, b
 
 
 def _bisect_args(args: tuple) -> dict:

@@ -201,6 +201,18 @@ impl App {
         s
     }
 
+    /// Counts a new request of `session` of type `rtype` as generated (in the window's recorder
+    /// too while `measuring`); returns its flow and its id.
+    #[inline(always)]
+    pub fn count_generated(&mut self, session: u32, rtype: u16, measuring: bool) -> (u32, u64) {
+        let (flow, id) = (self.session_base + session, self.generated);
+        self.generated += 1;
+        if measuring {
+            self.recorder.generated(rtype as usize);
+        }
+        (flow, id)
+    }
+
     /// The node a session talks to first.
     pub fn home_node(&self, session: u32, replicas: u16) -> u16 {
         if let Some(n) = self.own_node {

@@ -77,6 +77,13 @@ pub struct Node {
     /// A harvesting controller's `mechanism.lent_wake`: the wait of each grant that goes to work
     /// queued on a lent core, drawn from its own stream.
     pub lent_wake: Option<(microsched_core::wake::WakeSampler, microsched_core::rng::Stream)>,
+    /// `server.irq.per_request`: each request packet that reaches the node brings IRQ work
+    /// (`Server::request_packet_irq`).
+    pub packet_irq: bool,
+    /// Whether anything acts on a request's arrival before the server queues it: IRQ work per
+    /// packet or a credit controller. Set at build, so that a node with neither (the default; a
+    /// constant IRQ stream alone is not on the arrival) tests this one flag on each arrival.
+    pub arrival_hooks: bool,
     /// `server.irq`, for the summary.
     irq_cfg: Option<microsched_core::sched::irq::Config>,
     /// Park attempts, parks and wake-ups of parked cores, from the start; and their values (with
@@ -89,7 +96,8 @@ pub struct Node {
 
 impl Node {
     /// Node `index` of `sc`, with what its own policies bring: the wake-up latency of its
-    /// grants, its allocator's lent-core wake-up and time sharing, and drops at lock steps.
+    /// grants, its allocator's lent-core wake-up and time sharing, drops at lock steps, and IRQ
+    /// work per request packet.
     /// `sessions` counts the sessions of every application, `locks` their mutexes; `base` is the
     /// directory scenario files are read from.
     pub fn new(sc: &Scenario, index: u16, seed: u64, sessions: u32, locks: &AppLocks, base: &Path) -> Result<Self, microsched_core::ScenarioError> {
@@ -118,6 +126,7 @@ impl Node {
         if let Some(irq) = sc.server.irq.as_ref().filter(|c| c.is_active()) {
             server.irq = Some(Box::new(irq.build(workers as usize, microsched_core::rng::stream(node_seed, "irq"))));
         }
+        let packet_irq = server.irq.as_ref().is_some_and(|i| i.per_request.is_some());
         let rtt = us(sc.network.rtt_us);
         let env = microsched_core::env::OverloadEnv { sessions, max_cores: sc.server.max_cores, rtt_ns: rtt, seed: node_seed };
         let credit = overload::build(&sc.policy.overload, &env)?.map(|ctl| {
@@ -165,6 +174,7 @@ impl Node {
             let stats = LockStats::new(locks.families.iter().copied());
             server.install_lock_control(LockDropState::new(lc.build(), cleanup, stats));
         }
+        let arrival_hooks = packet_irq || credit.is_some();
         Ok(Self {
             server,
             allocator,
@@ -177,6 +187,8 @@ impl Node {
             last_sample_secondary_turns: 0,
             wake,
             lent_wake,
+            packet_irq,
+            arrival_hooks,
             irq_cfg: sc.server.irq.clone(),
             parking: Parking::default(),
             window_start_parking: Parking::default(),

@@ -86,7 +86,7 @@ def fit_seed(seed: int, overrides: Sequence[str] = FITTED_OVERRIDES, tol_ns: flo
              lo_ns: float = LO_NS, hi_ns: float = HI_NS) -> dict:
     """One seed's bisection: the bracket [``pass_ns``, ``fail_ns``] of the dispatcher cost around
     the SLO at the published rate, its midpoint ``cost_ns`` and every probe."""
-    from ..maxload import _probe
+    from ..maxload import _probe, bisect_bracket
 
     load = target_load()
     sets = (*variant_sets(), *overrides)
@@ -103,13 +103,7 @@ def fit_seed(seed: int, overrides: Sequence[str] = FITTED_OVERRIDES, tol_ns: flo
     if ok(hi_ns):
         raise ValueError(f"{VARIANT} meets the SLO at {PUBLISHED_KRPS:g} kRPS even at {hi_ns:g} ns (seed {seed}): "
                          "widen hi_ns")
-    a, b = lo_ns, hi_ns
-    while b - a > tol_ns:
-        m = (a + b) / 2
-        if ok(m):
-            a = m
-        else:
-            b = m
+    a, b = bisect_bracket(ok, lo_ns, hi_ns, tol_ns)
     return {"seed": seed, "pass_ns": a, "fail_ns": b, "cost_ns": (a + b) / 2, "probes": probes}
 
 

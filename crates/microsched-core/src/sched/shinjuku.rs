@@ -77,7 +77,10 @@ impl super::SchedConfig for Config {
     fn build(&self, env: &crate::env::SchedEnv) -> Shinjuku {
         let n = env.types.len();
         let slo = if self.slo_us.is_empty() { vec![1.0; n] } else { self.slo_us.clone() };
-        Shinjuku { slo, times: vec![VecDeque::new(); n], now: 0, current: Vec::new(), pending: 0, taken: Vec::new() }
+        // Per-core state sized for every worker here, so that `next` and `quantum` (on every
+        // request's start) only index it.
+        let workers = env.workers as usize;
+        Shinjuku { slo, times: vec![VecDeque::new(); n], now: 0, current: vec![0; workers], pending: 0, taken: vec![None; workers] }
     }
 }
 
@@ -139,11 +142,7 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
         }
         match best {
             Some((_, k)) => {
-                let t = self.times[k as usize].pop_front();
-                if self.taken.len() <= core as usize {
-                    self.taken.resize(core as usize + 1, None);
-                }
-                self.taken[core as usize] = t;
+                self.taken[core as usize] = self.times[k as usize].pop_front();
                 Next::Run(Place::Class(k))
             }
             None => Next::Idle,
@@ -167,9 +166,6 @@ impl<V: ServerView + ?Sized> QueuePolicy<V> for Shinjuku {
     }
 
     fn quantum(&mut self, core: u16, rtype: u16, _service: Nanos, default: Nanos) -> Nanos {
-        if self.current.len() <= core as usize {
-            self.current.resize(core as usize + 1, 0);
-        }
         self.current[core as usize] = rtype as u8;
         default
     }

@@ -19,6 +19,10 @@ impl<T: Tracer> Sim<T> {
     /// within it.
     #[inline]
     pub(super) fn app_of(&self, session: u32) -> (usize, u32) {
+        if self.apps.len() == 1 {
+            // One application (most scenarios): its sessions are numbered from 0, no search.
+            return (0, session);
+        }
         let app = self.apps.iter().rposition(|a| a.session_base <= session).expect("session 0 is the first app's");
         (app, session - self.apps[app].session_base)
     }
@@ -89,50 +93,57 @@ impl<T: Tracer> Sim<T> {
         let a = &mut self.apps[app as usize];
         let (session, rtype, service, has_program) = a.draw(&mut self.ops);
         let node = a.home_node(session, self.nodes.len() as u16);
-        // `clients.burst = "credits"`: this arrival and the next `burst - 1` of the application
-        // leave now, together, as one burst of the session's free credits.
-        let burst = if a.burst_cap == 0 { 1 } else { a.clients[node as usize].free_credits(session).clamp(1, a.burst_cap) };
-        self.emit(app, session, node, rtype, service, has_program);
-        if burst > 1 {
-            self.burst_rest(app, session, node, burst);
+        if a.burst_cap != 0 {
+            // `clients.burst = "credits"` (off by default) takes its own path, out of line, so
+            // that this one is what it was before bursts: one test of a flag.
+            self.generate_burst(app, session, node, rtype, service, has_program);
+            return;
+        }
+        let (flow, id) = a.count_generated(session, rtype, self.measuring);
+        self.emit(app, session, flow, id, node, rtype, service, has_program);
+        self.schedule_next_arrival(app);
+    }
+
+    /// `clients.burst = "credits"`: this arrival and the next `burst - 1` of the application
+    /// leave now, together, as one burst of the session's free credits (counted before the
+    /// first of them is sent).
+    #[cold]
+    #[inline(never)]
+    fn generate_burst(&mut self, app: u16, session: u32, node: u16, rtype: u16, service: Nanos, has_program: bool) {
+        let a = &mut self.apps[app as usize];
+        let burst = a.clients[node as usize].free_credits(session).clamp(1, a.burst_cap);
+        let (flow, id) = a.count_generated(session, rtype, self.measuring);
+        self.emit(app, session, flow, id, node, rtype, service, has_program);
+        for _ in 1..burst {
+            let a = &mut self.apps[app as usize];
+            let (rtype, service, has_program) = a.draw_request(&mut self.ops);
+            let (flow, id) = a.count_generated(session, rtype, self.measuring);
+            self.emit(app, session, flow, id, node, rtype, service, has_program);
         }
         let a = &mut self.apps[app as usize];
-        if let Some(next) = a.arrivals.next() {
+        for _ in 1..burst {
+            a.arrivals.next();
+        }
+        self.schedule_next_arrival(app);
+    }
+
+    /// The application's next arrival, if it falls before the end.
+    #[inline(always)]
+    fn schedule_next_arrival(&mut self, app: u16) {
+        if let Some(next) = self.apps[app as usize].arrivals.next() {
             if next < self.end {
                 self.schedule_arrival(app, next);
             }
         }
     }
 
-    /// The rest of a `clients.burst` burst: `burst - 1` more requests of `session`, now, taking
-    /// the application's next arrival times. Kept out of line: the arrival path without bursts
-    /// (the default) pays one comparison for them.
-    #[cold]
-    #[inline(never)]
-    fn burst_rest(&mut self, app: u16, session: u32, node: u16, burst: u32) {
-        for _ in 1..burst {
-            let (rtype, service, has_program) = self.apps[app as usize].draw_request(&mut self.ops);
-            self.emit(app, session, node, rtype, service, has_program);
-        }
-        let a = &mut self.apps[app as usize];
-        for _ in 1..burst {
-            a.arrivals.next();
-        }
-    }
-
-    /// A new request of `session` leaves its client now, for `node`.
+    /// A new request of `session` (counted by its application: `App::count_generated`) leaves
+    /// its client now, for `node`.
     #[inline(always)]
-    fn emit(&mut self, app: u16, session: u32, node: u16, rtype: u16, service: Nanos, has_program: bool) {
-        let now = self.now;
-        let a = &mut self.apps[app as usize];
-        let flow = a.session_base + session;
-        let id = a.generated;
-        let req = Req { created: now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
-        a.generated += 1;
+    #[allow(clippy::too_many_arguments)]
+    fn emit(&mut self, app: u16, session: u32, flow: u32, id: u64, node: u16, rtype: u16, service: Nanos, has_program: bool) {
+        let req = Req { created: self.now, service, session, flow, rtype, app, node, has_program, ..Req::default() };
         self.interval.arrivals += 1;
-        if self.measuring {
-            a.recorder.generated(rtype as usize);
-        }
         let slot = self.slab.insert(req, id);
         if has_program {
             for n in &mut self.nodes {

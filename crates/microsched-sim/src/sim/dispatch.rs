@@ -75,19 +75,33 @@ impl<T: Tracer> Sim<T> {
         }
     }
 
+    /// A request reaches a node whose policies act on its arrival (`Node::arrival_hooks`): the
+    /// IRQ work its packet brings (`server.irq.per_request`), then its credit controller's
+    /// admission. Out of line: the default arrival path tests one flag and goes to the server.
+    #[inline(never)]
+    fn hooked_arrival(&mut self, req: u32, demand: u32) {
+        let now = self.now;
+        let node = self.slab[req].node as usize;
+        if self.nodes[node].packet_irq {
+            self.nodes[node].server.request_packet_irq(now, &mut self.slab, &mut self.evq);
+        }
+        if self.nodes[node].credit.is_none() {
+            self.nodes[node].server.arrive(req, now, &mut self.slab, &mut self.evq);
+        } else {
+            self.credit_arrive(req, demand);
+        }
+    }
+
     pub(super) fn handle(&mut self, ev: Event) {
         let now = self.now;
         match ev {
             Event::Generate { app } => self.generate(app),
             Event::ServerArrive { req, demand } => {
-                let node = self.slab[req].node;
-                if self.nodes[node as usize].server.irq.is_some() {
-                    self.nodes[node as usize].server.request_packet_irq(now, &mut self.slab, &mut self.evq);
-                }
-                if self.nodes[node as usize].credit.is_none() {
-                    self.nodes[node as usize].server.arrive(req, now, &mut self.slab, &mut self.evq);
+                let n = &mut self.nodes[self.slab[req].node as usize];
+                if !n.arrival_hooks {
+                    n.server.arrive(req, now, &mut self.slab, &mut self.evq);
                 } else {
-                    self.credit_arrive(req, demand);
+                    self.hooked_arrival(req, demand);
                 }
             }
             Event::CoreDone { node, core, gen } => {

@@ -3,42 +3,28 @@
 
 use crate::common;
 
-use common::run;
+use common::{run_with, BREAKWATER_16};
+use microsched_sim::SimResult;
 
-/// 16 static cores, exponential 10 µs service, 1.5× capacity, Breakwater 80/160 µs with the
-/// CoreSync scripts' completion trigger; no warm-up, so the window's counters cover the whole run
-/// and can be checked against the conservation counts.
-const OVERLOAD: &str = r#"
-    duration_ms = 20
-    warmup_ms = 0
-    [server]
-    max_cores = 16
-    [network]
-    rtt_us = 10
-    [clients]
-    sessions = 100
-    [load]
-    fraction = 1.5
-    [[workload.types]]
-    name = "exp10"
-    service = { dist = "exponential", mean_us = 10 }
-    [policy.overload]
-    kind = "breakwater"
-    target_us = 80
-    drop_us = 160
-    trigger = "completion"
-"#;
+/// `common::BREAKWATER_16` (1.5× capacity, Breakwater 80/160 µs) with the CoreSync scripts'
+/// completion trigger; no warm-up, so the window's counters cover the whole run and can be
+/// checked against the conservation counts.
+const ARTIFACT: &[&str] = &["warmup_ms=0", "policy.overload.trigger=\"completion\""];
+
+fn run_artifact(overrides: &[&str], seed: u64) -> SimResult {
+    run_with(BREAKWATER_16, ARTIFACT, overrides, seed)
+}
 
 #[test]
 fn worker_start_drops_are_counted_apart_from_aqm_drops() {
-    let off = run(OVERLOAD, &[], 3).summary;
+    let off = run_artifact(&[], 3).summary;
     let c = off.credits.as_ref().unwrap();
     assert_eq!(c.start_drops, None, "no budget, no counter");
     assert_eq!(off.requests.dropped, c.aqm_drops + c.client_drops);
 
     // A budget below the AQM threshold: requests admitted on arrival may start too late (and
     // those drops keep the delay below the AQM threshold, which then never fires).
-    let on = run(OVERLOAD, &["policy.overload.latency_budget_us=20"], 3).summary;
+    let on = run_artifact(&["policy.overload.latency_budget_us=20"], 3).summary;
     let c = on.credits.as_ref().unwrap();
     let start = c.start_drops.expect("counted with a budget");
     assert!(start > 0, "{c:?}");
@@ -47,14 +33,14 @@ fn worker_start_drops_are_counted_apart_from_aqm_drops() {
     assert_eq!(on.nodes.first().and_then(|n| n.credits.as_ref()).and_then(|c| c.start_drops), Some(start));
     // At the artifact's setting (budget = AQM threshold) the start check rarely fires: the
     // arrival check already keeps the delay near it.
-    let at = run(OVERLOAD, &["policy.overload.latency_budget_us=160"], 3).summary;
+    let at = run_artifact(&["policy.overload.latency_budget_us=160"], 3).summary;
     assert!(at.credits.as_ref().unwrap().start_drops.unwrap() < start);
 }
 
 #[test]
 fn worker_start_drops_cover_the_measured_window_only() {
-    let whole = run(OVERLOAD, &["policy.overload.latency_budget_us=20"], 5).summary;
-    let window = run(OVERLOAD, &["policy.overload.latency_budget_us=20", "warmup_ms=10", "duration_ms=10"], 5).summary;
+    let whole = run_artifact(&["policy.overload.latency_budget_us=20"], 5).summary;
+    let window = run_artifact(&["policy.overload.latency_budget_us=20", "warmup_ms=10", "duration_ms=10"], 5).summary;
     let (w, a) = (window.credits.unwrap().start_drops.unwrap(), whole.credits.unwrap().start_drops.unwrap());
     assert!(w > 0 && w < a, "window {w} vs whole run {a}");
 }

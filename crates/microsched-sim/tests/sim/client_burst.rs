@@ -3,38 +3,24 @@
 
 use std::collections::HashMap;
 
-use crate::common::run;
+use crate::common::{run_with, BREAKWATER_16};
 
-/// 16 static cores, exponential 10 µs at half of capacity, RTT 10 µs, 20 sessions, Breakwater
-/// from its pool ceiling (every session holds spare credits, as in the CoreSync reproduction).
-const BASE: &str = r#"
-    duration_ms = 30
-    warmup_ms = 5
-    [server]
-    max_cores = 16
-    [network]
-    rtt_us = 10
-    [clients]
-    sessions = 20
-    queue_capacity = 4
-    [load]
-    fraction = 0.5
-    [[workload.types]]
-    name = "exp10"
-    service = { dist = "exponential", mean_us = 10 }
-    [policy.overload]
-    kind = "breakwater"
-    target_us = 80
-    drop_us = 160
-    initial_pool = 4000000000
-    [metrics]
-    record_requests = true
-"#;
+/// `common::BREAKWATER_16` at half of capacity with 20 sessions of queue 4, for 30 ms, Breakwater
+/// from its pool ceiling (every session holds spare credits, as in the CoreSync reproduction),
+/// every request recorded.
+const BURSTY: &[&str] = &[
+    "duration_ms=30",
+    "clients.sessions=20",
+    "clients.queue_capacity=4",
+    "load.fraction=0.5",
+    "policy.overload.initial_pool=4000000000",
+    "metrics.record_requests=true",
+];
 
 /// Sizes of the groups of requests a session created at the same instant, and whether each
 /// group reached the server at one instant, one network trip later.
 fn bursts(overrides: &[&str]) -> (Vec<usize>, bool, u64) {
-    let r = run(BASE, overrides, 5);
+    let r = run_with(BREAKWATER_16, BURSTY, overrides, 5);
     let log = r.requests.expect("record_requests = true");
     let mut groups: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
     for i in 0..log.id.len() {

@@ -4,33 +4,10 @@
 
 use crate::common;
 
-use common::run;
+use common::{run, BREAKWATER_16};
 use microsched_core::overload::Breakwater;
 use microsched_core::summary::Summary;
 use microsched_sim::SimResult;
-
-/// 16 static cores, exponential 10 µs service (capacity 1.6 M requests/s), RTT 10 µs, 100
-/// sessions with Breakwater's client defaults (queue 16, timeout 10 µs), Breakwater target
-/// 80 µs and AQM threshold 160 µs (its recommended pair for 10 µs requests).
-const OVERLOAD: &str = r#"
-    duration_ms = 20
-    warmup_ms = 5
-    [server]
-    max_cores = 16
-    [network]
-    rtt_us = 10
-    [clients]
-    sessions = 100
-    [load]
-    fraction = 1.5
-    [[workload.types]]
-    name = "exp10"
-    service = { dist = "exponential", mean_us = 10 }
-    [policy.overload]
-    kind = "breakwater"
-    target_us = 80
-    drop_us = 160
-"#;
 
 const NONE: &str = "policy.overload.kind=\"none\"";
 const CAPACITY_RPS: f64 = 16.0 / 10e-6;
@@ -53,7 +30,7 @@ fn series_bits(r: &SimResult) -> Vec<(&'static str, Vec<u64>)> {
 
 #[test]
 fn breakwater_bounds_latency_under_overload_while_none_grows_without_bound() {
-    let bw = run(OVERLOAD, &[], 11).summary;
+    let bw = run(BREAKWATER_16, &[], 11).summary;
     conserved(&bw);
     assert_eq!(bw.overload, "breakwater");
     // Latency bound of an answered request, from its parts:
@@ -76,8 +53,8 @@ fn breakwater_bounds_latency_under_overload_while_none_grows_without_bound() {
     assert!(c.client_drops > 0 && c.pool_mean >= 16.0 && c.issued_mean > 0.0, "{c:?}");
 
     // "none" admits everything: the backlog grows at λ − μ and so does latency.
-    let short = run(OVERLOAD, &[NONE], 11).summary;
-    let long = run(OVERLOAD, &[NONE, "duration_ms=60"], 11).summary;
+    let short = run(BREAKWATER_16, &[NONE], 11).summary;
+    let long = run(BREAKWATER_16, &[NONE, "duration_ms=60"], 11).summary;
     conserved(&short);
     conserved(&long);
     assert_eq!(short.requests.dropped, 0);
@@ -108,8 +85,8 @@ fn below_capacity_breakwater_drops_almost_nothing_and_matches_none() {
     // session holding one credit makes a second request wait a whole response time (> the 10 µs
     // client timeout), which drops a few percent of requests.
     let set = ["load.fraction=0.5", "warmup_ms=40", "duration_ms=40"];
-    let bw = run(OVERLOAD, &set, 12).summary;
-    let none = run(OVERLOAD, &[set[0], set[1], set[2], NONE], 12).summary;
+    let bw = run(BREAKWATER_16, &set, 12).summary;
+    let none = run(BREAKWATER_16, &[set[0], set[1], set[2], NONE], 12).summary;
     conserved(&bw);
     assert!(bw.drop_rate < 0.005, "drop rate {}", bw.drop_rate);
     assert_eq!(bw.credits.as_ref().unwrap().aqm_drops, 0);
@@ -135,7 +112,7 @@ const ALL_DROPS: [&str; 9] = [
 
 #[test]
 fn requests_are_conserved_with_every_kind_of_drop() {
-    let r = run(OVERLOAD, &ALL_DROPS, 13);
+    let r = run(BREAKWATER_16, &ALL_DROPS, 13);
     let s = &r.summary;
     conserved(s);
     let c = s.credits.as_ref().unwrap();
@@ -170,18 +147,18 @@ fn requests_are_conserved_with_every_kind_of_drop() {
 #[test]
 fn breakwater_runs_are_deterministic() {
     for set in [&[][..], &ALL_DROPS[..], &["policy.allocator.kind=\"shenango\"", "network.jitter_us=2"][..]] {
-        let a = run(OVERLOAD, set, 21);
-        let b = run(OVERLOAD, set, 21);
+        let a = run(BREAKWATER_16, set, 21);
+        let b = run(BREAKWATER_16, set, 21);
         assert_eq!(strip(a.summary.clone()), strip(b.summary.clone()), "{set:?}");
         assert_eq!(series_bits(&a), series_bits(&b), "{set:?}");
-        let c = run(OVERLOAD, set, 22);
+        let c = run(BREAKWATER_16, set, 22);
         assert_ne!(a.summary.latency_us, c.summary.latency_us, "{set:?}");
     }
 }
 
 #[test]
 fn none_controller_has_no_credit_state() {
-    let r = run(OVERLOAD, &[NONE, "load.fraction=0.8"], 3);
+    let r = run(BREAKWATER_16, &[NONE, "load.fraction=0.8"], 3);
     assert!(r.summary.credits.is_none());
     let ts = &r.timeseries;
     assert!(ts.credit_pool.iter().chain(&ts.credits_issued).chain(&ts.drained_sessions).all(|v| v.is_nan()));
@@ -194,14 +171,14 @@ fn breakwater_with_dynamic_core_allocation() {
     for kind in ["shenango", "caladan"] {
         let alloc = format!("policy.allocator.kind=\"{kind}\"");
         // Overload: the allocator grants every core, Breakwater holds latency and goodput.
-        let hi = run(OVERLOAD, &[&alloc], 14).summary;
+        let hi = run(BREAKWATER_16, &[&alloc], 14).summary;
         conserved(&hi);
         assert!(hi.cores.allocated_mean > 15.0, "{kind}: {:?}", hi.cores);
         assert!(hi.goodput_rps >= 0.9 * CAPACITY_RPS, "{kind}: goodput {}", hi.goodput_rps);
         assert!(hi.latency_us.p99 < 240.0, "{kind}: p99 {}", hi.latency_us.p99);
         // Half load: cores are parked, requests still get through with few drops once the
         // pool has grown (see the below-capacity test).
-        let lo = run(OVERLOAD, &[&alloc, "load.fraction=0.5", "warmup_ms=40"], 14).summary;
+        let lo = run(BREAKWATER_16, &[&alloc, "load.fraction=0.5", "warmup_ms=40"], 14).summary;
         conserved(&lo);
         assert!(lo.cores.allocated_mean < 12.0, "{kind}: {:?}", lo.cores);
         assert!(lo.drop_rate < 0.01, "{kind}: drop rate {}", lo.drop_rate);
@@ -261,10 +238,10 @@ fn study_core_fix_runs_and_admits_more_than_the_baseline() {
 #[test]
 fn delay_signal_option_is_validated_by_name() {
     let o = vec!["server.delay_signal=\"stale\"".to_string()];
-    let e = microsched_sim::Scenario::load(OVERLOAD, microsched_sim::Format::Toml, std::path::Path::new("."), &o)
+    let e = microsched_sim::Scenario::load(BREAKWATER_16, microsched_sim::Format::Toml, std::path::Path::new("."), &o)
         .unwrap_err();
     assert_eq!(e.field, "server.delay_signal", "{e}");
-    let s = run(OVERLOAD, &["server.delay_signal=\"exact\""], 16).summary;
+    let s = run(BREAKWATER_16, &["server.delay_signal=\"exact\""], 16).summary;
     conserved(&s);
     assert!(s.goodput_rps >= 0.9 * CAPACITY_RPS);
 }
@@ -320,7 +297,7 @@ fn park_counts_per_sample_add_up_to_the_summary() {
         "load.fraction=0.5",
         "warmup_ms=0",
     ];
-    let r = run(OVERLOAD, &cs, 4);
+    let r = run(BREAKWATER_16, &cs, 4);
     let p = r.summary.parking.expect("CoreSync parks");
     let g = p.gate.expect("CoreSync's gate");
     let ts = &r.timeseries;
@@ -333,7 +310,7 @@ fn park_counts_per_sample_add_up_to_the_summary() {
     assert!(p.parks > 0 && g.vetoes() > 0, "{p:?}");
     assert_eq!(sum(&ts.park_vetoes) + sum(&ts.parks), sum(&ts.park_attempts));
 
-    let st = run(OVERLOAD, &["load.fraction=0.5"], 4);
+    let st = run(BREAKWATER_16, &["load.fraction=0.5"], 4);
     let ts = &st.timeseries;
     assert!(ts.park_attempts.iter().chain(&ts.park_vetoes).chain(&ts.parks).chain(&ts.wakeups).all(|v| v.is_nan()));
 }
