@@ -124,9 +124,9 @@ impl Node {
             server.set_search(search);
         }
         if let Some(irq) = sc.server.irq.as_ref().filter(|c| c.is_active()) {
-            server.irq = Some(Box::new(irq.build(workers as usize, microsched_core::rng::stream(node_seed, "irq"))));
+            server.install_irq(irq.build(workers as usize, microsched_core::rng::stream(node_seed, "irq")));
         }
-        let packet_irq = server.irq.as_ref().is_some_and(|i| i.per_request.is_some());
+        let packet_irq = server.irq().is_some_and(|i| i.per_request.is_some());
         let rtt = us(sc.network.rtt_us);
         let env = microsched_core::env::OverloadEnv { sessions, max_cores: sc.server.max_cores, rtt_ns: rtt, seed: node_seed };
         let credit = overload::build(&sc.policy.overload, &env)?.map(|ctl| {
@@ -198,7 +198,7 @@ impl Node {
 
     /// Per worker core: busy time (overhead included) up to `now`.
     pub fn core_busy(&self, now: Nanos) -> Vec<Nanos> {
-        (0..self.server.q.cores.len())
+        (0..self.server.core_count())
             .map(|c| {
                 let t = self.server.core(c as u16).times_at(now);
                 t[CoreMode::Busy as usize] + t[CoreMode::Overhead as usize]
@@ -250,7 +250,7 @@ impl Node {
         let times = self.server.core_times(end);
         let w = |i: usize| (times[i] - self.window_start_times[i]) as f64 / window_ns as f64;
         let secondary_waking = if self.allocator.secondary_runs_while_waking() { w(3) } else { 0.0 };
-        let (sc0, sc1) = (self.window_start_sched, self.server.counters);
+        let (sc0, sc1) = (self.window_start_sched, self.server.counters());
         // The Secondary's turns on a core it shares with a Primary request are inside that
         // request's run (busy time), but they are the Secondary's progress.
         let secondary_turns = (sc1.secondary_turn_ns - sc0.secondary_turn_ns) as f64 / window_ns as f64;
@@ -300,7 +300,7 @@ impl Node {
                     pool_max: c.pool_max,
                     pool_floor: bounds.map(|b| b.0),
                     pool_ceiling: bounds.map(|b| b.1),
-                    start_drops: self.server.start_drop.map(|sd| sd.drops),
+                    start_drops: self.server.start_drops(),
                     ..Credits::default()
                 }
             }),
@@ -339,8 +339,8 @@ impl Node {
             evict_us: self.allocator.grant_delay().unwrap_or(0) as f64 / 1e3,
             refill_us: self.allocator.refill_after_grant() as f64 / 1e3,
             timeshare_turn_us: self.allocator.timeshare().map_or(0.0, |t| t.turn_us),
-            secondary_turns: self.server.counters.secondary_turns,
-            secondary_turn_ms: self.server.counters.secondary_turn_ns as f64 / 1e6,
+            secondary_turns: self.server.counters().secondary_turns,
+            secondary_turn_ms: self.server.counters().secondary_turn_ns as f64 / 1e6,
             eviction_wait_ms: r.eviction_wait_ns / 1e6,
             harvest_window_low: r.harvest_window.map(|w| w.0),
             harvest_window_high: r.harvest_window.map(|w| w.1),
@@ -353,11 +353,11 @@ impl Node {
     fn irq(&self, end: Nanos, times: &[Nanos; 5]) -> Option<Irq> {
         use microsched_core::sched::irq::IrqSteering;
         let cfg = self.irq_cfg.as_ref()?;
-        let held = self.server.irq.as_ref().map_or(0.0, |i| i.rate_per_core_s());
-        let (in_service_ns, in_service_count) = self.server.irq.as_ref().map_or((0, 0), |i| (i.in_service_ns, i.in_service_count));
+        let held = self.server.irq().map_or(0.0, |i| i.rate_per_core_s());
+        let (in_service_ns, in_service_count) = self.server.irq().map_or((0, 0), |i| (i.in_service_ns, i.in_service_count));
         let per_ns = |rate: f64| rate * 1e-9 * cfg.cost_us * 1e3;
         // `per_request`: the work of the requests' packets is placed, so it is counted, not expected.
-        let (packets, packets_held, packet_secondary_ns) = self.server.irq.as_ref().filter(|i| i.per_request.is_some())
+        let (packets, packets_held, packet_secondary_ns) = self.server.irq().filter(|i| i.per_request.is_some())
             .map_or((0, 0, 0), |i| (i.packet_count, i.packet_held_count, i.packet_secondary_ns));
         let secondary_ns = match cfg.steering {
             IrqSteering::Spread => per_ns(held) * (times[CoreMode::Parked as usize] + times[CoreMode::Waking as usize]) as f64,
@@ -365,7 +365,7 @@ impl Node {
             IrqSteering::IdleFirst => 0.0,
         } + packet_secondary_ns as f64;
         // Placed idle first, the handlers' time on idle cores is counted, not expected.
-        let held_idle_ns = match (cfg.steering, self.server.irq.as_ref()) {
+        let held_idle_ns = match (cfg.steering, self.server.irq()) {
             (IrqSteering::IdleFirst, Some(i)) => i.idle_ns as f64,
             (_, Some(i)) if i.per_request.is_some() => per_ns(held) * times[CoreMode::Search as usize] as f64 + i.idle_ns as f64,
             _ => per_ns(held) * times[CoreMode::Search as usize] as f64,

@@ -136,7 +136,7 @@ impl Recorder {
                     counters: [f64::NAN; COUNTERS.len()],
                     vetoed: vec![0; cores],
                     parking: n.parking_now(),
-                    preemptions: n.server.counters.preemptions,
+                    preemptions: n.server.counters().preemptions,
                 }
             })
             .collect();
@@ -187,7 +187,7 @@ impl Recorder {
                 *d = (n.server.dispatcher_activity().flatten(), start);
             }
             seen.parking = n.parking_now();
-            seen.preemptions = n.server.counters.preemptions;
+            seen.preemptions = n.server.counters().preemptions;
         }
     }
 
@@ -222,7 +222,7 @@ impl Recorder {
                     self.nodes[i].dispatcher = Some((what, now));
                 }
             }
-            let pre = n.server.counters.preemptions;
+            let pre = n.server.counters().preemptions;
             let seen = &mut self.nodes[i];
             for _ in seen.preemptions..pre {
                 self.trace.instant(node, here, instant::PREEMPTION, now, None);

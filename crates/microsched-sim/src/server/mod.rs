@@ -82,7 +82,7 @@ pub struct Server {
     /// Its index among the scenario's nodes, carried by the events it schedules.
     node: u16,
     cfg: ServerCfg,
-    pub q: Queues,
+    q: Queues,
     policy: Box<dyn QueuePolicy<Queues>>,
     /// The policy's `per_request`, read once.
     per_request: bool,
@@ -92,32 +92,32 @@ pub struct Server {
     pushes: bool,
     /// Concrete programs of live requests that have one, by request slot.
     programs: Vec<Vec<Op>>,
-    pub mutexes: MutexTable<u32>,
+    mutexes: MutexTable<u32>,
     /// Per mutex: a spin lock (its waiters hold their cores).
     spin_locks: Vec<bool>,
     dispatcher: Option<Dispatcher>,
-    pub counters: SchedCounters,
+    counters: SchedCounters,
     /// Cores that found work in the middle of a park attempt, for the driver to report.
-    pub aborted_parks: Vec<u16>,
+    aborted_parks: Vec<u16>,
     /// Cores that ran out of work inside the server (a request handed to a spinning core
     /// blocked or yielded at once), with what they did next, for the driver's parking logic.
-    pub idled: Vec<(u16, Idle)>,
+    idled: Vec<(u16, Idle)>,
     /// Cores asked to yield since the last withdrawal (some may have parked since).
     yields_asked: Vec<u16>,
     /// Drops at lock steps (`server.lock_control`), with the state they need; `None`: lock
     /// steps block, and nothing below is kept.
-    pub locks: Option<Box<LockDropState>>,
+    locks: Option<Box<LockDropState>>,
     /// The request programs' condition variables (`workload.condvars`); `None`: there are none.
-    pub condvars: Option<Box<CondvarState>>,
+    condvars: Option<Box<CondvarState>>,
     /// Breakwater v2's worker-start drop (`latency_budget_us`); `None`: off.
-    pub start_drop: Option<StartDrop>,
+    start_drop: Option<StartDrop>,
     /// The probe-cost work search (`server.search.kind = "probe"`); None: the instant search.
     probe: Option<Box<search::ProbeState>>,
     /// NIC interrupt handlers interleaved with requests (`server.irq`); None: no interrupts.
-    pub irq: Option<Box<microsched_core::sched::irq::Irq>>,
+    irq: Option<Box<microsched_core::sched::irq::Irq>>,
     /// A harvesting controller's `mechanism.timeshare`; None: a Primary has a lent core it took
     /// to itself.
-    pub timeshare: Option<Box<Timesharing>>,
+    timeshare: Option<Box<Timesharing>>,
 }
 
 /// Breakwater v2's worker-start drop: a request whose worker starts while the delay signal

@@ -87,7 +87,7 @@ impl<T: Tracer> Sim<T> {
     pub(super) fn cleanup(&mut self, node: u16, core: u16, req: u32) -> bool {
         let server = &mut self.nodes[node as usize].server;
         let Some(m) = server.take_cleanup(req) else { return false };
-        let hold = server.locks.as_ref().map_or(0, |l| l.rule.cleanup_ns);
+        let hold = server.lock_cleanup_ns();
         let r = self.slab[req];
         let id = self.slab.stamps(req).id;
         let ghost = self.slab.insert(Req { created: self.now, session: r.session, flow: r.flow, app: r.app, node, has_program: true, flags: Req::GHOST, ..Req::default() }, id);

@@ -80,16 +80,16 @@ impl<T: Tracer> Sim<T> {
             irq,
             parking,
             lock_control: self.failure_reply.as_ref().map(|f| {
-                let stats: Vec<&LockStats> = self.nodes.iter().filter_map(|n| n.server.locks.as_ref().map(|l| &l.stats)).collect();
+                let stats: Vec<&LockStats> = self.nodes.iter().filter_map(|n| n.server.lock_drops().map(|(stats, _)| stats)).collect();
                 let n = f.delay.len();
                 LockDrops {
-                    drops: self.nodes.iter().filter_map(|n| n.server.locks.as_ref()).map(|l| l.drops).sum(),
+                    drops: self.nodes.iter().filter_map(|n| n.server.lock_drops()).map(|(_, drops)| drops).sum(),
                     failure_reply_us: microsched_core::metrics::us_percentiles(&f.delay, f.sum, n),
                     locks: LockStats::summaries(&stats, self.end, window_ns),
                 }
             }),
             condvars: {
-                let states: Vec<&crate::server::CondvarState> = self.nodes.iter().filter_map(|n| n.server.condvars.as_deref()).collect();
+                let states: Vec<&crate::server::CondvarState> = self.nodes.iter().filter_map(|n| n.server.condvars()).collect();
                 crate::server::CondvarState::summaries(&states)
             },
             sim: SimStats {

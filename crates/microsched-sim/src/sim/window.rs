@@ -25,7 +25,7 @@ impl<T: Tracer> Sim<T> {
         self.measuring = true;
         for n in &mut self.nodes {
             n.window_start_times = n.server.core_times(now);
-            n.window_start_sched = n.server.counters;
+            n.window_start_sched = n.server.counters();
             if let Some((snap, _)) = n.server.dispatcher_snapshot(now) {
                 n.window_start_dispatch = snap;
             }
