@@ -513,8 +513,8 @@ impl Server {
                     }
                 }
                 Op::Wait { cv, mutex } => {
-                    let st = self.condvars.as_mut().expect("programs with condvars install their state");
-                    if st.take_notified(req) {
+                    if r.has(Req::NOTIFIED) {
+                        r.set(Req::NOTIFIED, false);
                         // Woken: re-take the mutex, a plain lock as the artifact's condvar_wait
                         // re-locks (never dropped), then check again (pc stays here: the
                         // mutex is a blocking one, as the scenario requires of a condvar's, so a
@@ -524,6 +524,7 @@ impl Server {
                         }
                         continue;
                     }
+                    let st = self.condvars.as_mut().expect("programs with condvars install their state");
                     if st.take_item(cv) {
                         r.pc += 1;
                         continue;
@@ -551,6 +552,7 @@ impl Server {
                         // The wait joins the waiter's accumulated delay (condvar_signal's
                         // `acc_qdel += now - enque_ts`); it queues to re-take the mutex.
                         let wr = &mut slab[w];
+                        wr.set(Req::NOTIFIED, true);
                         wr.queued_ns += now - since;
                         wr.enqueued_at = now;
                         let place = self.policy.requeue(core, Requeue::Woken, &self.q);
