@@ -340,7 +340,6 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
         Ask::CondvarTakeItem(cv) => Verdict::Answer(u64::from(sh.mutexes.take_item(cv))),
         Ask::CondvarPutItem(cv) => {
             sh.mutexes.put_item(cv);
-            Counters::bump(&sh.counters.condvar_items);
             sh.condvar_stats.lock().signal(cv);
             Verdict::Answer(0)
         }

@@ -154,6 +154,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Every counter by name, with `condvar_items`, which is counted once per condvar (its
+    /// `signals`, [`crate::asqm`]'s `CondvarPutItem`) and summed here.
+    pub fn counters_snapshot(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = self.counters.snapshot();
+        m.insert("condvar_items".into(), self.condvar_stats.lock().signals().into());
+        m
+    }
+
     pub fn active_cores(&self) -> usize {
         self.cores
             .iter()
@@ -480,7 +488,7 @@ impl Server {
     /// The live counters, read while the server runs: every counter, the connected sessions
     /// and the seconds since the start (one JSON object, for a periodic line or a scrape).
     pub fn live(&self) -> serde_json::Value {
-        let mut m = self.sh.counters.snapshot();
+        let mut m = self.sh.counters_snapshot();
         m.insert("connected_sessions".into(), self.sh.rpc.lock().connected().into());
         m.insert("uptime_s".into(), self.started.elapsed().as_secs_f64().into());
         m.insert("rejected_total".into(), self.sh.counters.rejected_total().into());
@@ -573,7 +581,7 @@ impl Server {
             start_unix_ns: sh.clock.start_unix_ns(),
             duration_s: end as f64 / 1e9,
             stop_reason: why.to_string(),
-            counters: sh.counters.snapshot(),
+            counters: sh.counters_snapshot(),
             rejected_total: sh.counters.rejected_total(),
             abandoned,
             kernel_drops,
