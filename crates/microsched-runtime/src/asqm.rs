@@ -28,7 +28,6 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::Ordering;
 
-use microsched_core::program::Op;
 use microsched_core::sched::asqm::{Config, LockControl, LockStats, Seed};
 use microsched_core::summary::LockSummary;
 use microsched_core::Nanos;
@@ -36,7 +35,7 @@ use parking_lot::Mutex;
 
 use crate::clock::spin_for;
 use crate::coro::{Coro, Cx};
-use crate::handler::{Handler, Outcome, Request};
+use crate::handler::{run_program, Handler, Outcome, ProgramSteps, Request};
 use crate::queue::Job;
 use crate::report::Counters;
 use crate::rpc::CreditMsg;
@@ -332,7 +331,7 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
                 .is_some_and(|a| a.rule.condvar_drops(coro.acc_ns, sh.mutexes.condvar_oldest_wait(cv, now)));
             sh.counters.condvar_drops.fetch_add(u64::from(refused), Ordering::Relaxed);
             if refused {
-                sh.condvar_stats.lock().dropped(cv);
+                sh.condvar_stats(cv, |s, i| s.dropped(i));
             }
             Verdict::Answer(u64::from(refused))
         }
@@ -340,8 +339,7 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
         Ask::CondvarTakeItem(cv) => Verdict::Answer(u64::from(sh.mutexes.take_item(cv))),
         Ask::CondvarPutItem(cv) => {
             sh.mutexes.put_item(cv);
-            Counters::bump(&sh.counters.condvar_items);
-            sh.condvar_stats.lock().signal(cv);
+            sh.condvar_stats(cv, |s, i| s.signal(i));
             Verdict::Answer(0)
         }
     }
@@ -428,65 +426,63 @@ impl ProgramHandler {
     }
 }
 
-impl ProgramHandler {
-    /// Unwinds a request refused a lock or a condvar wait: releases what it holds (innermost
-    /// first), spends the drop cost, sends the failure reply, cleans up.
-    fn drop_request(&self, cx: &mut Cx, held: &[u32], cleanup: Option<u32>) -> Outcome {
-        for &h in held.iter().rev() {
-            cx.unlock(h);
-        }
-        spin_for(self.drop_cost_ns);
-        cx.reply_dropped();
-        if let Some(m) = cleanup {
-            cx.lock(m);
-            spin_for(self.cleanup_ns);
-            cx.unlock(m);
-        }
-        Outcome::Dropped
+impl Handler for ProgramHandler {
+    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
+        run_program(req, cx, &mut AsqmSteps { h: self, held: Vec::new(), cleanup: None })
     }
 }
 
-impl Handler for ProgramHandler {
-    fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
-        if req.program.is_empty() {
-            spin_for(req.service_ns);
-            return Outcome::Ok;
+/// [`ProgramHandler`]'s steps for one request: plain spins (not preemptible), each lock taken
+/// with `lock_if_uncongested` and each wait with `wait_if_uncongested`, with what a refused
+/// request must unwind.
+struct AsqmSteps<'a> {
+    h: &'a ProgramHandler,
+    /// Mutexes it holds, in the order taken.
+    held: Vec<u32>,
+    /// The cleanup lock it took, if any.
+    cleanup: Option<u32>,
+}
+
+impl ProgramSteps for AsqmSteps<'_> {
+    fn compute(&mut self, _cx: &mut Cx, ns: Nanos) {
+        spin_for(ns);
+    }
+
+    fn acquire(&mut self, cx: &mut Cx, id: u32) -> bool {
+        if !cx.lock_if_uncongested(id) {
+            return false;
         }
-        let mut held: Vec<u32> = Vec::new();
-        let mut cleanup = None;
-        for op in req.program {
-            match *op {
-                Op::Compute(ns) => spin_for(ns),
-                Op::Yield => cx.yield_now(),
-                Op::Acquire(id) => {
-                    if !cx.lock_if_uncongested(id) {
-                        return self.drop_request(cx, &held, cleanup);
-                    }
-                    held.push(id);
-                    if self.cleanup_lock.get(id as usize).copied().unwrap_or(false) {
-                        cleanup = Some(id);
-                    }
-                }
-                Op::Release(id) => {
-                    held.retain(|&h| h != id);
-                    cx.unlock(id);
-                }
-                // `condvar_wait_if_uncongested` in the loop every condvar wait needs: a woken
-                // waiter re-takes the mutex and may find the item gone (Mesa semantics).
-                Op::Wait { cv, mutex } => {
-                    while !cx.condvar_take_item(cv) {
-                        if !cx.wait_if_uncongested(cv, mutex) {
-                            return self.drop_request(cx, &held, cleanup);
-                        }
-                    }
-                }
-                Op::Signal(cv) => {
-                    cx.condvar_put_item(cv);
-                    cx.notify_one(cv);
-                }
-            }
+        self.held.push(id);
+        if self.h.cleanup_lock.get(id as usize).copied().unwrap_or(false) {
+            self.cleanup = Some(id);
         }
-        Outcome::Ok
+        true
+    }
+
+    fn release(&mut self, cx: &mut Cx, id: u32) {
+        self.held.retain(|&h| h != id);
+        cx.unlock(id);
+    }
+
+    /// `condvar_wait_if_uncongested`.
+    fn wait(&mut self, cx: &mut Cx, cv: u32, mutex: u32) -> bool {
+        cx.wait_if_uncongested(cv, mutex)
+    }
+
+    /// Releases what it holds (innermost first), spends the drop cost, sends the failure
+    /// reply, cleans up.
+    fn refused(&mut self, cx: &mut Cx) -> Outcome {
+        for &h in self.held.iter().rev() {
+            cx.unlock(h);
+        }
+        spin_for(self.h.drop_cost_ns);
+        cx.reply_dropped();
+        if let Some(m) = self.cleanup {
+            cx.lock(m);
+            spin_for(self.h.cleanup_ns);
+            cx.unlock(m);
+        }
+        Outcome::Dropped
     }
 }
 

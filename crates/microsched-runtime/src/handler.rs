@@ -54,29 +54,85 @@ pub struct Synthetic;
 
 impl Handler for Synthetic {
     fn handle(&self, req: &Request, cx: &mut Cx) -> Outcome {
-        if req.program.is_empty() {
-            cx.compute(req.service_ns);
-            return Outcome::Ok;
-        }
-        for op in req.program {
-            match *op {
-                Op::Compute(ns) => cx.compute(ns),
-                Op::Yield => cx.yield_now(),
-                Op::Acquire(id) => cx.lock(id),
-                Op::Release(id) => cx.unlock(id),
-                // Holding the condvar's mutex: take an item, waiting (the mutex released, the
-                // request off its worker) while there is none; a woken waiter checks again.
-                Op::Wait { cv, mutex } => {
-                    while !cx.condvar_take_item(cv) {
-                        cx.wait(cv, mutex);
-                    }
-                }
-                Op::Signal(cv) => {
-                    cx.condvar_put_item(cv);
-                    cx.notify_one(cv);
+        run_program(req, cx, &mut PlainSteps)
+    }
+}
+
+/// How a program handler carries out the steps in which handlers differ (computing, taking,
+/// releasing and waiting); the loop over a request's ops is [`run_program`], one for all of
+/// them.
+pub(crate) trait ProgramSteps {
+    /// Computes for `ns` (also the whole service time of a request without a program).
+    fn compute(&mut self, cx: &mut Cx, ns: u64);
+    /// Takes mutex `id`; false if the request is refused it (dropped).
+    fn acquire(&mut self, cx: &mut Cx, id: u32) -> bool;
+    fn release(&mut self, cx: &mut Cx, id: u32);
+    /// Waits on `cv`, releasing `mutex` (held) and re-taking it once notified; false if the
+    /// wait is refused (the request is dropped, the mutex still held).
+    fn wait(&mut self, cx: &mut Cx, cv: u32, mutex: u32) -> bool;
+    /// Unwinds a request refused a lock or a wait: what it replies.
+    fn refused(&mut self, cx: &mut Cx) -> Outcome;
+}
+
+/// Runs `req`'s program with `steps` (without a program: computes its service time).
+pub(crate) fn run_program(req: &Request, cx: &mut Cx, steps: &mut impl ProgramSteps) -> Outcome {
+    if req.program.is_empty() {
+        steps.compute(cx, req.service_ns);
+        return Outcome::Ok;
+    }
+    for op in req.program {
+        match *op {
+            Op::Compute(ns) => steps.compute(cx, ns),
+            Op::Yield => cx.yield_now(),
+            Op::Acquire(id) => {
+                if !steps.acquire(cx, id) {
+                    return steps.refused(cx);
                 }
             }
+            Op::Release(id) => steps.release(cx, id),
+            // Holding the condvar's mutex: take an item, waiting (the mutex released, the
+            // request off its worker) while there is none; a woken waiter re-takes the mutex
+            // and checks again, since another may have taken the item first (Mesa semantics).
+            Op::Wait { cv, mutex } => {
+                while !cx.condvar_take_item(cv) {
+                    if !steps.wait(cx, cv, mutex) {
+                        return steps.refused(cx);
+                    }
+                }
+            }
+            Op::Signal(cv) => {
+                cx.condvar_put_item(cv);
+                cx.notify_one(cv);
+            }
         }
-        Outcome::Ok
+    }
+    Outcome::Ok
+}
+
+/// [`Synthetic`]'s steps: compute steps spin on the clock (preemptible where the server
+/// preempts), mutexes and waits are plain and never refused.
+struct PlainSteps;
+
+impl ProgramSteps for PlainSteps {
+    fn compute(&mut self, cx: &mut Cx, ns: u64) {
+        cx.compute(ns);
+    }
+
+    fn acquire(&mut self, cx: &mut Cx, id: u32) -> bool {
+        cx.lock(id);
+        true
+    }
+
+    fn release(&mut self, cx: &mut Cx, id: u32) {
+        cx.unlock(id);
+    }
+
+    fn wait(&mut self, cx: &mut Cx, cv: u32, mutex: u32) -> bool {
+        cx.wait(cv, mutex);
+        true
+    }
+
+    fn refused(&mut self, _cx: &mut Cx) -> Outcome {
+        unreachable!("plain lock steps and waits are never refused")
     }
 }

@@ -8,16 +8,22 @@
 //!
 //! One lock guards every mutex: a family may have a million members, and the critical sections
 //! here are a few pointer moves; with a handful of workers a lock per mutex would buy nothing.
+//! Condition variables are few and each is hot in its own producer/consumer loop, so each has
+//! its own state ([`Condvar`]): a wait or signal on one never waits for the mutex table or for
+//! another condvar.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use microsched_core::sched::mutex::MutexTable;
 use microsched_core::Nanos;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::queue::Job;
+
+/// Condition variable ids above this are refused: ids index a table, grown on first use.
+pub const MAX_CONDVARS: u32 = 1 << 16;
 
 #[derive(Debug)]
 pub struct Mutexes {
@@ -25,6 +31,19 @@ pub struct Mutexes {
     n: u32,
     /// Per mutex: a spin lock.
     spin: Vec<bool>,
+    /// Condition variables by id (the table grows to an id on its first use; growing is the
+    /// only writer, so waits and signals on existing condvars share the read side).
+    condvars: RwLock<Vec<Condvar>>,
+}
+
+/// One condition variable's state.
+#[derive(Debug, Default)]
+struct Condvar {
+    /// Its waiters, oldest first, each with when it began waiting.
+    waiters: Mutex<VecDeque<(Job, Nanos)>>,
+    /// A request program's condvar: items signalled and not yet taken (changed only by holders
+    /// of its mutex; atomic so that reading the count takes no lock).
+    items: AtomicU64,
 }
 
 /// A spinning waiter's hand-over flag: set once the mutex is its.
@@ -34,11 +53,6 @@ pub type SpinWait = Arc<AtomicBool>;
 struct Inner {
     /// Waiters are slots of `parked`.
     table: MutexTable<usize>,
-    /// Condition variables by id (created on first use): FIFO waiters, each with when it
-    /// began waiting.
-    condvars: HashMap<u32, VecDeque<(usize, Nanos)>>,
-    /// Request programs' condition variables: items signalled and not yet taken, by id.
-    items: HashMap<u32, u64>,
     parked: Vec<Option<Job>>,
     free: Vec<usize>,
     /// Waiting slots whose request spins on its worker, with their hand-over flags.
@@ -46,15 +60,6 @@ struct Inner {
 }
 
 impl Inner {
-    fn park(&mut self, job: Job) -> usize {
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.parked.push(None);
-            self.parked.len() - 1
-        });
-        self.parked[slot] = Some(job);
-        slot
-    }
-
     fn unpark(&mut self, slot: usize) -> Job {
         self.free.push(slot);
         self.parked[slot].take().expect("a waiter's slot holds its request")
@@ -77,15 +82,31 @@ impl Mutexes {
         Self {
             inner: Mutex::new(Inner {
                 table: MutexTable::new(n),
-                condvars: HashMap::new(),
-                items: HashMap::new(),
                 parked: Vec::new(),
                 free: Vec::new(),
                 spinning: HashMap::new(),
             }),
             n,
             spin: vec![false; n as usize],
+            condvars: RwLock::new(Vec::new()),
         }
+    }
+
+    /// Runs `f` on condvar `cv`'s state, growing the table to it on first use.
+    fn condvar<R>(&self, cv: u32, f: impl FnOnce(&Condvar) -> R) -> R {
+        assert!(cv < MAX_CONDVARS, "condition variable {cv} does not exist: ids are below {MAX_CONDVARS}");
+        let i = cv as usize;
+        {
+            let t = self.condvars.read();
+            if let Some(c) = t.get(i) {
+                return f(c);
+            }
+        }
+        let mut t = self.condvars.write();
+        if t.len() <= i {
+            t.resize_with(i + 1, Condvar::default);
+        }
+        f(&parking_lot::RwLockWriteGuard::downgrade(t)[i])
     }
 
     /// The same, with `spin[m]` telling which mutexes are spin locks.
@@ -152,55 +173,46 @@ impl Mutexes {
         g.hand(slot, since)
     }
 
-    /// A request holding mutex `mutex` waits on condition variable `cv` from `now`: it releases
-    /// the mutex and `park` gives it up to the condvar's FIFO, under one lock (a notify cannot
-    /// come between). Returns the waiter the mutex was handed to, with when it began waiting.
+    /// A request holding mutex `mutex` waits on condition variable `cv` from `now`: `park` gives
+    /// it up to the condvar's FIFO, and only then is the mutex released, so a notify from
+    /// whoever takes the mutex next finds it there (no lost wake-up). Returns the waiter the
+    /// mutex was handed to, with when it began waiting.
     pub fn wait(&self, cv: u32, mutex: u32, now: Nanos, park: impl FnOnce() -> Job) -> Option<(Job, Nanos)> {
         self.check(mutex);
+        self.condvar(cv, |c| c.waiters.lock().push_back((park(), now)));
         let mut g = self.inner.lock();
-        let handed = g.table.release(mutex).and_then(|(slot, since)| g.hand(slot, since));
-        let slot = g.park(park());
-        g.condvars.entry(cv).or_default().push_back((slot, now));
-        handed
+        g.table.release(mutex).and_then(|(slot, since)| g.hand(slot, since))
     }
 
     /// The oldest waiter of `cv` (all of them with `all`), oldest first, each with when it began
     /// waiting.
     pub fn notify(&self, cv: u32, all: bool) -> Vec<(Job, Nanos)> {
-        let mut g = self.inner.lock();
-        let Some(q) = g.condvars.get_mut(&cv) else { return Vec::new() };
-        let n = if all { q.len() } else { q.len().min(1) };
-        let woken: Vec<(usize, Nanos)> = q.drain(..n).collect();
-        woken.into_iter().map(|(slot, since)| (g.unpark(slot), since)).collect()
+        self.condvar(cv, |c| {
+            let mut q = c.waiters.lock();
+            let n = if all { q.len() } else { q.len().min(1) };
+            q.drain(..n).collect()
+        })
     }
 
     /// Condition variable `cv`'s queueing delay at `now`: its oldest waiter's age (0 with none),
     /// the artifact's `condvar_queue_tsc`.
     pub fn condvar_oldest_wait(&self, cv: u32, now: Nanos) -> Nanos {
-        let g = self.inner.lock();
-        g.condvars.get(&cv).and_then(|q| q.front()).map_or(0, |&(_, since)| now.saturating_sub(since))
+        self.condvar(cv, |c| c.waiters.lock().front().map_or(0, |&(_, since)| now.saturating_sub(since)))
     }
 
     /// Takes an item of program condvar `cv` if there is one (the caller holds its mutex).
     pub fn take_item(&self, cv: u32) -> bool {
-        let mut g = self.inner.lock();
-        match g.items.get_mut(&cv) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                true
-            }
-            _ => false,
-        }
+        self.condvar(cv, |c| c.items.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok())
     }
 
     /// Adds an item to program condvar `cv` (the caller holds its mutex).
     pub fn put_item(&self, cv: u32) {
-        *self.inner.lock().items.entry(cv).or_default() += 1;
+        self.condvar(cv, |c| c.items.fetch_add(1, Ordering::AcqRel));
     }
 
     /// Items of program condvar `cv` not taken yet.
     pub fn items(&self, cv: u32) -> u64 {
-        self.inner.lock().items.get(&cv).copied().unwrap_or(0)
+        self.condvar(cv, |c| c.items.load(Ordering::Acquire))
     }
 
     /// Whether mutex `id` is held (a snapshot: ASQM's `try_lock` mode reads it).

@@ -99,9 +99,8 @@ counters!(
         condvar_waits,
         condvar_wakeups,
         condvar_drops,
-        /// Items the request programs' `signal` steps added to their condition variables
-        /// (each followed by a notify of the oldest waiter).
-        condvar_items,
+        // `condvar_items` (items the request programs' `signal` steps added) is counted once,
+        // per condvar, as its `signals`: the snapshot sums them ([`crate::server`]).
     }
 );
 

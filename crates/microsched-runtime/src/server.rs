@@ -23,6 +23,7 @@ use microsched_core::alloc::{self, CoreAllocator, ParkMode, ParkRule};
 use microsched_core::overload;
 use microsched_core::program::Programs;
 use microsched_core::scenario::Loaded;
+use microsched_core::sched::condvar::CondvarStats;
 use microsched_core::sched::Place;
 use microsched_core::time::us;
 use microsched_core::Nanos;
@@ -140,8 +141,10 @@ pub(crate) struct Shared {
     pub replay: Mutex<crate::auth::ReplayGuard>,
     /// `server.lock_control`: the ASQM / try_lock rule and per-lock statistics.
     pub asqm: Option<crate::asqm::Asqm>,
-    /// Per condvar of the request programs (`workload.condvars`, by id), whole run.
-    pub condvar_stats: Mutex<microsched_core::sched::condvar::CondvarStats>,
+    /// Per condvar of the request programs (`workload.condvars`, by id), whole run: each its
+    /// own table (its condvar numbered 0 there) behind its own lock, so that condvars do not
+    /// serialise on their statistics either ([`Shared::condvar_stats`]).
+    condvar_stats: Vec<Mutex<CondvarStats>>,
     /// Time-slice preemption: quantum deadlines, the timer's flags, a shared policy instance.
     pub preempt: crate::preempt::Preempt,
     /// Breakwater v2's worker-start drop budget ([`crate::startdrop`]).
@@ -154,6 +157,22 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Every counter by name, with `condvar_items`, which is counted once per condvar (its
+    /// `signals`, [`crate::asqm`]'s `CondvarPutItem`) and summed here.
+    pub fn counters_snapshot(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = self.counters.snapshot();
+        m.insert("condvar_items".into(), self.condvar_stats.iter().map(|s| s.lock().signals()).sum::<u64>().into());
+        m
+    }
+
+    /// Counts an event of condvar `cv` with `f`, given `cv`'s statistics and its number in
+    /// them. Only the request programs' condvars are counted (a handler's own are not).
+    pub fn condvar_stats(&self, cv: u32, f: impl FnOnce(&mut CondvarStats, u32)) {
+        if let Some(s) = self.condvar_stats.get(cv as usize) {
+            f(&mut s.lock(), 0);
+        }
+    }
+
     pub fn active_cores(&self) -> usize {
         self.cores
             .iter()
@@ -348,11 +367,14 @@ impl Server {
             max_service_ns,
             replay: Mutex::new(Default::default()),
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
-            condvar_stats: Mutex::new({
-                let mut c = microsched_core::sched::condvar::CondvarStats::new(condvar_names);
-                c.measuring = true;
-                c
-            }),
+            condvar_stats: condvar_names
+                .into_iter()
+                .map(|name| {
+                    let mut c = CondvarStats::new(vec![name]);
+                    c.measuring = true;
+                    Mutex::new(c)
+                })
+                .collect(),
             preempt,
             start_budget_ns: crate::startdrop::budget(sc),
             trace: std::sync::OnceLock::new(),
@@ -480,7 +502,7 @@ impl Server {
     /// The live counters, read while the server runs: every counter, the connected sessions
     /// and the seconds since the start (one JSON object, for a periodic line or a scrape).
     pub fn live(&self) -> serde_json::Value {
-        let mut m = self.sh.counters.snapshot();
+        let mut m = self.sh.counters_snapshot();
         m.insert("connected_sessions".into(), self.sh.rpc.lock().connected().into());
         m.insert("uptime_s".into(), self.started.elapsed().as_secs_f64().into());
         m.insert("rejected_total".into(), self.sh.counters.rejected_total().into());
@@ -573,7 +595,7 @@ impl Server {
             start_unix_ns: sh.clock.start_unix_ns(),
             duration_s: end as f64 / 1e9,
             stop_reason: why.to_string(),
-            counters: sh.counters.snapshot(),
+            counters: sh.counters_snapshot(),
             rejected_total: sh.counters.rejected_total(),
             abandoned,
             kernel_drops,
@@ -626,10 +648,12 @@ impl Server {
                 session_idle_ms: sh.session_idle_ns as f64 / 1e6,
             },
             locks: sh.asqm.as_ref().map(|a| a.summaries(end)).unwrap_or_default(),
-            condvars: {
-                let stats = sh.condvar_stats.lock();
-                microsched_core::sched::condvar::CondvarStats::summaries(&[&stats], |cv| sh.mutexes.items(cv))
-            },
+            condvars: sh
+                .condvar_stats
+                .iter()
+                .enumerate()
+                .flat_map(|(cv, s)| CondvarStats::summaries(&[&s.lock()], |_| sh.mutexes.items(cv as u32)))
+                .collect(),
             dispatcher,
         }
     }

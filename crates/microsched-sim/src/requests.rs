@@ -5,7 +5,7 @@ use std::ops::{Index, IndexMut};
 use microsched_core::Nanos;
 
 /// What the engine needs of a live request. Kept to one cache line (what only the request log
-/// reads is in [`Stamps`], four rarely-set flags share a byte): a run far above capacity holds
+/// reads is in [`Stamps`], rarely-set flags share a byte): a run far above capacity holds
 /// millions of them, and a request taken off a long queue is cold, so every line it spans is a
 /// miss (cachegrind, overload-2x-none 20 s: 210 k LL read misses at 80 bytes, 100 k at 64).
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,7 +41,8 @@ pub struct Req {
     /// `left` belongs to the current op (it was entered).
     pub in_op: bool,
     pub started: bool,
-    /// [`Req::RECEIVED`], [`Req::PREEMPTED`], [`Req::WAITING_LOCK`], [`Req::GHOST`].
+    /// [`Req::RECEIVED`], [`Req::PREEMPTED`], [`Req::WAITING_LOCK`], [`Req::GHOST`],
+    /// [`Req::NOTIFIED`].
     pub flags: u8,
 }
 
@@ -55,6 +56,9 @@ impl Req {
     pub const WAITING_LOCK: u8 = 4;
     /// A dropped request's cleanup thread: it answers no client and is never dropped.
     pub const GHOST: u8 = 8;
+    /// A signal woke it from a condvar wait: it must re-take the condvar's mutex before
+    /// checking again.
+    pub const NOTIFIED: u8 = 16;
 
     #[inline(always)]
     pub fn has(&self, flag: u8) -> bool {

@@ -47,6 +47,11 @@ impl CondvarStats {
         self.counts.get_mut(cv as usize)
     }
 
+    /// Items added to every condvar (the window's signals, summed).
+    pub fn signals(&self) -> u64 {
+        self.counts.iter().map(|c| c.signals).sum()
+    }
+
     /// A request found no item and waits on `cv`.
     pub fn wait(&mut self, cv: u32) {
         if let Some(c) = self.at(cv) {

@@ -15,26 +15,20 @@ use microsched_core::Nanos;
 
 pub struct CondvarState {
     items: Vec<u64>,
-    /// Per condvar: waiting request slots, each with when it began waiting.
+    /// Per condvar: waiting request slots, each with when it began waiting (a woken one is
+    /// marked with the request's [`crate::requests::Req::NOTIFIED`] flag).
     waiters: Vec<VecDeque<(u32, Nanos)>>,
-    /// Per request slot: notified, it must re-take the condvar's mutex before checking again.
-    notified: Vec<bool>,
     pub stats: CondvarStats,
 }
 
 impl CondvarState {
     pub fn new(names: Vec<String>) -> Self {
         let n = names.len();
-        Self { items: vec![0; n], waiters: vec![VecDeque::new(); n], notified: Vec::new(), stats: CondvarStats::new(names) }
+        Self { items: vec![0; n], waiters: vec![VecDeque::new(); n], stats: CondvarStats::new(names) }
     }
 
     pub fn start_window(&mut self) {
         self.stats.measuring = true;
-    }
-
-    /// Whether request slot `req` was notified (and forgets it: it now re-takes the mutex).
-    pub(super) fn take_notified(&mut self, req: u32) -> bool {
-        self.notified.get_mut(req as usize).is_some_and(|n| std::mem::replace(n, false))
     }
 
     /// Takes an item of `cv` if there is one.
@@ -62,17 +56,12 @@ impl CondvarState {
     }
 
     /// A signal on `cv` at `now`: one more item, and the oldest waiter (with when it began
-    /// waiting), now marked notified.
+    /// waiting), for the caller to mark notified.
     pub(super) fn signal(&mut self, cv: u32, now: Nanos) -> Option<(u32, Nanos)> {
         self.items[cv as usize] += 1;
         self.stats.signal(cv);
         let woken = self.waiters[cv as usize].pop_front();
-        if let Some((w, since)) = woken {
-            let i = w as usize;
-            if self.notified.len() <= i {
-                self.notified.resize(i + 1, false);
-            }
-            self.notified[i] = true;
+        if let Some((_, since)) = woken {
             self.stats.woken(cv, now - since);
         }
         woken

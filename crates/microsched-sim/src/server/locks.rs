@@ -6,7 +6,7 @@ use microsched_core::sched::asqm::{LockControl, LockStats, Seed};
 use microsched_core::sched::Requeue;
 use microsched_core::Nanos;
 
-use super::{Server, SliceEnd, NONE};
+use super::{Ran, Server, SliceEnd, NONE};
 use crate::events::{Event, EventQueue};
 use crate::requests::{Req, Slab};
 
@@ -37,6 +37,21 @@ impl LockDropState {
             self.cleanup.resize(i + 1, NONE);
         }
     }
+
+    /// ASQM's accumulated delay of request `r` in slot `slot`: its queueing so far plus its
+    /// seed, never below zero (a signal seed can be negative).
+    pub(super) fn accumulated(&mut self, slot: u32, r: &Req) -> Nanos {
+        self.slot(slot);
+        (r.queued_ns as i64 + self.seed[slot as usize]).max(0) as Nanos
+    }
+}
+
+/// Whether a lock step may drop its request: an `Acquire` may (ASQM's lock-level drop); a woken
+/// condvar waiter re-taking its mutex may not (the artifact's `condvar_wait` re-locks plainly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Droppable {
+    Yes,
+    No,
 }
 
 impl Server {
@@ -122,6 +137,35 @@ impl Server {
         self.start(core, ghost, now, slab, evq)
     }
 
+    /// Request `req`, running on `core`, takes mutex `m`. None: it goes on running its program
+    /// (it took the mutex, or was dropped and runs its unwind); else where it got: spinning for
+    /// the mutex on its core, or off the core until a hand-over makes it runnable again.
+    pub(super) fn lock(&mut self, core: u16, req: u32, m: u32, droppable: Droppable, now: Nanos, slab: &mut Slab) -> Option<Ran> {
+        self.counters.lock_acquisitions += 1;
+        if let Some(l) = &mut self.locks {
+            let held = self.mutexes.is_held(m);
+            if droppable == Droppable::Yes {
+                let r = &slab[req];
+                let acc = l.accumulated(req, r);
+                if !r.has(Req::GHOST) && l.rule.drops(acc, held, self.mutexes.oldest_wait(m, now)) {
+                    self.lock_drop(req, m, slab);
+                    return None;
+                }
+            }
+            l.stats.acquire(m, held, now);
+        }
+        if self.mutexes.acquire(m, req, now) {
+            return None;
+        }
+        slab[req].set(Req::WAITING_LOCK, true);
+        if self.mutexes_spin(m) {
+            // A spin waiter burns its core until the lock is handed to it.
+            return Some(Ran::Pending);
+        }
+        self.q.cores[core as usize].current = NONE;
+        Some(Ran::Left)
+    }
+
     #[inline]
     pub(super) fn mutexes_spin(&self, m: u32) -> bool {
         self.spin_locks[m as usize]
@@ -134,8 +178,7 @@ impl Server {
         r.queued_ns += now - since;
         r.set(Req::WAITING_LOCK, false);
         if let Some(l) = &mut self.locks {
-            l.slot(w);
-            let acc = (r.queued_ns as i64 + l.seed[w as usize]).max(0) as Nanos;
+            let acc = l.accumulated(w, r);
             l.stats.handed(m, now - since, now, !r.has(Req::GHOST) && acc > l.rule.budget_ns);
         }
         self.counters.lock_waits += 1;

@@ -17,6 +17,7 @@ use crate::events::{Event, EventQueue};
 use crate::requests::{Req, Slab};
 
 use cores::{AfterOverhead, CoreSet, Ledger};
+use locks::Droppable;
 
 pub use cores::{Core, CoreMode};
 pub use condvars::CondvarState;
@@ -501,27 +502,9 @@ impl Server {
                 }
                 Op::Acquire(m) => {
                     r.pc += 1;
-                    self.counters.lock_acquisitions += 1;
-                    if let Some(l) = &mut self.locks {
-                        let held = self.mutexes.is_held(m);
-                        l.slot(req);
-                        let acc = (r.queued_ns as i64 + l.seed[req as usize]).max(0) as Nanos;
-                        if !r.has(Req::GHOST) && l.rule.drops(acc, held, self.mutexes.oldest_wait(m, now)) {
-                            self.lock_drop(req, m, slab);
-                            continue;
-                        }
-                        l.stats.acquire(m, held, now);
+                    if let Some(ran) = self.lock(core, req, m, Droppable::Yes, now, slab) {
+                        return ran;
                     }
-                    if self.mutexes.acquire(m, req, now) {
-                        continue;
-                    }
-                    r.set(Req::WAITING_LOCK, true);
-                    if self.mutexes_spin(m) {
-                        // A spin waiter burns its core until the lock is handed to it.
-                        return Ran::Pending;
-                    }
-                    self.q.cores[core as usize].current = NONE;
-                    return Ran::Left;
                 }
                 Op::Release(m) => {
                     r.pc += 1;
@@ -530,30 +513,24 @@ impl Server {
                     }
                 }
                 Op::Wait { cv, mutex } => {
-                    let st = self.condvars.as_mut().expect("programs with condvars install their state");
-                    if st.take_notified(req) {
+                    if r.has(Req::NOTIFIED) {
+                        r.set(Req::NOTIFIED, false);
                         // Woken: re-take the mutex, a plain lock as the artifact's condvar_wait
-                        // re-locks (never dropped), then check again (pc stays here).
-                        self.counters.lock_acquisitions += 1;
-                        let held = self.mutexes.is_held(mutex);
-                        if let Some(l) = &mut self.locks {
-                            l.stats.acquire(mutex, held, now);
+                        // re-locks (never dropped), then check again (pc stays here: the
+                        // mutex is a blocking one, as the scenario requires of a condvar's, so a
+                        // hand-over makes it runnable owning the mutex, back at this op).
+                        if let Some(ran) = self.lock(core, req, mutex, Droppable::No, now, slab) {
+                            return ran;
                         }
-                        if self.mutexes.acquire(mutex, req, now) {
-                            continue;
-                        }
-                        // The hand-over makes it runnable owning the mutex, back at this op.
-                        r.set(Req::WAITING_LOCK, true);
-                        self.q.cores[core as usize].current = NONE;
-                        return Ran::Left;
+                        continue;
                     }
+                    let st = self.condvars.as_mut().expect("programs with condvars install their state");
                     if st.take_item(cv) {
                         r.pc += 1;
                         continue;
                     }
                     if let Some(l) = &mut self.locks {
-                        l.slot(req);
-                        let acc = (r.queued_ns as i64 + l.seed[req as usize]).max(0) as Nanos;
+                        let acc = l.accumulated(req, r);
                         if !r.has(Req::GHOST) && l.rule.condvar_drops(acc, st.oldest_wait(cv, now)) {
                             st.dropped(cv);
                             r.pc += 1;
@@ -575,6 +552,7 @@ impl Server {
                         // The wait joins the waiter's accumulated delay (condvar_signal's
                         // `acc_qdel += now - enque_ts`); it queues to re-take the mutex.
                         let wr = &mut slab[w];
+                        wr.set(Req::NOTIFIED, true);
                         wr.queued_ns += now - since;
                         wr.enqueued_at = now;
                         let place = self.policy.requeue(core, Requeue::Woken, &self.q);
