@@ -148,6 +148,9 @@ fn one_f64() -> f64 {
 // ---------------------------------------------------------------------------------------------
 // Concrete programs
 
+/// Condition variables a scenario may declare: their ids index the runtime's table.
+pub const MAX_CONDVARS: u32 = 1 << 16;
+
 /// A step of one request's concrete program. Mutex ids index the flattened lock table (a
 /// family's locks are consecutive); condition-variable ids index `workload.condvars`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,6 +275,12 @@ impl Programs {
             mutexes += l.count;
         }
         let mut condvars: Vec<(String, u32)> = Vec::new();
+        if w.condvars.len() > MAX_CONDVARS as usize {
+            return Err(ScenarioError::new(
+                "workload.condvars",
+                format!("at most {MAX_CONDVARS} condition variables (the runtime indexes a table by their ids); {} declared", w.condvars.len()),
+            ));
+        }
         for (i, c) in w.condvars.iter().enumerate() {
             let f = format!("workload.condvars[{i}]");
             if c.name.is_empty() {

@@ -306,4 +306,9 @@ fn condvar_errors_name_the_field_and_the_choices() {
     }
     let e = load(CONDVAR, &["workload.types.0.paths.0.steps.0.op=\"sig\""]).unwrap_err();
     assert!(e.to_string().contains("signal") && e.to_string().contains("wait"), "the allowed ops are listed: {e}");
+    // The runtime indexes a table by condvar id: more than it holds is refused by name.
+    let extra: String = (0..microsched_core::program::MAX_CONDVARS).map(|i| format!("[[workload.condvars]]\nname = \"x{i}\"\nlock = \"q\"\n")).collect();
+    let e = load(&format!("{CONDVAR}\n{extra}"), &[]).unwrap_err();
+    assert_eq!(e.field, "workload.condvars", "{e}");
+    assert!(e.message.contains("at most 65536") && e.message.contains("65537 declared"), "{e}");
 }

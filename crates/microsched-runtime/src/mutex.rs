@@ -22,8 +22,10 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::queue::Job;
 
-/// Condition variable ids above this are refused: ids index a table, grown on first use.
-pub const MAX_CONDVARS: u32 = 1 << 16;
+/// Condition variable ids from this on are refused: ids index a table, grown on first use (a
+/// scenario's `workload.condvars` is held below it by validation; a custom handler's ids are its
+/// own).
+pub use microsched_core::program::MAX_CONDVARS;
 
 #[derive(Debug)]
 pub struct Mutexes {
