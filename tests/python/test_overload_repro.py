@@ -100,7 +100,7 @@ def test_loadshift_runs_each_point_once(loadshift):
     assert ts.groupby(["variant", "seed"]).ngroups == n_points
 
 
-def _loadshift_data(out: Path) -> dict:
+def _loadshift_data(out: Path) -> L.Data:
     """The data the claims were judged on, rebuilt from the run's files."""
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
     fix = next(v for v in meta["spec"]["variants"] if v["name"] == "fix")
@@ -164,11 +164,11 @@ def test_loadshift_cause_follows_the_results(loadshift):
     before = judge(spec, data)
     saved = json.loads((loadshift / "claims.json").read_text(encoding="utf-8"))
     assert before.to_dict()["cause"] == next(x for x in saved if x["id"] == spec.id)["cause"]
-    r = data["results"].copy()
+    r = data.runs.df.copy()
     base = r["variant"] == "baseline"
     r.loc[base, "throughput_rps"] = r.loc[base, "throughput_rps"] * 3
     r.loc[base, "credits.client_timeouts"] = 12345.0
-    after = judge(spec, {**data, "results": r})
+    after = judge(spec, replace(data, runs=Seeds(r)))
     assert after.extra["cause"]["text"] != before.extra["cause"]["text"]
     assert "12,345" in after.extra["cause"]["text"]
 
