@@ -25,29 +25,6 @@ def safe_ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
 
-def seed_values(df: pd.DataFrame, variant: str, metric: str, **where: float) -> pd.Series:
-    """``metric`` of ``variant``'s rows of ``df`` (the result rows, or a table derived from them
-    with a ``seed`` column: phases, shifts, cycles) where every column of ``where`` is close to
-    its value, one value per seed (the mean of that seed's rows), indexed by seed in order;
-    empty without that metric. What every claim measure reads its seeds' values with."""
-    if df.empty or metric not in df.columns:
-        return pd.Series(dtype=float)
-    sel = df["variant"] == variant
-    for k, x in where.items():
-        sel &= np.isclose(df[k].astype(float), x)
-    return df[sel].groupby("seed")[metric].mean().astype(float)
-
-
-def mean_over_seeds(values: pd.Series) -> float:
-    """The mean of per-seed values (NaN when there are none)."""
-    return float(values.mean()) if len(values) else math.nan
-
-
-def seed_mean(df: pd.DataFrame, variant: str, metric: str, **where: float) -> float:
-    """The mean over seeds of :func:`seed_values`."""
-    return mean_over_seeds(seed_values(df, variant, metric, **where))
-
-
 class Seeds:
     """A reproduction's result rows by variant and seed, at the values ``at`` of the grid key
     ``key`` (``None`` where every variant has a single point; ``at`` is then ignored): the one
