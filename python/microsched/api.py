@@ -310,11 +310,13 @@ def run(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str
 
 
 def run_summary(scenario: ScenarioLike, seed: int | None = None, overrides: Iterable[str] = (), *,
-                force: bool = False) -> dict:
+                force: bool = False, trace: str | os.PathLike | None = None,
+                trace_window: tuple[float, float] | None = None) -> dict:
     """The summary of :func:`run` alone (``run(...).summary``, with the same warnings), without
     building the time series, records and CDF tables: pandas is not imported, so that a sweep's
-    worker, which keeps only the summary, does not pay for it."""
-    return _warned_summary(_simulate(scenario, seed, overrides, force, None, False, None, None, None))
+    worker, which keeps only the summary, does not pay for it. ``trace`` and ``trace_window``
+    as :func:`run`'s (the timeline written to that file)."""
+    return _warned_summary(_simulate(scenario, seed, overrides, force, None, False, trace, trace_window, None))
 
 
 def _warned_summary(raw: Mapping[str, Any]) -> dict:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from microsched.reproduce.claims import (DIRECTION, MODEL_CHECK, NOT_REPRODUCED,
                                          REQUIRED_KEYS, VERDICTS, check_claims, judge)
 from microsched.reproduce.collapse import cycle_period_us
 from microsched.reproduce.loadshift import binned
+from microsched.reproduce.stats import Seeds
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -98,7 +100,7 @@ def test_loadshift_runs_each_point_once(loadshift):
     assert ts.groupby(["variant", "seed"]).ngroups == n_points
 
 
-def _loadshift_data(out: Path) -> dict:
+def _loadshift_data(out: Path) -> L.Data:
     """The data the claims were judged on, rebuilt from the run's files."""
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
     fix = next(v for v in meta["spec"]["variants"] if v["name"] == "fix")
@@ -162,11 +164,11 @@ def test_loadshift_cause_follows_the_results(loadshift):
     before = judge(spec, data)
     saved = json.loads((loadshift / "claims.json").read_text(encoding="utf-8"))
     assert before.to_dict()["cause"] == next(x for x in saved if x["id"] == spec.id)["cause"]
-    r = data["results"].copy()
+    r = data.runs.df.copy()
     base = r["variant"] == "baseline"
     r.loc[base, "throughput_rps"] = r.loc[base, "throughput_rps"] * 3
     r.loc[base, "credits.client_timeouts"] = 12345.0
-    after = judge(spec, {**data, "results": r})
+    after = judge(spec, replace(data, runs=Seeds(r)))
     assert after.extra["cause"]["text"] != before.extra["cause"]["text"]
     assert "12,345" in after.extra["cause"]["text"]
 
@@ -289,12 +291,12 @@ def test_collapse_cause_follows_the_results(collapse):
     data = C.build_data(pd.read_parquet(collapse / "results.parquet"),
                         pd.read_parquet(collapse / "timeseries.parquet"), scenario)
     spec = next(s for s in C.CLAIMS if s.id == "collapse-pool-stays@rtt30")
-    r = data["results"].copy()
+    r = data.runs.df.copy()
     sel = (r["variant"] == "baseline") & (r["network.rtt_us"] == 30)
     texts = []
     for pool in (90.0, 120.0):
         r.loc[sel, "credits.pool_mean"] = pool
-        got = judge(spec, {**data, "results": r})
+        got = judge(spec, replace(data, runs=Seeds(r.copy(), key=C.RTT)))
         assert got.verdict == NOT_REPRODUCED
         texts.append(got.extra["cause"]["text"])
     assert texts[0] != texts[1] and "90" in texts[0] and "120" in texts[1]

@@ -148,8 +148,6 @@ def test_every_miss_carries_a_cause_whose_numbers_are_its_evidence():
 
 
 def test_causes_change_with_the_results():
-    import copy
-
     from claim_examples import synergy as ex
     from microsched.reproduce import synergy as S
     from microsched.reproduce.claims import judge
@@ -158,10 +156,11 @@ def test_causes_change_with_the_results():
     # A max-load ratio's cause cites what stops each search.
     bad = ex.failing("maxload/extreme/synergy-vs-concord")
     before = judge(spec["maxload/extreme/synergy-vs-concord"], bad).extra["cause"]["text"]
-    bad2 = copy.deepcopy(bad)
-    sel = bad2["maxload"]["search"] == "extreme/concord"
-    bad2["maxload"].loc[sel, "fail_value"] = 77.0
-    bad2["maxload"].loc[sel, "fail_stable"] = False
+    ml = bad.maxload.df.copy()
+    sel = ml["search"] == "extreme/concord"
+    ml.loc[sel, "fail_value"] = 77.0
+    ml.loc[sel, "fail_stable"] = False
+    bad2 = S.Data.of(bad.runs.df, ml, bad.scaling.df)
     after = judge(spec["maxload/extreme/synergy-vs-concord"], bad2).extra["cause"]
     assert after["text"] != before and "77" in after["text"] and "not keeping up" in after["text"]
     assert after["evidence"]["b_fail_slowdown"] == 77.0 and after["evidence"]["b_saturated"] == 3
@@ -169,9 +168,9 @@ def test_causes_change_with_the_results():
     cid = "point/high/239k/slowdown/concord"
     bad = ex.failing(cid)
     t1 = judge(spec[cid], bad).extra["cause"]["text"]
-    runs = bad["runs"]
+    runs = bad.runs.df.copy()
     runs.loc[runs["variant"] == "high/concord", "by_type.short.queueing_delay_us.p999"] = 123.0
-    t2 = judge(spec[cid], bad).extra["cause"]["text"]
+    t2 = judge(spec[cid], S.Data.of(runs, bad.maxload.df, bad.scaling.df)).extra["cause"]["text"]
     assert t1 != t2 and "123" in t2
 
 

@@ -134,3 +134,40 @@ def test_coresync_timeline_figure_draws_both_policies(tmp_path):
     sh = read_trace(tmp_path / "trace_exp10_shenango_0.5.json")
     assert cs.meta["allocator"] == "coresync" and sh.meta["allocator"] != "coresync"
     assert cs.meta["window_ms"] == sh.meta["window_ms"] == list(coresync_timeline.WINDOW_MS)
+
+
+def test_coresync_timeline_runs_are_extra_runs_of_its_reproduction(tmp_path, monkeypatch):
+    """The timeline's two traced runs go through the reproduction's pool (Context.run_extra): they
+    count in its progress, a resumed reproduction reads them saved instead of running them again,
+    and one whose trace file is gone runs again (the figure is drawn from the traces)."""
+    import pandas as pd
+
+    import microsched.api as api
+    from microsched.reproduce import coresync_timeline
+    from microsched.reproduce.framework import Context, experiments_dir
+    from microsched.sweep.spec import SweepSpec
+
+    spec = SweepSpec.load(experiments_dir() / "coresync" / "sweep.toml")
+    runs: list[int] = []
+    simulate = api._simulate
+
+    def counted(*args, **kwargs):
+        runs.append(1)
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(api, "_simulate", counted)
+
+    def context(ticks: list) -> Context:  # jobs=1: the runs happen in this process, where they are counted
+        return Context(name="coresync", spec=spec, results=pd.DataFrame(), aggregate=pd.DataFrame(), out=tmp_path,
+                       quick=True, jobs=1, progress=lambda done, total: ticks.append((done, total)))
+
+    ticks: list = []
+    assert coresync_timeline.write(context(ticks)) == tmp_path / coresync_timeline.FIGURE
+    assert len(runs) == 2 and ticks[-1] == (2, 2)
+    ticks = []
+    coresync_timeline.write(context(ticks))
+    assert len(runs) == 2 and ticks == [(2, 2)], "saved: read, not run again"
+    gone = tmp_path / "trace_exp10_shenango_0.5.json"
+    gone.unlink()
+    coresync_timeline.write(context([]))
+    assert len(runs) == 3 and gone.is_file()

@@ -9,9 +9,10 @@ allocation (contrast: the collapse is an interaction with the core allocator).
 
 The module reads as the study's claims (:data:`CLAIMS`, with the paper's numbers: 1 core of 32
 active, a pool of 40 that does not grow, bursts that always see high delay, a cycle per round
-trip, load 1.0 using all 32 cores without the collapse), the functions that measure them on plain
-data (:func:`build_data`: the sweep's rows plus one row per seed from the baseline's 1 µs time
-series at the longest RTT) and :func:`analyze`. Claims are on the measured window (after the
+trip, load 1.0 using all 32 cores without the collapse), the functions that measure them on
+:class:`Data` (:func:`build_data`: the sweep's rows per RTT and seed, plus one row per seed from
+the baseline's 1 µs time series at the longest RTT, each read through
+:class:`~microsched.reproduce.stats.Seeds`) and :func:`analyze`. Claims are on the measured window (after the
 warm-up). Figures: ``collapse_timeseries.png`` (cores, throughput, queued tasks and pool over the
 whole run and a 300 µs close-up of the cycle, baseline vs fix at the longest RTT) and
 ``collapse_vs_rtt.png`` (throughput and allocated cores against the RTT, per variant). The time
@@ -21,6 +22,7 @@ series (``timeseries.parquet``) are re-runs of the sweep's points with 1 µs sam
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -30,7 +32,7 @@ from .claims import (BOUND, FRACTION, ORDER, VALUE, Cause, ClaimSpec, Measured, 
 from .framework import Context, Figure, register
 from .loadshift import binned, run_timeseries, scenario_params, setup_plt
 from .runner import mean_ci95
-from .stats import mean_over_seeds, seed_values
+from .stats import Seeds
 
 RTT = "network.rtt_us"
 BASE, FIX, STATIC = "baseline", "fix", "static"
@@ -94,9 +96,24 @@ def cycle_table(ts: pd.DataFrame, rtt_us: float, target_us: float, warmup_ms: fl
     return pd.DataFrame(rows)
 
 
-def build_data(results: pd.DataFrame, ts: pd.DataFrame, scenario: Mapping[str, Any]) -> dict[str, Any]:
-    """What the claims are measured on: ``results`` (the sweep's rows, with ``frac`` = throughput
-    / capacity), ``cycles`` (:func:`cycle_table` of the baseline's time series) and ``params``."""
+@dataclass(frozen=True)
+class Data:
+    """What the claims are measured on, per point and per seed: ``runs``, the sweep's rows by RTT
+    (with ``frac`` = throughput / capacity); ``cycles``, :func:`cycle_table` of the baseline's time
+    series (one row per seed, at one RTT); ``params``, the scenario's numbers."""
+
+    runs: Seeds
+    cycles: Seeds
+    params: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, results: pd.DataFrame, cycles: pd.DataFrame, params: Mapping[str, Any]) -> "Data":
+        """From the frames: ``results`` with ``frac``, ``cycles`` as :func:`cycle_table` makes it."""
+        return cls(Seeds(results, key=RTT), Seeds(cycles), params)
+
+
+def build_data(results: pd.DataFrame, ts: pd.DataFrame, scenario: Mapping[str, Any]) -> Data:
+    """:class:`Data` from the sweep's rows, the time series and the validated scenario."""
     params = scenario_params(scenario)
     params["initial_pool"] = scenario["policy"]["overload"].get("initial_pool")
     params["floor"] = scenario["policy"]["overload"].get("min_pool") or params["max_cores"]
@@ -106,18 +123,11 @@ def build_data(results: pd.DataFrame, ts: pd.DataFrame, scenario: Mapping[str, A
     rtt = float(base_ts[RTT].max()) if len(base_ts) else FIG2_RTT
     cycles = cycle_table(base_ts[np.isclose(base_ts[RTT].astype(float), rtt)], rtt, params["target_us"],
                          params["warmup_ms"])
-    return {"results": res, "cycles": cycles, "params": params}
+    return Data.of(res, cycles, params)
 
 
 # ---------------------------------------------------------------------------------------------
 # measure functions and causes
-
-
-def _vals(df: pd.DataFrame, variant: str, rtt: float | None, col: str) -> pd.Series:
-    """``col`` of ``variant`` at ``rtt`` (at every RTT when None), by seed."""
-    if rtt is None:
-        return seed_values(df, variant, col)
-    return seed_values(df, variant, col, **{RTT if RTT in df.columns else "rtt_us": rtt})
 
 
 def _measured(values, missing: str, **kw) -> Measured:
@@ -127,31 +137,30 @@ def _measured(values, missing: str, **kw) -> Measured:
     return Measured(m, ci if math.isfinite(ci) else None, n, **kw)
 
 
-def _figures(data: Mapping[str, Any], variant: str, rtt: float) -> dict[str, Any]:
+def _figures(data: Data, variant: str, rtt: float) -> dict[str, Any]:
     """A variant's whole-run figures at one RTT (means over seeds), as cause evidence."""
-    r, p = data["results"], data["params"]
-    tr, dur = mean_over_seeds(_vals(r, variant, rtt, "core_time.transition_ns")), mean_over_seeds(_vals(r, variant, rtt, "duration_s"))
+    r, p = data.runs, data.params
+    tr, dur = r.mean(variant, rtt, "core_time.transition_ns"), r.mean(variant, rtt, "duration_s")
     wakes = tr / (p["alloc_delay_us"] * 1e3) / (dur * 1e3) if dur > 0 else math.nan
-    return {"rtt": rtt, "frac": _r(mean_over_seeds(_vals(r, variant, rtt, "frac")), 3),
-            "cores": _r(mean_over_seeds(_vals(r, variant, rtt, "cores.allocated_mean")), 2),
-            "busy": _r(mean_over_seeds(_vals(r, variant, rtt, "cores.busy_mean")), 2),
-            "pool": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.pool_mean")), 0),
-            "issued": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.issued_mean")), 0),
-            "qd99": _r(mean_over_seeds(_vals(r, variant, rtt, "queueing_delay_us.p99")), 1),
-            "drop_rate": _r(mean_over_seeds(_vals(r, variant, rtt, "drop_rate")), 3),
-            "aqm_drops": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.aqm_drops")), 0),
-            "client_timeouts": _r(mean_over_seeds(_vals(r, variant, rtt, "credits.client_timeouts")), 0),
+    return {"rtt": rtt, "frac": _r(r.mean(variant, rtt, "frac"), 3),
+            "cores": _r(r.mean(variant, rtt, "cores.allocated_mean"), 2),
+            "busy": _r(r.mean(variant, rtt, "cores.busy_mean"), 2),
+            "pool": _r(r.mean(variant, rtt, "credits.pool_mean"), 0),
+            "issued": _r(r.mean(variant, rtt, "credits.issued_mean"), 0),
+            "qd99": _r(r.mean(variant, rtt, "queueing_delay_us.p99"), 1),
+            "drop_rate": _r(r.mean(variant, rtt, "drop_rate"), 3),
+            "aqm_drops": _r(r.mean(variant, rtt, "credits.aqm_drops"), 0),
+            "client_timeouts": _r(r.mean(variant, rtt, "credits.client_timeouts"), 0),
             "wakes_per_ms": _r(wakes, 1), "target_us": p["target_us"], "drop_us": p["drop_us"],
             "max_cores": p["max_cores"], "search": str(p.get("search")), "gate": str(p.get("drop_gate"))}
 
 
 def measure_fraction(variant: str, rtt: float):
-    def measure(data: Mapping[str, Any]) -> Measured:
-        r = data["results"]
-        return _measured(_vals(r, variant, rtt, "frac"), f"no {variant} run at RTT {rtt:g} µs",
+    def measure(data: Data) -> Measured:
+        r = data.runs
+        return _measured(r.values(variant, rtt, "frac"), f"no {variant} run at RTT {rtt:g} µs",
                          evidence=_figures(data, variant, rtt),
-                         extra={"by_rtt_us": {f"{x:g}": _r(mean_over_seeds(_vals(r, variant, x, "frac")), 4)
-                                              for x in sorted(set(r[RTT].astype(float)))}})
+                         extra={"by_rtt_us": {f"{x:g}": _r(r.mean(variant, x, "frac"), 4) for x in r.points()}})
     return measure
 
 
@@ -163,12 +172,12 @@ CAUSE_POINT = (
 
 
 def cause_point(variant: str):
-    def cause(data: Mapping[str, Any], m: Measured) -> Cause:
+    def cause(data: Data, m: Measured) -> Cause:
         ev = {"measured": m.value, "ci95": m.ci95, "variant": variant, **m.evidence}
         text = CAUSE_POINT
         if variant == FIX:
             text += ("; the fix's ramp: work search {search}, drop gate {gate}, minimum pool {min_pool}")
-            ev["min_pool"] = min_pool(data["params"], ev["rtt"])
+            ev["min_pool"] = min_pool(data.params, ev["rtt"])
         return Cause(text, ev)
     return cause
 
@@ -179,24 +188,24 @@ def min_pool(params: Mapping[str, Any], rtt: float) -> int:
     return int(math.ceil(round(params["max_cores"] * (rtt + t) / t, 9)))
 
 
-def measure_short(data: Mapping[str, Any]) -> Measured:
-    r = data["results"]
-    rtts = [x for x in SHORT_RTTS if np.isclose(r[RTT].astype(float), x).any()]
+def measure_short(data: Data) -> Measured:
+    r = data.runs
+    rtts = [x for x in SHORT_RTTS if r.has_point(x)]
     if not rtts:
         return Measured(None, missing="no baseline run at a short RTT")
-    by = {x: mean_over_seeds(_vals(r, BASE, x, "frac")) for x in rtts}
+    by = {x: r.mean(BASE, x, "frac") for x in rtts}
     worst = min(by, key=lambda x: by[x])
-    m = _measured(_vals(r, BASE, worst, "frac"), "", evidence=_figures(data, BASE, worst),
+    m = _measured(r.values(BASE, worst, "frac"), "", evidence=_figures(data, BASE, worst),
                   extra={"by_rtt_us": {f"{x:g}": _r(v, 4) for x, v in by.items()}, "worst_rtt_us": worst})
     return m
 
 
-def measure_one_core(data: Mapping[str, Any]) -> Measured:
-    r, c = data["results"], data["cycles"]
-    ev = {**_figures(data, BASE, FIG2_RTT), "one_core_fraction": _r(mean_over_seeds(_vals(c, BASE, None, "one_core_fraction")), 3),
-          "cores_median": _r(mean_over_seeds(_vals(c, BASE, None, "cores_median")), 2),
-          "cores_max": _r(mean_over_seeds(_vals(c, BASE, None, "cores_max")), 2), "sample_us": TS_SAMPLE_US}
-    return _measured(_vals(r, BASE, FIG2_RTT, "cores.allocated_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
+def measure_one_core(data: Data) -> Measured:
+    r, c = data.runs, data.cycles
+    ev = {**_figures(data, BASE, FIG2_RTT), "one_core_fraction": _r(c.mean(BASE, None, "one_core_fraction"), 3),
+          "cores_median": _r(c.mean(BASE, None, "cores_median"), 2),
+          "cores_max": _r(c.mean(BASE, None, "cores_max"), 2), "sample_us": TS_SAMPLE_US}
+    return _measured(r.values(BASE, FIG2_RTT, "cores.allocated_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
                      evidence=ev)
 
 
@@ -206,13 +215,13 @@ CAUSE_ONE_CORE = (
     "burst is served the allocator grants up to {cores_max}; it serves {frac} of capacity")
 
 
-def measure_pool(data: Mapping[str, Any]) -> Measured:
-    r, c, p = data["results"], data["cycles"], data["params"]
+def measure_pool(data: Data) -> Measured:
+    r, c, p = data.runs, data.cycles, data.params
     ev = {**_figures(data, BASE, FIG2_RTT), "start": p["initial_pool"], "floor": p["floor"], "alpha": p["alpha"],
-          "pool_min": _r(mean_over_seeds(_vals(c, BASE, None, "pool_min")), 0), "pool_max": _r(mean_over_seeds(_vals(c, BASE, None, "pool_max")), 0),
-          "low_delay_fraction": _r(1 - mean_over_seeds(_vals(c, BASE, None, "high_delay_fraction")), 3),
-          "periods": _r(mean_over_seeds(_vals(c, BASE, None, "periods")), 0)}
-    return _measured(_vals(r, BASE, FIG2_RTT, "credits.pool_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
+          "pool_min": _r(c.mean(BASE, None, "pool_min"), 0), "pool_max": _r(c.mean(BASE, None, "pool_max"), 0),
+          "low_delay_fraction": _r(1 - c.mean(BASE, None, "high_delay_fraction"), 3),
+          "periods": _r(c.mean(BASE, None, "periods"), 0)}
+    return _measured(r.values(BASE, FIG2_RTT, "credits.pool_mean"), f"no baseline run at RTT {FIG2_RTT:g} µs",
                      evidence=ev)
 
 
@@ -222,11 +231,11 @@ CAUSE_POOL = (
     "queueing delay at the {target_us} µs target, and each such period adds α = {alpha} credits")
 
 
-def measure_high_delay(data: Mapping[str, Any]) -> Measured:
-    c = data["cycles"]
-    ev = {**_figures(data, BASE, FIG2_RTT), "delay_median": _r(mean_over_seeds(_vals(c, BASE, None, "delay_median")), 1),
-          "periods": _r(mean_over_seeds(_vals(c, BASE, None, "periods")), 0)}
-    return _measured(_vals(c, BASE, None, "high_delay_fraction"), "no baseline time series", evidence=ev)
+def measure_high_delay(data: Data) -> Measured:
+    c = data.cycles
+    ev = {**_figures(data, BASE, FIG2_RTT), "delay_median": _r(c.mean(BASE, None, "delay_median"), 1),
+          "periods": _r(c.mean(BASE, None, "periods"), 0)}
+    return _measured(c.values(BASE, None, "high_delay_fraction"), "no baseline time series", evidence=ev)
 
 
 CAUSE_HIGH_DELAY = (
@@ -235,15 +244,15 @@ CAUSE_HIGH_DELAY = (
     "allocated on average")
 
 
-def measure_cycle(data: Mapping[str, Any]) -> Measured:
-    c = data["cycles"]
-    cyc = c[(c["variant"] == BASE) & c["autocorrelation"].notna()]
-    ev = {"rtt": FIG2_RTT, "autocorrelation": _r(float(cyc["autocorrelation"].mean()) if len(cyc) else None, 3),
-          "cycling": len(cyc), "seeds": int(c[c["variant"] == BASE]["seed"].nunique()),
-          "busy": _r(mean_over_seeds(_vals(c, BASE, None, "busy_mean")), 2)}
-    return _measured(cyc["period_us"], "the baseline's queue shows no cycle (no positive autocorrelation after its "
-                                       "first zero crossing within 4 RTT)", evidence=ev,
-                     extra={"autocorrelation_at_period": ev["autocorrelation"], "seeds_cycling": len(cyc)})
+def measure_cycle(data: Data) -> Measured:
+    c = data.cycles
+    ac = c.values(BASE, None, "autocorrelation")
+    cycling = ac.notna()  # the seeds whose queue cycles
+    ev = {"rtt": FIG2_RTT, "autocorrelation": _r(float(ac[cycling].mean()) if cycling.any() else None, 3),
+          "cycling": int(cycling.sum()), "seeds": len(ac), "busy": _r(c.mean(BASE, None, "busy_mean"), 2)}
+    return _measured(c.values(BASE, None, "period_us")[cycling], "the baseline's queue shows no cycle (no positive "
+                     "autocorrelation after its first zero crossing within 4 RTT)", evidence=ev,
+                     extra={"autocorrelation_at_period": ev["autocorrelation"], "seeds_cycling": ev["cycling"]})
 
 
 CAUSE_CYCLE = (
@@ -251,13 +260,13 @@ CAUSE_CYCLE = (
     "{seeds} seeds cycle) against an RTT of {rtt} µs, with {busy} cores busy on average")
 
 
-def measure_static(data: Mapping[str, Any]) -> Measured:
-    r = data["results"]
-    st, b = _vals(r, STATIC, FIG2_RTT, "frac"), _vals(r, BASE, FIG2_RTT, "frac")
+def measure_static(data: Data) -> Measured:
+    r = data.runs
+    st, b = r.values(STATIC, FIG2_RTT, "frac"), r.values(BASE, FIG2_RTT, "frac")
     both = pd.concat([st, b], axis=1, join="inner").dropna()
     ev = {"static": _r(float(st.mean()), 3), "base": _r(float(b.mean()), 3), "rtt": FIG2_RTT,
-          "static_pool": _r(mean_over_seeds(_vals(r, STATIC, FIG2_RTT, "credits.pool_mean")), 0),
-          "base_pool": _r(mean_over_seeds(_vals(r, BASE, FIG2_RTT, "credits.pool_mean")), 0)}
+          "static_pool": _r(r.mean(STATIC, FIG2_RTT, "credits.pool_mean"), 0),
+          "base_pool": _r(r.mean(BASE, FIG2_RTT, "credits.pool_mean"), 0)}
     return _measured([a - c for a, c in both.itertuples(index=False)], "no static or baseline run at the RTT",
                      evidence=ev)
 
@@ -387,7 +396,7 @@ def analyze(ctx: Context):
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     base_point = next(p for p in points if p.params.get("variant") == BASE)
     data = build_data(ctx.results, ts, validate(base_point.scenario, list(base_point.overrides)))
-    data["cycles"].to_parquet(ctx.out / "cycles.parquet", index=False)
+    data.cycles.df.to_parquet(ctx.out / "cycles.parquet", index=False)
     plot_timeseries(ctx, ts[ts["seed"] == first], rtt_ts)
     plot_vs_rtt(ctx)
     return judge_all(CLAIMS, data)

@@ -4,9 +4,10 @@ same 1 ms of the measured window: what each core does (running, polling, parked,
 the cores park and where CoreSync's gate cuts credits, with cores allocated, queue length and
 the credit pool and issued credits below.
 
-Each policy runs once (seed 1) with ``--trace``; the traces are kept beside the figure
-(``trace_exp10_coresync_0.5.json``, ``trace_exp10_shenango_0.5.json``) and open in Perfetto.
-Writes ``fig_timeline_load0.5.png``.
+Each policy runs once (seed 1) with ``--trace``, on the reproduction's worker pool with its other
+extra runs (:meth:`~microsched.reproduce.framework.Context.run_extra`: counted in its progress,
+kept for ``--resume``); the traces are kept beside the figure (``trace_exp10_coresync_0.5.json``,
+``trace_exp10_shenango_0.5.json``) and open in Perfetto. Writes ``fig_timeline_load0.5.png``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from ..sweep.worker import traced_summary_of
 from .framework import Context
 
 VARIANTS = ("exp10/coresync", "exp10/shenango")
@@ -28,7 +30,6 @@ FIGURE = "fig_timeline_load0.5.png"
 def write(ctx: Context, variants: tuple[str, ...] = VARIANTS, load: float = LOAD) -> Path | None:
     """Runs each variant once with a trace and draws them one above the other; None if the
     spec lacks one of them (a filtered run)."""
-    from .. import api
     from ..trace import render_timelines
 
     by_name = {x.name: x for x in ctx.spec.variants}
@@ -37,15 +38,19 @@ def write(ctx: Context, variants: tuple[str, ...] = VARIANTS, load: float = LOAD
     sem: list[str] = []
     if ctx.semantics:
         sem = tomllib.loads((Path(ctx.spec.path).parent / f"semantics-{ctx.semantics}.toml").read_text())["overrides"]
-    traces = []
+    tasks = []
     for name in variants:
         path = ctx.out / f"trace_{name.replace('/', '_')}_{load:g}.json"
-        ovr = [*sem, *by_name[name].set, f"warmup_ms={WARMUP_MS}", f"duration_ms={DURATION_MS}", f"load.fraction={load}"]
-        res = api.run(str(ctx.spec.base), seed=1, overrides=ovr, trace=path, trace_window=WINDOW_MS)
-        parks = (res.summary.get("parking") or {}).get("parks")
-        traces.append((path, f"{name.split('/')[1]} at load {load:g}: {res.summary['cores']['allocated_mean']:.1f} "
-                             f"cores allocated on average, {parks if parks is not None else 'no'} parks in "
-                             f"{DURATION_MS} ms"))
+        ovr = (*sem, *by_name[name].set, f"warmup_ms={WARMUP_MS}", f"duration_ms={DURATION_MS}", f"load.fraction={load}")
+        tasks.append((str(ctx.spec.base), 1, ovr, str(path), WINDOW_MS))
+    # A saved summary is used only with its trace file (it is the figure's input).
+    summaries = ctx.run_extra(traced_summary_of, tasks, kept=lambda t: Path(t[3]).is_file())
+    traces = []
+    for name, task, summary in zip(variants, tasks, summaries):
+        parks = (summary.get("parking") or {}).get("parks")
+        traces.append((Path(task[3]), f"{name.split('/')[1]} at load {load:g}: {summary['cores']['allocated_mean']:.1f} "
+                                      f"cores allocated on average, {parks if parks is not None else 'no'} parks in "
+                                      f"{DURATION_MS} ms"))
     out = render_timelines(traces, ctx.out / FIGURE, window=WINDOW_MS,
                            suptitle=f"CoreSync vs Shenango at load {load:g}, exp. 10 µs, 16 cores "
                                     f"(seed 1; simulated ms {WINDOW_MS[0]:g}–{WINDOW_MS[1]:g})")
@@ -69,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args[0])
     out.mkdir(parents=True, exist_ok=True)
     spec = SweepSpec.load(experiments_dir() / "coresync" / "sweep.toml")
-    ctx = SimpleNamespace(spec=spec, semantics=None, out=out, figures=[])
+    # alone, in this process: no reproduction's pool to share
+    ctx = SimpleNamespace(spec=spec, semantics=None, out=out, figures=[],
+                          run_extra=lambda fn, args, kept=None: [fn(a) for a in args])
     path = write(ctx)  # type: ignore[arg-type]
     print(path)
     return 0

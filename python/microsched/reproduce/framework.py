@@ -66,14 +66,17 @@ class Context:
     progress: Callable[[int, int], None] | None = None
     n_runs: int = 0  # the runs counted so far (the spec's points, then every extra run)
 
-    def run_extra(self, fn: Callable[[Any], Any], args: Sequence[Any]) -> list[Any]:
+    def run_extra(self, fn: Callable[[Any], Any], args: Sequence[Any],
+                  kept: Callable[[Any], bool] | None = None) -> list[Any]:
         """The extra runs a reproduction needs beside its spec's sweep (time series, bisections,
-        sub-sweeps): ``fn(a)`` for every ``a`` of ``args`` (``fn`` a module-level function of
-        picklable arguments), ``jobs`` at a time on the framework's one worker pool
+        sub-sweeps, traced runs): ``fn(a)`` for every ``a`` of ``args`` (``fn`` a module-level
+        function of picklable arguments), ``jobs`` at a time on the framework's one worker pool
         (:func:`microsched.sweep.runner.run_tasks`), the results in order. Each result is saved
         at once in ``OUT/parts/extra/`` so that ``--resume`` runs only the missing ones (the parts
         of a fresh reproduction are cleared, so a saved result is always this profile's), and
-        each counts in the reproduction's progress."""
+        each counts in the reproduction's progress. With ``kept``, a saved result is used only
+        where ``kept(a)`` holds (what the run wrote beside its result, a trace file, is still
+        there); otherwise it runs again."""
         import pickle
 
         store = self.out / EXTRA_DIR
@@ -82,7 +85,7 @@ class Context:
         results: dict[int, Any] = {}
         for i, k in enumerate(keys):
             path = store / f"{k}.pickle"
-            if path.is_file():
+            if path.is_file() and (kept is None or kept(args[i])):
                 results[i] = pickle.loads(path.read_bytes())
         todo = [i for i in range(len(args)) if i not in results]
         base, total = self.n_runs, self.n_runs + len(args)

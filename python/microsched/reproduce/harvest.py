@@ -9,7 +9,8 @@ with 95 % intervals over seeds.
 
 The module is its claims (:data:`CLAIMS`, declared before any run: the paper's number, where it
 says so, how it is measured) and the functions that measure them from the result rows (one row
-per variant × seed: the data a claim is judged on is that DataFrame). Comparison, tolerance,
+per variant × seed: the data a claim is judged on is those rows as
+:class:`~microsched.reproduce.stats.Seeds`, read per variant and seed). Comparison, tolerance,
 verdict, regime and cause formatting are :mod:`.claims`'.
 
 The control of the "p99 within 4 %" claims. Our model's harvesting interference is what a Primary
@@ -144,12 +145,11 @@ def _ev(s: Seeds, variant: str, prefix: str = "") -> dict[str, float]:
 Point = tuple[str, str, str, str]  # (variant, its standalone, p99 column, prefix of its harvest columns)
 
 
-def _p99_bound(df: pd.DataFrame, pairs: Mapping[str, Point], controls: Mapping[str, Point],
+def _p99_bound(s: Seeds, pairs: Mapping[str, Point], controls: Mapping[str, Point],
                regime: tuple[Condition, ...] = ()) -> Measured:
     """The largest paired p99(variant) / p99(standalone) over the points where a static buffer
     of 0 misses the bound (the points where the model's interference can make the claim fail);
     the precondition: the control misses it somewhere."""
-    s = Seeds(df)
     r = {k: _ratio(s, v, b, m) for k, (v, b, m, _) in pairs.items()}
     c = {k: _ratio(s, v, b, m) for k, (v, b, m, _) in controls.items()}
     judged = [k for k in r if _nan_key(c[k][0]) > WITHIN]
@@ -202,39 +202,38 @@ def _three_pairs(ctl: str) -> dict[str, Point]:
                          f"nodes.{NODE[a]}.") for a in APPS for l in LEVELS}
 
 
-def measure_p99(ctl: str) -> Callable[[pd.DataFrame], Measured]:
-    return lambda df: _p99_bound(df, _pairs(ctl), _pairs(CONTROL))
+def measure_p99(ctl: str) -> Callable[[Seeds], Measured]:
+    return lambda s: _p99_bound(s, _pairs(ctl), _pairs(CONTROL))
 
 
-def measure_three_p99(ctl: str) -> Callable[[pd.DataFrame], Measured]:
-    return lambda df: _p99_bound(df, _three_pairs(ctl), _three_pairs(CONTROL))
+def measure_three_p99(ctl: str) -> Callable[[Seeds], Measured]:
+    return lambda s: _p99_bound(s, _three_pairs(ctl), _three_pairs(CONTROL))
 
 
 def _m80(*ctls: str) -> dict[str, Point]:
     return {c: (_v("memcached", "80k", c), _v("memcached", "80k", "standalone"), P99, "") for c in ctls}
 
 
-def measure_fig7_p99(df: pd.DataFrame) -> Measured:
+def measure_fig7_p99(s: Seeds) -> Measured:
     ctl = _m80(CONTROL)[CONTROL]
-    return _p99_bound(df, _m80("acbf", "acbf-cpuset"), {"acbf": ctl, "acbf-cpuset": ctl})
+    return _p99_bound(s, _m80("acbf", "acbf-cpuset"), {"acbf": ctl, "acbf-cpuset": ctl})
 
 
-def measure_fig11_buffer6(df: pd.DataFrame) -> Measured:
-    return _p99_bound(df, _m80("sh-cpuset-6"), {"sh-cpuset-6": _m80(CONTROL)[CONTROL]})
+def measure_fig11_buffer6(s: Seeds) -> Measured:
+    return _p99_bound(s, _m80("sh-cpuset-6"), {"sh-cpuset-6": _m80(CONTROL)[CONTROL]})
 
 
-def measure_fig2_harvest_p99(df: pd.DataFrame) -> Measured:
+def measure_fig2_harvest_p99(s: Seeds) -> Measured:
     p = {"acbf": (_v("mysql", "5k", "acbf"), _v("mysql", "5k", "standalone"), P99, "")}
     c = {"acbf": (_v("mysql", "5k", CONTROL), _v("mysql", "5k", "standalone"), P99, "")}
-    return _p99_bound(df, p, c)
+    return _p99_bound(s, p, c)
 
 
-def measure_irq_steer_p99(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_irq_steer_p99(s: Seeds) -> Measured:
     held = max(s.mean(_v(a, l, "acbf-irq-steer"), None, "irq.held_core_rate_per_s") for a in APPS for l in LEVELS)
     cond = Condition("IRQ handlers per second reaching a held Primary core with steering (the model shields held "
                      "cores by construction, so the steered run is the run without IRQs)", held, ">", 0.0)
-    m = _p99_bound(df, _pairs("acbf-irq-steer"), _pairs(CONTROL), regime=(cond,))
+    m = _p99_bound(s, _pairs("acbf-irq-steer"), _pairs(CONTROL), regime=(cond,))
     m.evidence["held_irq_rate"] = held
     return m
 
@@ -296,9 +295,8 @@ def _harvest_cause(ctl: str, what: str) -> Callable[[Any, Measured], Cause]:
     return cause
 
 
-def measure_share(ctl: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_share(ctl: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         st = {f"{a}/{l}": _share(s, _v(a, l, ctl), _v(a, l, "standalone")) for a in APPS for l in LEVELS}
         at = max(st, key=lambda k: _nan_key(st[k][0]))
         a, l = at.split("/")
@@ -308,9 +306,8 @@ def measure_share(ctl: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_harvest_extreme(ctl: str, largest: bool) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_harvest_extreme(ctl: str, largest: bool) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         st = {f"{a}/{l}": s.stat(_v(a, l, ctl), None, BE) for a in APPS for l in LEVELS}
         at = (max if largest else min)(st, key=lambda k: _nan_key(st[k][0]))
         a, l = at.split("/")
@@ -326,9 +323,8 @@ def _steps(s: Seeds, variants: list[str], metric: str) -> tuple[float, float, li
     return lo[0], lo[1], steps
 
 
-def measure_grows(ctl: str, app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_grows(ctl: str, app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         order = ("high", "mid", "low")
         step, ci, steps = _steps(s, [_v(app, l, ctl) for l in order], BE)
         ev = {}
@@ -346,9 +342,8 @@ _GROWS_CAUSE = ("cores harvested at high, mid, low load: {h_high}, {h_mid}, {h_l
                 "is {measured} ± {ci95}")
 
 
-def _value80(ctl: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def _value80(ctl: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         v = _v("memcached", "80k", ctl)
         h, ci = s.stat(v, None, BE)
         ev = {**_harvest_evidence(s, v, _v("memcached", "80k", "standalone")),
@@ -357,8 +352,7 @@ def _value80(ctl: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_sh_buffers(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_sh_buffers(s: Seeds) -> Measured:
     st = {c: s.stat(_v("memcached", "80k", c), None, BE) for c in ("sh-cpuset-4", "sh-cpuset-5", "sh-cpuset-6")}
     at = max(st, key=lambda k: _nan_key(st[k][0]))
     lends = sum(s.mean(_v("memcached", "80k", c), None, LENDS) for c in st)
@@ -366,8 +360,7 @@ def measure_sh_buffers(df: pd.DataFrame) -> Measured:
                     extra={"at": at, "by_buffer": _by_point(st)})
 
 
-def measure_fig11_spike(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_fig11_spike(s: Seeds) -> Measured:
     base = _v("memcached", "80k", "standalone")
     st = {c: _gain(s, _v("memcached", "80k", c), base) for c in ("sh-cpuset-4", "sh-cpuset-5")}
     at = max(st, key=lambda k: _nan_key(st[k][0]))
@@ -381,8 +374,7 @@ def measure_fig11_spike(df: pd.DataFrame) -> Measured:
                     extra={"at": at, "by_buffer": _by_point(st)})
 
 
-def measure_predictor(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_predictor(s: Seeds) -> Measured:
     a, sh = _v("memcached", "80k", "acbf"), _v("memcached", "80k", "smartharvest")
     g, ci = _gain(s, a, sh, BE)
     ev = {"acbf": s.mean(a, None, BE), "smartharvest": s.mean(sh, None, BE),
@@ -398,9 +390,8 @@ def measure_predictor(df: pd.DataFrame) -> Measured:
 # Fig. 3: the ACBF of a Primary alone
 
 
-def measure_acbf_value(level: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_acbf_value(level: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         v = _v("xapian", level, "standalone")
         a, ci = s.stat(v, None, ABF)
         return Measured(a, ci, n=_n(s), evidence={"busy": s.mean(v, None, BUSY), "cores": CORES,
@@ -408,9 +399,8 @@ def measure_acbf_value(level: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_acbf_rises(app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_acbf_rises(app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         step, ci, steps = _steps(s, [_v(app, l, "standalone") for l in LEVELS], ABF)
         ev = {f"a_{l}": s.mean(_v(app, l, "standalone"), None, ABF) for l in LEVELS}
         return Measured(step, ci, n=_n(s), evidence=ev, extra={"by_level": {l: rounded(ev[f"a_{l}"]) for l in LEVELS}})
@@ -421,9 +411,8 @@ def measure_acbf_rises(app: str) -> Callable[[pd.DataFrame], Measured]:
 # Fig. 6: dynamic vs static buffers
 
 
-def measure_dynamic_vs_static(app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_dynamic_vs_static(app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         alone = _v(app, "high", "standalone")
         at_high = {c: _ratio(s, _v(app, "high", c), alone)[0] for c in STATIC}
         ctl = at_high[CONTROL]
@@ -466,25 +455,22 @@ def _irq_evidence(s: Seeds, v: str) -> dict[str, Any]:
             "rtt_us": s.mean(v, None, "network.rtt_us"), "p99_us": s.mean(v, None, P99)}
 
 
-def measure_table1_irq(app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_table1_irq(app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         g, ci = _gain(s, _v(app, "mid", "standalone-irq"), _v(app, "mid", "standalone"))
         ev = {"at": f"{app}/mid", **_irq_evidence(s, _v(app, "mid", "standalone-irq"))}
         return Measured(g, ci, n=_n(s), evidence=ev)
     return m
 
 
-def measure_table1_irq_max(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_table1_irq_max(s: Seeds) -> Measured:
     st = {a: _gain(s, _v(a, "mid", "standalone-irq"), _v(a, "mid", "standalone")) for a in APPS}
     at = max(st, key=lambda k: _nan_key(st[k][0]))
     ev = {"at": f"{at}/mid", **_irq_evidence(s, _v(at, "mid", "standalone-irq"))}
     return Measured(st[at][0], st[at][1], n=_n(s), evidence=ev, extra={"at": at, "by_primary": _by_point(st)})
 
 
-def measure_fig8_irq(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_fig8_irq(s: Seeds) -> Measured:
     st = {f"{a}/{l}": _gain(s, _v(a, l, "acbf-irq"), _v(a, l, "standalone")) for a in APPS for l in LEVELS}
     at = max(st, key=lambda k: _nan_key(st[k][0]))
     a, l = at.split("/")
@@ -492,8 +478,7 @@ def measure_fig8_irq(df: pd.DataFrame) -> Measured:
                     extra={"at": at, "by_point": _by_point(st)})
 
 
-def measure_irq_real(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_irq_real(s: Seeds) -> Measured:
     st = {f"{a}/{l}": _gain(s, _v(a, l, "acbf-irq"), _v(a, l, "standalone")) for a in APPS for l in LEVELS}
     best = {a: max((k for k in st if k.startswith(a + "/")), key=lambda k: _nan_key(st[k][0])) for a in APPS}
     at = min(best.values(), key=lambda k: _nan_key(st[k][0]))
@@ -501,16 +486,14 @@ def measure_irq_real(df: pd.DataFrame) -> Measured:
                     extra={"at": at, "by_point": _by_point(st), "best_level": best})
 
 
-def measure_steer_lowers(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_steer_lowers(s: Seeds) -> Measured:
     st = {f"{a}/{l}": s.paired(None, P99, lambda x, y: x / y - 1 if y > 0 else math.nan,
                                _v(a, l, "acbf-irq-steer"), _v(a, l, "acbf-irq")) for a in APPS for l in LEVELS}
     at = max(st, key=lambda k: _nan_key(st[k][0]))
     return Measured(st[at][0], st[at][1], n=_n(s), evidence={"at": at}, extra={"at": at, "by_point": _by_point(st)})
 
 
-def measure_steer_harvest(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_steer_harvest(s: Seeds) -> Measured:
     gap = {f"{a}/{l}": max(abs(x) for x in s.per_seed(None, BE, lambda p, q: p - q, _v(a, l, "acbf-irq-steer"),
                                                        _v(a, l, "acbf")))
            for a in APPS for l in LEVELS}
@@ -519,9 +502,8 @@ def measure_steer_harvest(df: pd.DataFrame) -> Measured:
                     extra={"at": at, "by_point": {k: rounded(v) for k, v in gap.items()}})
 
 
-def measure_table1_p99(app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_table1_p99(app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         v = _v(app, "mid", "standalone")
         p, ci = s.stat(v, None, P99)
         ev = {"app": app, "service_us": s.mean(v, None, "workload.types.0.service.mean_us"),
@@ -534,9 +516,8 @@ def measure_table1_p99(app: str) -> Callable[[pd.DataFrame], Measured]:
 # three Primaries together (Fig. 5 with all three, §5.6)
 
 
-def measure_three_harvest(ctl: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_three_harvest(ctl: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         step, ci, steps = _steps(s, [_v("three", l, ctl) for l in ("high", "mid", "low")], BE)
         ev = {f"h_{l}": s.mean(_v("three", l, ctl), None, BE) for l in LEVELS}
         ev.update({f"one_{l}": sum(s.mean(_v(a, l, ctl), None, BE) for a in APPS) for l in LEVELS})
@@ -546,10 +527,9 @@ def measure_three_harvest(ctl: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_multi_share(ctl: str) -> Callable[[pd.DataFrame], Measured]:
+def measure_multi_share(ctl: str) -> Callable[[Seeds], Measured]:
     """MySQL- and Xapian-like (§5.6's two Primaries: nodes 1 and 2 of the three-Primary runs)."""
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+    def m(s: Seeds) -> Measured:
         st = {}
         for l in LEVELS:
             v, alone = _v("three", l, ctl), _v("three", l, "standalone")
@@ -571,9 +551,8 @@ def measure_multi_share(ctl: str) -> Callable[[pd.DataFrame], Measured]:
 # cgroups (Fig. 2, Fig. 10, §2.1)
 
 
-def measure_tradeoff(app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_tradeoff(app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         pts = {}
         for l in LEVELS:
             acbf = s.mean(_v(app, l, "acbf"), None, BE)
@@ -595,9 +574,8 @@ def measure_tradeoff(app: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_cfs_low_p99(app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_cfs_low_p99(app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         st = {c: _ratio(s, _v(app, "low", c), _v(app, "low", "standalone")) for c in CFS}
         at = min(st, key=lambda k: _nan_key(st[k][0]))
         v = _v(app, "low", at)
@@ -608,9 +586,8 @@ def measure_cfs_low_p99(app: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_cfs_low_harvest(app: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_cfs_low_harvest(app: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         st = {c: _diff(s, _v(app, "low", c), _v(app, "low", "acbf")) for c in CFS}
         at = max(st, key=lambda k: _nan_key(st[k][0]))
         v = _v(app, "low", at)
@@ -623,9 +600,8 @@ def measure_cfs_low_harvest(app: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_fig2(ctl: str) -> Callable[[pd.DataFrame], Measured]:
-    def m(df: pd.DataFrame) -> Measured:
-        s = Seeds(df)
+def measure_fig2(ctl: str) -> Callable[[Seeds], Measured]:
+    def m(s: Seeds) -> Measured:
         v, alone = _v("mysql", "5k", ctl), _v("mysql", "5k", "standalone")
         g, ci = _gain(s, v, alone)
         ev = {"harvest": s.mean(v, None, BE), "quota": s.mean(v, None, "policy.allocator.quota_cores"),
@@ -634,8 +610,7 @@ def measure_fig2(ctl: str) -> Callable[[pd.DataFrame], Measured]:
     return m
 
 
-def measure_fig2_harvest(df: pd.DataFrame) -> Measured:
-    s = Seeds(df)
+def measure_fig2_harvest(s: Seeds) -> Measured:
     v = _v("mysql", "5k", "acbf")
     h, ci = s.stat(v, None, BE)
     return Measured(h, ci, n=_n(s), evidence=_harvest_evidence(s, v, _v("mysql", "5k", "standalone")))
@@ -651,8 +626,8 @@ _FIG2_CAUSE = ("the Secondary gets {harvest} cores under a quota of {quota} (the
 # model check
 
 
-def measure_core_time(df: pd.DataFrame) -> Measured:
-    t = df
+def measure_core_time(s: Seeds) -> Measured:
+    t = s.df  # a check of every run's row
     total = t["core_time.busy_ns"] + t["core_time.search_ns"] + t["core_time.parked_ns"] + \
         t["core_time.transition_ns"] + t["core_time.overhead_ns"]
     gap = (total - t["core_time.total_ns"]).abs()
@@ -1076,10 +1051,10 @@ def analyze(ctx: Context) -> list[Claim]:
     if missing:
         raise ValueError(f"{ctx.spec.path}: variants: missing {', '.join(sorted(missing)[:5])} ... "
                          f"(run experiments/harvest/gen.py)")
-    s = Seeds(df)
+    s = Seeds(df)  # what every claim and figure reads (per point, per seed), its selections made once
     _plots(ctx, s)
     _plots_fig8_three(ctx, s)
-    return judge_all(CLAIMS, df)
+    return judge_all(CLAIMS, s)
 
 
 # ---------------------------------------------------------------------------------------------

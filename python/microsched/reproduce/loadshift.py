@@ -8,8 +8,9 @@ requests with a 1 µs mean, 1000 sessions, load 0.2 → 1.2 → 0.5 → 1.2 ever
 baseline started from Breakwater's own initial pool (32) instead of the study simulator's 1025.
 
 The module reads as the study's claims (:data:`CLAIMS`, each with the paper's number where the
-paper gives one), the functions that measure them on plain data (:func:`build_data`: the sweep's
-rows plus per-phase and per-shift tables made from the runs' time series), and :func:`analyze`,
+paper gives one), the functions that measure them on :class:`Data` (:func:`build_data`: the
+sweep's rows plus per-phase and per-shift tables made from the runs' time series, each read per
+point and per seed through :class:`~microsched.reproduce.stats.Seeds`), and :func:`analyze`,
 which re-runs the points for their time series (bit-identical: same scenario and seed; the
 sweep's rows hold whole-run summaries only), draws the figures and judges the claims
 (verdicts, confidence intervals and causes: :mod:`.claims`).
@@ -23,6 +24,7 @@ against its offered load, per variant, with 95 % CIs over seeds).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -32,7 +34,7 @@ from .claims import (BOUND, GAIN, ORDER, RATIO, VALUE, Cause, ClaimSpec, Conditi
                      rounded as _r)
 from .framework import Context, Figure, Thesis, register
 from .runner import mean_ci95
-from .stats import seed_mean, seed_values
+from .stats import Seeds
 from .spec import Point
 
 BASE, FIX, INIT32 = "baseline", "fix", "baseline-init32"
@@ -140,7 +142,7 @@ def phases_of(scenario: Mapping[str, Any]) -> list[tuple[float, float, float]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the data the claims are measured on: plain frames, so that tests can build them
+# the data the claims are measured on: tables made from the time series, then Data
 
 
 def phase_table(ts: pd.DataFrame, phases: Sequence[tuple[float, float, float]], params: Mapping[str, Any]
@@ -229,14 +231,31 @@ def shift_table(ts: pd.DataFrame, phases: Sequence[tuple[float, float, float]], 
     return pd.DataFrame(rows)
 
 
+@dataclass(frozen=True)
+class Data:
+    """What the claims are measured on, per point and per seed: ``runs``, the sweep's rows (one
+    point per variant); ``phases``, by phase (:func:`phase_table`); ``shifts``, by load rise
+    (:func:`shift_table`); ``params``, the scenario's numbers (:func:`scenario_params`)."""
+
+    runs: Seeds
+    phases: Seeds
+    shifts: Seeds
+    params: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, results: pd.DataFrame, phases: pd.DataFrame, shifts: pd.DataFrame,
+           params: Mapping[str, Any]) -> "Data":
+        """From the frames: the sweep's rows and the tables :func:`phase_table` and
+        :func:`shift_table` make."""
+        return cls(Seeds(results), Seeds(phases, key="phase"), Seeds(shifts, key="shift"), params)
+
+
 def build_data(results: pd.DataFrame, ts: pd.DataFrame, scenario: Mapping[str, Any],
-               semantics: str | None = None) -> dict[str, Any]:
-    """What the claims are measured on: ``results`` (the sweep's rows), ``phases`` and ``shifts``
-    (:func:`phase_table`, :func:`shift_table`) and ``params`` (:func:`scenario_params`)."""
+               semantics: str | None = None) -> Data:
+    """:class:`Data` from the sweep's rows, their time series and the validated scenario."""
     params = {**scenario_params(scenario), "semantics": semantics or "default"}
     ph = phases_of(scenario)
-    return {"results": results, "phases": phase_table(ts, ph, params), "shifts": shift_table(ts, ph, params),
-            "params": params}
+    return Data.of(results, phase_table(ts, ph, params), shift_table(ts, ph, params), params)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,53 +267,64 @@ def _stat(values: Sequence[float] | pd.Series) -> tuple[float | None, float | No
     return (None if not math.isfinite(m) else m), (None if not math.isfinite(ci) else ci), n
 
 
-def _low_phase(data: Mapping[str, Any]) -> int:
+def _phase_loads(data: Data) -> dict[int, float]:
+    """Each phase's load (of capacity), in order: the schedule's, the same in every variant's rows."""
+    ph = data.phases
+    loads = {}
+    for i in ph.points():
+        xs = [float(x) for v in sorted(ph.names()) for x in ph.values(v, i, "load")]
+        if xs:
+            loads[int(i)] = max(xs)
+    return loads
+
+
+def _low_phase(data: Data) -> int:
     """The first phase: the low load the first shift starts from."""
-    return int(data["phases"]["phase"].min())
+    return int(data.phases.points()[0])
 
 
-def _high_phases(data: Mapping[str, Any]) -> list[int]:
-    ph = data["phases"]
-    top = float(ph["load"].max())
-    return sorted(set(ph.loc[np.isclose(ph["load"].astype(float), top), "phase"].astype(int)))
+def _high_phases(data: Data) -> list[int]:
+    """The phases at the schedule's highest load."""
+    loads = _phase_loads(data)
+    top = max(loads.values())
+    return [i for i, x in loads.items() if np.isclose(x, top)]
 
 
-def _wakes_per_ms(results: pd.DataFrame, variant: str, alloc_delay_us: float) -> float:
+def _wakes_per_ms(runs: Seeds, variant: str, alloc_delay_us: float) -> float:
     """Core wake-ups per ms of the run: the cores' transition time over the allocation delay."""
-    tr = seed_mean(results, variant, "core_time.transition_ns")
-    dur = seed_mean(results, variant, "duration_s")
+    tr = runs.mean(variant, None, "core_time.transition_ns")
+    dur = runs.mean(variant, None, "duration_s")
     return tr / (alloc_delay_us * 1e3) / (dur * 1e3) if dur > 0 and alloc_delay_us > 0 else math.nan
 
 
-def _regime_served(data: Mapping[str, Any], shift: int) -> Condition:
-    s = data["shifts"]
-    v = seed_mean(s, BASE, "pre_served", shift=shift)
+def _regime_served(data: Data, shift: int) -> Condition:
+    s = data.shifts
+    v = s.mean(BASE, shift, "pre_served")
     return Condition("the baseline's throughput / offered load at the end of the phase before the shift", _r(v),
                      ">=", SERVED_REGIME)
 
 
-def _variant_figures(data: Mapping[str, Any], prefix: str, variant: str) -> dict[str, Any]:
-    r, p = data["results"], data["params"]
+def _variant_figures(data: Data, prefix: str, variant: str) -> dict[str, Any]:
+    r, p = data.runs, data.params
     return {
-        f"{prefix}_cores": _r(seed_mean(r, variant, "cores.allocated_mean"), 2),
-        f"{prefix}_busy": _r(seed_mean(r, variant, "cores.busy_mean"), 2),
-        f"{prefix}_pool": _r(seed_mean(r, variant, "credits.pool_mean"), 1),
-        f"{prefix}_p99_us": _r(seed_mean(r, variant, "latency_us.p99"), 1),
-        f"{prefix}_qd99_us": _r(seed_mean(r, variant, "queueing_delay_us.p99"), 1),
-        f"{prefix}_drop_rate": _r(seed_mean(r, variant, "drop_rate"), 3),
-        f"{prefix}_aqm_drops": _r(seed_mean(r, variant, "credits.aqm_drops"), 0),
-        f"{prefix}_client_timeouts": _r(seed_mean(r, variant, "credits.client_timeouts"), 0),
+        f"{prefix}_cores": _r(r.mean(variant, None, "cores.allocated_mean"), 2),
+        f"{prefix}_busy": _r(r.mean(variant, None, "cores.busy_mean"), 2),
+        f"{prefix}_pool": _r(r.mean(variant, None, "credits.pool_mean"), 1),
+        f"{prefix}_p99_us": _r(r.mean(variant, None, "latency_us.p99"), 1),
+        f"{prefix}_qd99_us": _r(r.mean(variant, None, "queueing_delay_us.p99"), 1),
+        f"{prefix}_drop_rate": _r(r.mean(variant, None, "drop_rate"), 3),
+        f"{prefix}_aqm_drops": _r(r.mean(variant, None, "credits.aqm_drops"), 0),
+        f"{prefix}_client_timeouts": _r(r.mean(variant, None, "credits.client_timeouts"), 0),
         f"{prefix}_wakes_per_ms": _r(_wakes_per_ms(r, variant, p["alloc_delay_us"]), 1),
     }
 
 
-def _light_phases(data: Mapping[str, Any]) -> list[int]:
+def _light_phases(data: Data) -> list[int]:
     """The phases whose load is below capacity (the ones any allocator can carry)."""
-    ph = data["phases"]
-    return sorted(set(ph.loc[ph["load"].astype(float) < 1.0, "phase"].astype(int)))
+    return [i for i, x in _phase_loads(data).items() if x < 1.0]
 
 
-def credit_starvation(data: Mapping[str, Any]) -> Cause:
+def credit_starvation(data: Data) -> Cause:
     """Why a light phase is not carried, from the run: per light phase and variant, the sessions
     holding no credit (drained), the pool per session and the share served; with the run's
     client timeouts against AQM drops. Breakwater grants a session its pending and queued
@@ -304,7 +334,7 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
     and when the client timeout is shorter than that the client drops it. The study's
     simulator has one client, whose single window takes the whole pool (``--semantics study``;
     ``study-client`` puts that client and the study's pool on the default server model)."""
-    ph, r, p = data["phases"], data["results"], data["params"]
+    ph, r, p = data.phases, data.runs, data.params
     n = p["sessions"]
     ev: dict[str, Any] = {"sessions": n, "rtt_us": p["rtt_us"], "client_timeout_us": p.get("client_timeout_us")}
     parts, starved = [], False
@@ -312,21 +342,21 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
     for i in _light_phases(data):
         # A session holding a single credit has none for a request that follows its previous one
         # within a round trip (Poisson arrivals per session): that share is lost even undrained.
-        rate = seed_mean(ph, BASE, "offered", phase=i) * p["capacity_rps"] / n
+        rate = ph.mean(BASE, i, "offered") * p["capacity_rps"] / n
         ev[f"lone{i}"] = _r(1 - math.exp(-rate * (p["rtt_us"] + p["service_us"]) * 1e-6), 3)
-        ev[f"lone{i}_load"] = _r(seed_mean(ph, BASE, "load", phase=i), 3)
+        ev[f"lone{i}_load"] = _r(ph.mean(BASE, i, "load"), 3)
         lone.append(f"{{lone{i}}} at load {{lone{i}_load}}")
         # credits in flight the phase's offered load needs at the bare round trip (Little's law)
         ev[f"need{i}"] = _r(rate * n * (p["rtt_us"] + p["service_us"]) * 1e-6, 0)
         needs.append(f"{{need{i}}} credits at load {{lone{i}_load}}")
     for v, pre in ((BASE, "b"), (FIX, "f")):
-        ev[f"{pre}_client_timeouts"] = _r(seed_mean(r, v, "credits.client_timeouts"), 0)
-        ev[f"{pre}_aqm_drops"] = _r(seed_mean(r, v, "credits.aqm_drops"), 0)
+        ev[f"{pre}_client_timeouts"] = _r(r.mean(v, None, "credits.client_timeouts"), 0)
+        ev[f"{pre}_aqm_drops"] = _r(r.mean(v, None, "credits.aqm_drops"), 0)
         for i in _light_phases(data):
             k = f"{pre}{i}"
-            pool, drained = seed_mean(ph, v, "pool_mean", phase=i), seed_mean(ph, v, "drained_mean", phase=i)
-            ev[f"{k}_load"] = _r(seed_mean(ph, v, "load", phase=i), 3)
-            ev[f"{k}_served"] = _r(seed_mean(ph, v, "throughput", phase=i) / seed_mean(ph, v, "offered", phase=i), 3)
+            pool, drained = ph.mean(v, i, "pool_mean"), ph.mean(v, i, "drained_mean")
+            ev[f"{k}_load"] = _r(ph.mean(v, i, "load"), 3)
+            ev[f"{k}_served"] = _r(ph.mean(v, i, "throughput") / ph.mean(v, i, "offered"), 3)
             ev[f"{k}_drained"] = _r(drained, 0)
             ev[f"{k}_pool"] = _r(pool, 0)
             ev[f"{k}_per_session"] = _r(pool / n, 2)
@@ -365,47 +395,47 @@ def credit_starvation(data: Mapping[str, Any]) -> Cause:
 # claims: measure functions and causes
 
 
-def measure_gain(data: Mapping[str, Any]) -> Measured:
-    r = data["results"]
-    b, f = seed_values(r, BASE, "throughput_rps"), seed_values(r, FIX, "throughput_rps")
+def measure_gain(data: Data) -> Measured:
+    r = data.runs
+    b, f = r.values(BASE, None, "throughput_rps"), r.values(FIX, None, "throughput_rps")
     both = pd.concat([b, f], axis=1, join="inner").dropna()
     gains = [fx / bx - 1 for bx, fx in both.itertuples(index=False) if bx > 0]
     m, ci, n = _stat(gains)
-    cap = data["params"]["capacity_rps"]
+    cap = data.params["capacity_rps"]
     ev = {"base_fraction": _r(float(b.mean()) / cap, 3), "fix_fraction": _r(float(f.mean()) / cap, 3),
-          "offered_fraction": _r(seed_mean(r, BASE, "offered_rps") / cap, 3)}
-    extra = {"throughput_mrps": {v: _r(seed_mean(r, v, "throughput_rps") / 1e6, 3)
-                                 for v in (BASE, FIX, INIT32) if v in set(r["variant"])},
-             "by_seed": [_r(g) for g in gains], "semantics": data["params"]["semantics"]}
+          "offered_fraction": _r(r.mean(BASE, None, "offered_rps") / cap, 3)}
+    extra = {"throughput_mrps": {v: _r(r.mean(v, None, "throughput_rps") / 1e6, 3)
+                                 for v in (BASE, FIX, INIT32) if r.has(v)},
+             "by_seed": [_r(g) for g in gains], "semantics": data.params["semantics"]}
     return Measured(m, ci, n, evidence=ev, extra=extra)
 
 
-def cause_gain(data: Mapping[str, Any], m: Measured) -> Cause:
+def cause_gain(data: Data, m: Measured) -> Cause:
     """Where the gain comes from: each phase's throughput against its offered load, per variant,
     and the phase of the largest difference with both variants' cores and pool there."""
-    ph = data["phases"]
+    ph = data.phases
     ev: dict[str, Any] = {"measured": m.value, "ci95": m.ci95, "paper": CLAIM_GAIN_PAPER, **m.evidence,
                           **{k: v for k, v in _variant_figures(data, "base", BASE).items()
                              if k.endswith(("aqm_drops", "client_timeouts"))}}
     parts = []
     diffs = {}
-    for i in sorted(set(ph["phase"].astype(int))):
-        ev[f"load{i}"] = _r(seed_mean(ph, BASE, "load", phase=i), 3)
-        ev[f"base{i}"] = _r(seed_mean(ph, BASE, "throughput", phase=i), 3)
-        ev[f"fix{i}"] = _r(seed_mean(ph, FIX, "throughput", phase=i), 3)
-        diffs[i] = seed_mean(ph, FIX, "throughput", phase=i) - seed_mean(ph, BASE, "throughput", phase=i)
+    for i in (int(x) for x in ph.points()):
+        ev[f"load{i}"] = _r(ph.mean(BASE, i, "load"), 3)
+        ev[f"base{i}"] = _r(ph.mean(BASE, i, "throughput"), 3)
+        ev[f"fix{i}"] = _r(ph.mean(FIX, i, "throughput"), 3)
+        diffs[i] = ph.mean(FIX, i, "throughput") - ph.mean(BASE, i, "throughput")
         parts.append(f"load {{load{i}}}: baseline {{base{i}}}, fix {{fix{i}}}")
     k = max(diffs, key=lambda i: abs(diffs[i]) if math.isfinite(diffs[i]) else -1)
     for v, pre in ((BASE, "b"), (FIX, "f")):
-        ev[f"{pre}_cores"] = _r(seed_mean(ph, v, "cores_allocated", phase=k), 2)
-        ev[f"{pre}_pool"] = _r(seed_mean(ph, v, "pool_mean", phase=k), 0)
-        ev[f"{pre}_pool_max"] = _r(seed_mean(ph, v, "pool_max", phase=k), 0)
-        ev[f"{pre}_drops"] = _r(seed_mean(ph, v, "drop_fraction", phase=k), 3)
-    ev["k_load"], ev["k_start"], ev["k_end"] = ev[f"load{k}"], _r(seed_mean(ph, BASE, "start_ms", phase=k)), \
-        _r(seed_mean(ph, BASE, "end_ms", phase=k))
-    ev["ceiling"] = _r(data["params"].get("pool_ceiling"), 0)
-    ev["low_served"] = _r(seed_mean(ph, BASE, "throughput", phase=_low_phase(data))
-                          / seed_mean(ph, BASE, "offered", phase=_low_phase(data)), 3)
+        ev[f"{pre}_cores"] = _r(ph.mean(v, k, "cores_allocated"), 2)
+        ev[f"{pre}_pool"] = _r(ph.mean(v, k, "pool_mean"), 0)
+        ev[f"{pre}_pool_max"] = _r(ph.mean(v, k, "pool_max"), 0)
+        ev[f"{pre}_drops"] = _r(ph.mean(v, k, "drop_fraction"), 3)
+    ev["k_load"], ev["k_start"], ev["k_end"] = ev[f"load{k}"], _r(ph.mean(BASE, k, "start_ms")), \
+        _r(ph.mean(BASE, k, "end_ms"))
+    ev["ceiling"] = _r(data.params.get("pool_ceiling"), 0)
+    ev["low_served"] = _r(ph.mean(BASE, _low_phase(data), "throughput")
+                          / ph.mean(BASE, _low_phase(data), "offered"), 3)
     text = ("the fix gains {measured} ± {ci95} over the run against the paper's {paper}: it serves {fix_fraction} "
             "of capacity and the baseline {base_fraction} (offered {offered_fraction}). Throughput per phase as a "
             "fraction of capacity: " + "; ".join(parts) + ". The largest difference is in the load-{k_load} phase "
@@ -421,27 +451,27 @@ CLAIM_GAIN_PAPER = 0.07
 
 
 def measure_ramp(shift: int):
-    def measure(data: Mapping[str, Any]) -> Measured:
-        s = data["shifts"]
-        b, f = seed_values(s, BASE, "ramp_ms", shift=shift), seed_values(s, FIX, "ramp_ms", shift=shift)
+    def measure(data: Data) -> Measured:
+        s = data.shifts
+        b, f = s.values(BASE, shift, "ramp_ms"), s.values(FIX, shift, "ramp_ms")
         both = pd.concat([b, f], axis=1, join="inner").dropna()
         diffs = [bx - fx for bx, fx in both.itertuples(index=False)]
         m, ci, n = _stat(diffs)
-        phase_ms = seed_mean(s, BASE, "phase_ms", shift=shift)
+        phase_ms = s.mean(BASE, shift, "phase_ms")
         cens = both[(both.iloc[:, 0] >= phase_ms) & (both.iloc[:, 1] >= phase_ms)]
         ev = {"base_ramp": _r(float(b.mean()), 2), "fix_ramp": _r(float(f.mean()), 2), "phase_ms": _r(phase_ms),
-              "shift_ms": _r(seed_mean(s, BASE, "shift_ms", shift=shift)),
-              "from_load": _r(seed_mean(s, BASE, "from_load", shift=shift)),
-              "to_load": _r(seed_mean(s, BASE, "to_load", shift=shift)), "level": RAMP_LEVEL,
+              "shift_ms": _r(s.mean(BASE, shift, "shift_ms")),
+              "from_load": _r(s.mean(BASE, shift, "from_load")),
+              "to_load": _r(s.mean(BASE, shift, "to_load")), "level": RAMP_LEVEL,
               "both_censored": len(cens), "n": len(both),
-              "base_peak": _r(seed_mean(s, BASE, "peak", shift=shift), 3),
-              "fix_peak": _r(seed_mean(s, FIX, "peak", shift=shift), 3),
-              "base_cores": _r(seed_mean(s, BASE, "phase_cores", shift=shift), 1),
-              "fix_cores": _r(seed_mean(s, FIX, "phase_cores", shift=shift), 1),
-              "base_pool": _r(seed_mean(s, BASE, "phase_pool", shift=shift), 0),
-              "fix_pool": _r(seed_mean(s, FIX, "phase_pool", shift=shift), 0),
-              "base_pre_pool": _r(seed_mean(s, BASE, "pre_pool", shift=shift), 0),
-              "base_pre_served": _r(seed_mean(s, BASE, "pre_served", shift=shift), 3)}
+              "base_peak": _r(s.mean(BASE, shift, "peak"), 3),
+              "fix_peak": _r(s.mean(FIX, shift, "peak"), 3),
+              "base_cores": _r(s.mean(BASE, shift, "phase_cores"), 1),
+              "fix_cores": _r(s.mean(FIX, shift, "phase_cores"), 1),
+              "base_pool": _r(s.mean(BASE, shift, "phase_pool"), 0),
+              "fix_pool": _r(s.mean(FIX, shift, "phase_pool"), 0),
+              "base_pre_pool": _r(s.mean(BASE, shift, "pre_pool"), 0),
+              "base_pre_served": _r(s.mean(BASE, shift, "pre_served"), 3)}
         return Measured(m, ci, n, evidence=ev,
                         extra={"by_variant_ms": {"baseline": ev["base_ramp"], "fix": ev["fix_ramp"]},
                                "by_seed_ms": [_r(d, 2) for d in diffs]})
@@ -458,23 +488,23 @@ CAUSE_RAMP = (
     "{fix_pool}")
 
 
-def measure_burst_drops(data: Mapping[str, Any]) -> Measured:
-    s, p = data["shifts"], data["params"]
-    vals = seed_values(s, BASE, "burst_drop_fraction", shift=1)
+def measure_burst_drops(data: Data) -> Measured:
+    s, p = data.shifts, data.params
+    vals = s.values(BASE, 1, "burst_drop_fraction")
     m, ci, n = _stat(vals)
-    ev = {"window_ms": BURST_MS, "arrivals": _r(seed_mean(s, BASE, "burst_arrivals", shift=1), 0),
-          "drops": _r(seed_mean(s, BASE, "burst_drops", shift=1), 0),
-          "pool": _r(seed_mean(s, BASE, "pre_pool", shift=1), 0),
-          "issued": _r(seed_mean(s, BASE, "burst_issued_mean", shift=1), 0),
-          "client_queued_max": _r(seed_mean(s, BASE, "burst_client_queued_max", shift=1), 0),
-          "queue_max": _r(seed_mean(s, BASE, "burst_queue_max", shift=1), 0),
-          "delay_max": _r(seed_mean(s, BASE, "burst_delay_max", shift=1), 1), "drop_us": p["drop_us"],
+    ev = {"window_ms": BURST_MS, "arrivals": _r(s.mean(BASE, 1, "burst_arrivals"), 0),
+          "drops": _r(s.mean(BASE, 1, "burst_drops"), 0),
+          "pool": _r(s.mean(BASE, 1, "pre_pool"), 0),
+          "issued": _r(s.mean(BASE, 1, "burst_issued_mean"), 0),
+          "client_queued_max": _r(s.mean(BASE, 1, "burst_client_queued_max"), 0),
+          "queue_max": _r(s.mean(BASE, 1, "burst_queue_max"), 0),
+          "delay_max": _r(s.mean(BASE, 1, "burst_delay_max"), 1), "drop_us": p["drop_us"],
           "client_timeout_us": p.get("client_timeout_us"),
-          "pre_served": _r(seed_mean(s, BASE, "pre_served", shift=1), 3),
-          "fix_drop_fraction": _r(seed_mean(s, FIX, "burst_drop_fraction", shift=1), 3)}
+          "pre_served": _r(s.mean(BASE, 1, "pre_served"), 3),
+          "fix_drop_fraction": _r(s.mean(FIX, 1, "burst_drop_fraction"), 3)}
     return Measured(m, ci, n, evidence=ev, regime=[_regime_served(data, 1)],
-                    extra={"by_variant": {v: _r(seed_mean(s, v, "burst_drop_fraction", shift=1), 3)
-                                          for v in (BASE, FIX, INIT32) if v in set(s["variant"])}})
+                    extra={"by_variant": {v: _r(s.mean(v, 1, "burst_drop_fraction"), 3)
+                                          for v in (BASE, FIX, INIT32) if s.has(v)}})
 
 
 CAUSE_BURST_DROPS = (
@@ -486,16 +516,16 @@ CAUSE_BURST_DROPS = (
     "threshold of {drop_us} µs")
 
 
-def measure_burst_park(data: Mapping[str, Any]) -> Measured:
-    s = data["shifts"]
-    pre, low = seed_values(s, BASE, "pre_cores", shift=1), seed_values(s, BASE, "burst_min_cores", shift=1)
+def measure_burst_park(data: Data) -> Measured:
+    s = data.shifts
+    pre, low = s.values(BASE, 1, "pre_cores"), s.values(BASE, 1, "burst_min_cores")
     both = pd.concat([low, pre], axis=1, join="inner").dropna()
     m, ci, n = _stat([a - b for a, b in both.itertuples(index=False)])
     ev = {"pre_cores": _r(float(pre.mean()), 2), "min_cores": _r(float(low.mean()), 2),
-          "max_cores": _r(seed_mean(s, BASE, "burst_max_cores", shift=1), 2), "window_ms": BURST_MS,
-          "bin_us": BIN_MS * 1000, "drop_fraction": _r(seed_mean(s, BASE, "burst_drop_fraction", shift=1), 3),
-          "delay_max": _r(seed_mean(s, BASE, "burst_delay_max", shift=1), 1),
-          "busy": _r(seed_mean(s, BASE, "burst_busy", shift=1), 2)}
+          "max_cores": _r(s.mean(BASE, 1, "burst_max_cores"), 2), "window_ms": BURST_MS,
+          "bin_us": BIN_MS * 1000, "drop_fraction": _r(s.mean(BASE, 1, "burst_drop_fraction"), 3),
+          "delay_max": _r(s.mean(BASE, 1, "burst_delay_max"), 1),
+          "busy": _r(s.mean(BASE, 1, "burst_busy"), 2)}
     return Measured(m, ci, n, evidence=ev, regime=[_regime_served(data, 1)])
 
 
@@ -506,13 +536,13 @@ CAUSE_BURST_PARK = (
     "arrivals) leave work queued at the server (oldest sampled wait {delay_max} µs), so its cores keep finding work")
 
 
-def measure_latency(data: Mapping[str, Any]) -> Measured:
-    r = data["results"]
-    b, f = seed_values(r, BASE, "latency_us.p99"), seed_values(r, FIX, "latency_us.p99")
+def measure_latency(data: Data) -> Measured:
+    r = data.runs
+    b, f = r.values(BASE, None, "latency_us.p99"), r.values(FIX, None, "latency_us.p99")
     both = pd.concat([f, b], axis=1, join="inner").dropna()
     m, ci, n = _stat([fx / bx for fx, bx in both.itertuples(index=False) if bx > 0])
     ev = {**_variant_figures(data, "base", BASE), **_variant_figures(data, "fix", FIX)}
-    mean_ratio = seed_mean(r, FIX, "latency_us.mean") / seed_mean(r, BASE, "latency_us.mean")
+    mean_ratio = r.mean(FIX, None, "latency_us.mean") / r.mean(BASE, None, "latency_us.mean")
     return Measured(m, ci, n, evidence=ev, extra={"mean_latency_ratio": _r(mean_ratio),
                                                   "p99_us": {BASE: ev["base_p99_us"], FIX: ev["fix_p99_us"]}})
 
@@ -525,16 +555,16 @@ CAUSE_LATENCY = (
     "{base_wakes_per_ms} wake-ups per ms); mean pool fix {fix_pool}, baseline {base_pool}")
 
 
-def measure_low_load_cores(data: Mapping[str, Any]) -> Measured:
-    ph = data["phases"]
+def measure_low_load_cores(data: Data) -> Measured:
+    ph = data.phases
     i = _low_phase(data)
-    m, ci, n = _stat(seed_values(ph, BASE, "cores_allocated", phase=i))
-    served = seed_mean(ph, BASE, "throughput", phase=i) / seed_mean(ph, BASE, "offered", phase=i)
-    ev = {"load": _r(seed_mean(ph, BASE, "load", phase=i)), "served": _r(served, 3),
-          "pool": _r(seed_mean(ph, BASE, "pool_mean", phase=i), 0), "pool_max": _r(seed_mean(ph, BASE, "pool_max", phase=i), 0),
-          "busy": _r(seed_mean(ph, BASE, "cores_busy", phase=i), 2),
-          "drop_fraction": _r(seed_mean(ph, BASE, "drop_fraction", phase=i), 3),
-          "needed": _r(seed_mean(ph, BASE, "offered", phase=i) * data["params"]["max_cores"], 2)}
+    m, ci, n = _stat(ph.values(BASE, i, "cores_allocated"))
+    served = ph.mean(BASE, i, "throughput") / ph.mean(BASE, i, "offered")
+    ev = {"load": _r(ph.mean(BASE, i, "load")), "served": _r(served, 3),
+          "pool": _r(ph.mean(BASE, i, "pool_mean"), 0), "pool_max": _r(ph.mean(BASE, i, "pool_max"), 0),
+          "busy": _r(ph.mean(BASE, i, "cores_busy"), 2),
+          "drop_fraction": _r(ph.mean(BASE, i, "drop_fraction"), 3),
+          "needed": _r(ph.mean(BASE, i, "offered") * data.params["max_cores"], 2)}
     return Measured(m, ci, n, evidence=ev)
 
 
@@ -544,7 +574,7 @@ CAUSE_LOW_LOAD = (
     "the arrivals, with a pool of mean {pool} credits (max {pool_max})")
 
 
-def cause_low_load(data: Mapping[str, Any], m: Measured) -> Cause:
+def cause_low_load(data: Data, m: Measured) -> Cause:
     """Few cores because little load is admitted: :data:`CAUSE_LOW_LOAD`, then why
     (:func:`credit_starvation`)."""
     spec = next(s for s in CLAIMS if s.id == "low-load-cores")
@@ -555,17 +585,17 @@ def cause_low_load(data: Mapping[str, Any], m: Measured) -> Cause:
     return Cause(f"{CAUSE_LOW_LOAD}. {st.text}", {**ev, **st.evidence})
 
 
-def measure_pool_tracks(data: Mapping[str, Any]) -> Measured:
-    ph, p = data["phases"], data["params"]
+def measure_pool_tracks(data: Data) -> Measured:
+    ph, p = data.phases, data.params
     i = _low_phase(data)
-    pool, cores = seed_values(ph, BASE, "tail_pool", phase=i), seed_values(ph, BASE, "tail_cores", phase=i)
+    pool, cores = ph.values(BASE, i, "tail_pool"), ph.values(BASE, i, "tail_cores")
     both = pd.concat([pool, cores], axis=1, join="inner").dropna()
     m, ci, n = _stat([a / (c * p["credits_per_core"]) for a, c in both.itertuples(index=False) if c > 0])
-    ev = {"tail_ms": TAIL_MS, "load": _r(seed_mean(ph, BASE, "load", phase=i)), "pool": _r(float(pool.mean()), 0),
+    ev = {"tail_ms": TAIL_MS, "load": _r(ph.mean(BASE, i, "load")), "pool": _r(float(pool.mean()), 0),
           "cores": _r(float(cores.mean()), 2), "need": _r(float(cores.mean()) * p["credits_per_core"], 0),
           "full_need": _r(p["max_cores"] * p["credits_per_core"], 0), "max_cores": p["max_cores"],
           "rtt_us": p["rtt_us"], "service_us": _r(p["service_us"], 3),
-          "served": _r(seed_mean(ph, BASE, "tail_throughput", phase=i) / seed_mean(ph, BASE, "tail_offered", phase=i), 3)}
+          "served": _r(ph.mean(BASE, i, "tail_throughput") / ph.mean(BASE, i, "tail_offered"), 3)}
     return Measured(m, ci, n, evidence=ev)
 
 
@@ -576,16 +606,19 @@ CAUSE_POOL_TRACKS = (
     "the offered load there")
 
 
-def measure_high_load_cores(data: Mapping[str, Any]) -> Measured:
-    ph, r, p = data["phases"], data["results"], data["params"]
+def measure_high_load_cores(data: Data) -> Measured:
+    ph, r, p = data.phases, data.runs, data.params
     idx = _high_phases(data)
-    sub = ph[ph["phase"].isin(idx)]
-    m, ci, n = _stat(seed_values(sub, FIX, "cores_allocated"))
-    ev = {"load": _r(float(sub["load"].max())), "busy": _r(seed_mean(sub, FIX, "cores_busy"), 2),
-          "served": _r(seed_mean(sub, FIX, "throughput") / seed_mean(sub, FIX, "offered"), 3),
-          "throughput": _r(seed_mean(sub, FIX, "throughput"), 3),
-          "pool": _r(seed_mean(sub, FIX, "pool_mean"), 0), "pool_max": _r(seed_mean(sub, FIX, "pool_max"), 0),
-          "issued": _r(seed_mean(sub, FIX, "issued_mean"), 0), "drop_fraction": _r(seed_mean(sub, FIX, "drop_fraction"), 3),
+
+    def over(metric: str) -> float:  # the mean over seeds of each seed's mean over the high phases
+        return float(ph.over(FIX, idx, metric).mean())
+
+    m, ci, n = _stat(ph.over(FIX, idx, "cores_allocated"))
+    ev = {"load": _r(max(_phase_loads(data)[i] for i in idx)), "busy": _r(over("cores_busy"), 2),
+          "served": _r(over("throughput") / over("offered"), 3),
+          "throughput": _r(over("throughput"), 3),
+          "pool": _r(over("pool_mean"), 0), "pool_max": _r(over("pool_max"), 0),
+          "issued": _r(over("issued_mean"), 0), "drop_fraction": _r(over("drop_fraction"), 3),
           "wakes_per_ms": _r(_wakes_per_ms(r, FIX, p["alloc_delay_us"]), 1), "max_cores": p["max_cores"],
           "gate": str(p.get("drop_gate")), "search": str(p.get("search"))}
     return Measured(m, ci, n, evidence=ev)
@@ -720,11 +753,11 @@ def analyze(ctx: Context):
     fix_point = next(p for p in points if p.params.get("variant") == FIX)
     scenario = validate(fix_point.scenario, list(fix_point.overrides))
     data = build_data(ctx.results, ts, scenario, ctx.semantics)
-    data["phases"].to_parquet(ctx.out / "phases.parquet", index=False)
-    data["shifts"].to_parquet(ctx.out / "shifts.parquet", index=False)
+    data.phases.df.to_parquet(ctx.out / "phases.parquet", index=False)
+    data.shifts.df.to_parquet(ctx.out / "shifts.parquet", index=False)
     plot_timeseries(ctx, ts)
-    plot_closeup(ctx, ts, shift_ms=float(data["shifts"]["shift_ms"].min()))
-    plot_phases(ctx, data["phases"])
+    plot_closeup(ctx, ts, shift_ms=float(data.shifts.df["shift_ms"].min()))
+    plot_phases(ctx, data.phases)
     return judge_all(CLAIMS, data)
 
 
@@ -798,27 +831,27 @@ def plot_closeup(ctx: Context, ts: pd.DataFrame, shift_ms: float = 25.0, before_
     ctx.save_figure(fig, "loadshift_closeup.png")
 
 
-def plot_phases(ctx: Context, phases: pd.DataFrame) -> None:
+def plot_phases(ctx: Context, phases: Seeds) -> None:
     plt = setup_plt()
     fig, ax = plt.subplots(figsize=(9, 4.5), constrained_layout=True)
-    idx = sorted(set(phases["phase"].astype(int)))
-    variants = [v for v in (BASE, FIX, INIT32) if v in set(phases["variant"])]
+    idx = [int(x) for x in phases.points()]
+    variants = [v for v in (BASE, FIX, INIT32) if phases.has(v)]
     width = 0.8 / (len(variants) + 1)
     for j, v in enumerate(variants):
         ms, cis = [], []
         for i in idx:
-            m, ci, _ = mean_ci95(seed_values(phases, v, "throughput", phase=i))
+            m, ci, _ = mean_ci95(phases.values(v, i, "throughput"))
             ms.append(m)
             cis.append(ci if math.isfinite(ci) else 0)
         ax.bar(np.arange(len(idx)) + j * width, ms, width, yerr=cis, capsize=3, color=COLORS[v],
                label=ctx.spec.label(v))
-    off = [seed_mean(phases, BASE, "offered", phase=i) for i in idx]
+    off = [phases.mean(BASE, i, "offered") for i in idx]
     ax.bar(np.arange(len(idx)) + len(variants) * width, off, width, color="lightgray", label="offered")
-    loads = [seed_mean(phases, BASE, "load", phase=i) for i in idx]
+    loads = [phases.mean(BASE, i, "load") for i in idx]
     ax.set_xticks(np.arange(len(idx)) + width * len(variants) / 2)
     ax.set_xticklabels([f"phase {i}\nload {l:g}" for i, l in zip(idx, loads)])
     ax.set_ylabel("throughput (fraction of capacity)")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
-    fig.suptitle(f"Throughput per phase, mean of {phases['seed'].nunique()} seed(s), bars: 95 % CI", fontsize=9)
+    fig.suptitle(f"Throughput per phase, mean of {len(phases.seeds)} seed(s), bars: 95 % CI", fontsize=9)
     ctx.save_figure(fig, "loadshift_phases.png")

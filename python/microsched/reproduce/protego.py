@@ -30,8 +30,9 @@ from __future__ import annotations
 import functools
 import math
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -132,16 +133,31 @@ def derived(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _seeds(data: dict, name: str, key: str | None = LOAD) -> Seeds:
-    return Seeds(derived(data[name]), key=key)
+# The point of each experiment's runs: the demand (load.rps), but Fig. 12's TE and Fig. 13's one.
+KEYS: dict[str, str | None] = {"fig12": TE, "fig13": None}
 
 
-def _loads(df: pd.DataFrame, key: str = LOAD) -> list[float]:
-    return sorted(set(df[key].astype(float))) if key in df.columns else []
+@dataclass(frozen=True)
+class Data:
+    """What the claims are measured on: each experiment's runs (``main``, the sweep's; ``fig3``
+    ... ``fig13``, the sub-sweeps'), with the drop rates :func:`derived` adds, as Seeds by its
+    point (:data:`KEYS`), and each application's lock-bound capacities (:func:`capacities`)."""
+
+    runs: Mapping[str, Seeds]
+    capacity: Mapping[str, Mapping[str, float]]
+
+    @classmethod
+    def of(cls, frames: Mapping[str, pd.DataFrame], capacity: Mapping[str, Mapping[str, float]]) -> "Data":
+        return cls({name: Seeds(derived(df), key=KEYS.get(name, LOAD)) for name, df in frames.items()}, capacity)
 
 
-def _has(df: pd.DataFrame, *variants: str) -> str | None:
-    missing = set(variants) - set(df["variant"]) if "variant" in df.columns else set(variants)
+def _loads(s: Seeds) -> list[float]:
+    """The points of the runs, as run."""
+    return sorted(set(s.df[s.key].astype(float))) if s.key is not None and s.key in s.df.columns else []
+
+
+def _has(s: Seeds, *variants: str) -> str | None:
+    missing = set(variants) - s.names()
     return f"the run has no {', '.join(sorted(missing))} variant" if missing else None
 
 
@@ -181,13 +197,12 @@ def _by_load(stats: dict[float, float]) -> dict[str, float | None]:
 def _ratio_max(name: str, metric: str, num: str, den: str, target_key: str | None = None):
     """max over demands of metric(num)/metric(den), paired by seed."""
 
-    def measure(data: dict) -> Measured:
-        df = data[name]
-        miss = _has(df, num, den)
+    def measure(data: Data) -> Measured:
+        s = data.runs[name]
+        miss = _has(s, num, den)
         if miss:
             return Measured(None, missing=miss)
-        s = _seeds(data, name)
-        loads = _loads(df)
+        loads = _loads(s)
         at, m, ci = _max_over(s, loads, lambda x: s.ratio(x, metric, num, den))
         if not math.isfinite(at):
             return Measured(None, missing=f"no finite {metric} ratio {num}/{den} at any demand")
@@ -210,26 +225,25 @@ def _short(metric: str) -> str:
 def _seda_cap(name: str):
     """SEDA's largest goodput over demands / the lock-bound capacity."""
 
-    def measure(data: dict) -> Measured:
-        df = data[name]
-        miss = _has(df, "seda")
+    def measure(data: Data) -> Measured:
+        s = data.runs[name]
+        miss = _has(s, "seda")
         if miss:
             return Measured(None, missing=miss)
-        cap = data["capacity"][name]["capacity"]
-        s = _seeds(data, name)
-        at, g, ci = _max_over(s, _loads(df), lambda x: s.stat("seda", x, GOODPUT))
+        cap = data.capacity[name]["capacity"]
+        at, g, ci = _max_over(s, _loads(s), lambda x: s.stat("seda", x, GOODPUT))
         ev = {"at_krps": _krps(at), "seda_goodput": g, "capacity": cap, "capacity_krps": _krps(cap),
               "seda_client_drop_rate": s.mean("seda", at, CDR), "seda_p99_us": s.mean("seda", at, P99),
               "target_us": TARGET_US[name], "seda_throughput": s.mean("seda", at, "throughput_rps")}
         return Measured(g / cap, ci / cap if math.isfinite(ci) else None, _n(s, "seda", at, GOODPUT), evidence=ev,
                         extra={"at_load_rps": at, "capacity_rps": round(cap, 1),
-                               "by_load_goodput_rps": _by_load({x: s.mean("seda", x, GOODPUT) for x in _loads(df)})})
+                               "by_load_goodput_rps": _by_load({x: s.mean("seda", x, GOODPUT) for x in _loads(s)})})
 
     return measure
 
 
-def _overloaded(data: dict, name: str, loads: list[float]) -> tuple[list[float], Condition]:
-    cap = data["capacity"][name]["capacity"]
+def _overloaded(data: Data, name: str, loads: list[float]) -> tuple[list[float], Condition]:
+    cap = data.capacity[name]["capacity"]
     top = max(loads) if loads else math.nan
     return [x for x in loads if x > cap], Condition("highest demand over the lock-bound capacity", top / cap, ">", 1.0)
 
@@ -240,13 +254,12 @@ def _p99_over_target(name: str, variant: str, overloaded_only: bool, cpu_regime:
     variant's p99 (in units of the target when ``in_target_units``, else µs); the evidence gives
     an ``alternative`` variant's credits and p99 at the same demand."""
 
-    def measure(data: dict) -> Measured:
-        df = data[name]
-        miss = _has(df, variant)
+    def measure(data: Data) -> Measured:
+        s = data.runs[name]
+        miss = _has(s, variant)
         if miss:
             return Measured(None, missing=miss)
-        s = _seeds(data, name)
-        loads = _loads(df)
+        loads = _loads(s)
         regime = []
         if overloaded_only:
             loads, cond = _overloaded(data, name, loads)
@@ -265,9 +278,9 @@ def _p99_over_target(name: str, variant: str, overloaded_only: bool, cpu_regime:
               "goodput_krps": _krps(s.mean(variant, at, GOODPUT)), "pool_mean": s.mean(variant, at, "credits.pool_mean"),
               "issued_mean": s.mean(variant, at, "credits.issued_mean")}
         # Little's law: the credits out over the locks' capacity is how long an admitted request waits.
-        ev["little_ms"] = ev["issued_mean"] / data["capacity"][name]["capacity"] * 1e3
+        ev["little_ms"] = ev["issued_mean"] / data.capacity[name]["capacity"] * 1e3
         if alternative is not None:
-            alt = alternative if alternative in set(df["variant"]) else None
+            alt = alternative if alternative in s.names() else None
             ev.update(alt_issued=s.mean(alt, at, "credits.issued_mean") if alt else None,
                       alt_pool=s.mean(alt, at, "credits.pool_mean") if alt else None,
                       alt_p99_over_target=s.mean(alt, at, P99) / t if alt else None)
@@ -283,13 +296,12 @@ def _p99_over_target(name: str, variant: str, overloaded_only: bool, cpu_regime:
 def _drop_rate_max(name: str, variant: str, cpu_regime: bool = False):
     """max over demands of the variant's server drop rate (the paper's)."""
 
-    def measure(data: dict) -> Measured:
-        df = data[name]
-        miss = _has(df, variant)
+    def measure(data: Data) -> Measured:
+        s = data.runs[name]
+        miss = _has(s, variant)
         if miss:
             return Measured(None, missing=miss)
-        s = _seeds(data, name)
-        loads = _loads(df)
+        loads = _loads(s)
         at, m, ci = _max_over(s, loads, lambda x: s.stat(variant, x, SDR))
         if not math.isfinite(at):
             return Measured(None, missing="no request reached the server")
@@ -308,13 +320,12 @@ def _collapse(name: str, variant: str, cpu_not_congested: bool):
     """The share of its peak goodput a variant loses at the highest demand (per seed: 1 −
     goodput(top)/goodput(the demand of the peak mean)); the regime: its CPU not congested there."""
 
-    def measure(data: dict) -> Measured:
-        df = data[name]
-        miss = _has(df, variant)
+    def measure(data: Data) -> Measured:
+        s = data.runs[name]
+        miss = _has(s, variant)
         if miss:
             return Measured(None, missing=miss)
-        s = _seeds(data, name)
-        loads = _loads(df)
+        loads = _loads(s)
         if len(loads) < 2:
             return Measured(None, missing="a collapse needs at least two demands; the run has "
                                           f"{len(loads)}")
@@ -336,28 +347,26 @@ def _collapse(name: str, variant: str, cpu_not_congested: bool):
     return measure
 
 
-def _cpu_saturated(data: dict, name: str) -> Condition:
+def _cpu_saturated(data: Data, name: str) -> Condition:
     """The busiest variant's busy share of the cores at the highest demand."""
-    s = _seeds(data, name)
-    df = data[name]
-    loads = _loads(df)
+    s = data.runs[name]
+    loads = _loads(s)
     if not loads:
         return Condition("cores busy at the highest demand, as a share of the cores", None, ">=", CPU_SATURATED)
     top = max(loads)
-    shares = [s.mean(v, top, "cores.busy_mean") / s.mean(v, top, "cores.max") for v in sorted(set(df["variant"]))]
+    shares = [s.mean(v, top, "cores.busy_mean") / s.mean(v, top, "cores.max") for v in sorted(s.names())]
     shares = [x for x in shares if math.isfinite(x)]
     return Condition("cores busy at the highest demand (busiest system), as a share of the cores",
                      max(shares) if shares else None, ">=", CPU_SATURATED)
 
 
-def _asqm_goodput_gain(data: dict) -> Measured:
-    df = data["main"]
-    miss = _has(df, "protego", "protego_ac")
+def _asqm_goodput_gain(data: Data) -> Measured:
+    s = data.runs["main"]
+    miss = _has(s, "protego", "protego_ac")
     if miss:
         return Measured(None, missing=miss)
-    s = _seeds(data, "main")
-    top = max(_loads(df))
-    cap = data["capacity"]["main"]["capacity"]
+    top = max(_loads(s))
+    cap = data.capacity["main"]["capacity"]
     m, ci = s.paired(top, GOODPUT, lambda a, b: (a - b) / cap, "protego", "protego_ac")
     ev = {"top_krps": _krps(top), "capacity_krps": _krps(cap), "goodput_full_krps": _krps(s.mean("protego", top, GOODPUT)),
           "goodput_ac_krps": _krps(s.mean("protego_ac", top, GOODPUT)), "p99_ac_us": s.mean("protego_ac", top, P99),
@@ -373,13 +382,12 @@ def _fig3_order(metric: str, other: str, as_difference: bool = False):
     """other vs Protego at the highest demand, paired: metric(other)/metric(Protego) − 1 (or the
     difference)."""
 
-    def measure(data: dict) -> Measured:
-        df = data["fig3"]
-        miss = _has(df, other, "protego")
+    def measure(data: Data) -> Measured:
+        s = data.runs["fig3"]
+        miss = _has(s, other, "protego")
         if miss:
             return Measured(None, missing=miss)
-        s = _seeds(data, "fig3")
-        top = max(_loads(df))
+        top = max(_loads(s))
         fn = (lambda a, b: a - b) if as_difference else (lambda a, b: safe_ratio(a, b) - 1.0)
         m, ci = s.paired(top, metric, fn, other, "protego")
         ev = {"top_krps": _krps(top), "other": other, "other_value": s.mean(other, top, metric),
@@ -394,14 +402,13 @@ def _fig3_order(metric: str, other: str, as_difference: bool = False):
     return measure
 
 
-def _fig5_phase2_p99(data: dict) -> Measured:
-    df = data["fig5"]
-    miss = _has(df, "asqm")
+def _fig5_phase2_p99(data: Data) -> Measured:
+    s = data.runs["fig5"]
+    miss = _has(s, "asqm")
     if miss:
         return Measured(None, missing=miss)
-    s = _seeds(data, "fig5")
-    c = data["capacity"]["fig5"]
-    loads = [x for x in _loads(df) if c["capacity"] < x < c["last"]]
+    c = data.capacity["fig5"]
+    loads = [x for x in _loads(s) if c["capacity"] < x < c["last"]]
     regime = [Condition("demands run in phase II (one path congested, the other not)", float(len(loads)), ">=", 1.0)]
     if not loads:
         return Measured(None, missing="no demand of phase II was run", regime=regime)
@@ -413,7 +420,7 @@ def _fig5_phase2_p99(data: dict) -> Measured:
           "over_budget_share": _over_budget_share(s, "asqm", at)}
     return Measured(m / t, ci / t if math.isfinite(ci) else None, _n(s, "asqm", at, P99), evidence=ev, regime=regime,
                     extra={"at_load_rps": at, "p99_us": round(m, 1),
-                           "by_load_p99_us": _by_load({x: s.mean("asqm", x, P99) for x in _loads(df)})})
+                           "by_load_p99_us": _by_load({x: s.mean("asqm", x, P99) for x in _loads(s)})})
 
 
 def _over_budget_share(s: Seeds, variant: str, at: float) -> float | None:
@@ -426,16 +433,15 @@ def _over_budget_share(s: Seeds, variant: str, at: float) -> float | None:
     return over / waits if waits > 0 else None
 
 
-def _fig5_phases(data: dict) -> Measured:
+def _fig5_phases(data: Data) -> Measured:
     """Throughput's slope against demand in phase I (served share at the lowest demand) minus
     its slope between the two highest demands."""
-    df = data["fig5"]
-    miss = _has(df, "asqm")
+    s = data.runs["fig5"]
+    miss = _has(s, "asqm")
     if miss:
         return Measured(None, missing=miss)
-    s = _seeds(data, "fig5")
-    c = data["capacity"]["fig5"]
-    loads = _loads(df)
+    c = data.capacity["fig5"]
+    loads = _loads(s)
     regime = [Condition("lowest demand over the demand where the first path congests", min(loads) / c["capacity"], "<", 1.0),
               Condition("highest demand over the demand where the last path congests", max(loads) / c["last"], ">", 1.0)]
     if len(loads) < 3:
@@ -474,22 +480,21 @@ def _admission(s: Seeds, variant: str, at: float, sessions: float) -> dict[str, 
             "goodput_krps": _krps(s.mean(variant, at, GOODPUT)), "sdr": s.mean(variant, at, SDR)}
 
 
-def _phase1_loss(data: dict) -> Measured:
+def _phase1_loss(data: Data) -> Measured:
     """1 − goodput/demand of Protego at the highest demand at most PHASE1 of the lock-bound
     capacity (the paper's Phase I: every path has spare capacity), per seed; the evidence says
     how many sessions held no credit there and at the highest demand."""
-    df = data["main"]
-    miss = _has(df, "protego")
+    s = data.runs["main"]
+    miss = _has(s, "protego")
     if miss:
         return Measured(None, missing=miss)
-    cap = data["capacity"]["main"]["capacity"]
-    loads = _loads(df)
+    cap = data.capacity["main"]["capacity"]
+    loads = _loads(s)
     low = [x for x in loads if x <= PHASE1 * cap]
     regime = [Condition("demands run at most 0.8 of the lock-bound capacity", float(len(low)), ">=", 1.0)]
     if not low:
         return Measured(None, missing="no demand of phase I was run", regime=regime)
     at, top = max(low), max(loads)
-    s = _seeds(data, "main")
     x = pd.concat([s.values("protego", at, GOODPUT), s.values("protego", at, "offered_rps")], axis=1, join="inner")
     m, ci, n = mean_ci95([1.0 - safe_ratio(g, d) for g, d in x.itertuples(index=False)])
     sessions = _sessions(SCENARIO["main"])
@@ -499,7 +504,7 @@ def _phase1_loss(data: dict) -> Measured:
     # Algorithm 1's steps with the paper's a and d (§3.2), which the sweep does not change.
     ev.update(increase=ALGO1_INCREASE, decrease_credits=ALGO1_DECREASE * ev["pool"])
     ev.update({f"{k}_top": v for k, v in _admission(s, "protego", top, sessions).items()})
-    if "protego_artifact" in set(df["variant"]):
+    if "protego_artifact" in s.names():
         ev["artifact_loss"] = 1.0 - safe_ratio(s.mean("protego_artifact", at, GOODPUT), s.mean("protego_artifact", at, "offered_rps"))
         ev["artifact_pool"] = s.mean("protego_artifact", at, "credits.pool_mean")
         ev["artifact_goodput_top_krps"] = _krps(s.mean("protego_artifact", top, GOODPUT))
@@ -514,18 +519,17 @@ def _phase1_loss(data: dict) -> Measured:
 # measures: Fig. 7, 8 (Memcached-like VAR), 10, 12, 13
 
 
-def _cleanup_check(data: dict) -> Measured:
+def _cleanup_check(data: Data) -> Measured:
     """Our accounting: slab-lock cleanups of Protego's dropped requests / their drops at the item
     locks, at the highest demand (a cleanup belongs to a SET dropped after it allocated: <= 1)."""
-    df = data["fig7"]
-    miss = _has(df, "protego")
+    s = data.runs["fig7"]
+    miss = _has(s, "protego")
     if miss:
         return Measured(None, missing=miss)
     cols = ("lock_control.locks.slab.cleanups", "lock_control.locks.item.drops")
-    if any(c not in df.columns for c in cols):
+    if any(c not in s.df.columns for c in cols):
         return Measured(None, missing="per-lock counters (lock_control.locks.*) are not in the rows")
-    s = _seeds(data, "fig7")
-    top = max(_loads(df))
+    top = max(_loads(s))
     x = pd.concat([s.values("protego", top, cols[0]), s.values("protego", top, cols[1])], axis=1, join="inner")
     per = [safe_ratio(c, d) for c, d in x.itertuples(index=False)]
     m, ci, n = mean_ci95(per)
@@ -536,13 +540,12 @@ def _cleanup_check(data: dict) -> Measured:
     return Measured(m, ci, n, evidence=ev, extra={"at_load_rps": top})
 
 
-def _replicas_slo_ratio(data: dict) -> Measured:
-    df = data["fig7"]
-    miss = _has(df, "protego_replicas")
+def _replicas_slo_ratio(data: Data) -> Measured:
+    s = data.runs["fig7"]
+    miss = _has(s, "protego_replicas")
     if miss:
         return Measured(None, missing=miss)
-    s = _seeds(data, "fig7")
-    loads = _loads(df)
+    loads = _loads(s)
     slo = 2 * TARGET_US["fig7"]
     at, p99, _ = _max_over(s, loads, lambda x: s.stat("protego_replicas", x, P99))
     vals = s.values("protego_replicas", at, P99)
@@ -558,17 +561,16 @@ def _replicas_slo_ratio(data: dict) -> Measured:
                                                  "by_load_p99_us": _by_load({x: s.mean("protego_replicas", x, P99) for x in loads})})
 
 
-def _failure_replies(data: dict) -> Measured:
+def _failure_replies(data: Data) -> Measured:
     """The p99 of failure replies (creation → the failure reply at the client) of the requests a
     single Protego server drops, largest over demands. Measured on the one-server ``protego``
     variant (Server 1 of Fig. 8 under the same demand), whose histogram holds the server's drops
     only: with replicas it also counts the clients' local credit timeouts."""
-    df = data["fig7"]
-    miss = _has(df, "protego")
+    s = data.runs["fig7"]
+    miss = _has(s, "protego")
     if miss:
         return Measured(None, missing=miss)
-    s = _seeds(data, "fig7")
-    loads = _loads(df)
+    loads = _loads(s)
     with_drops = [x for x in loads if s.mean("protego", x, "server_drops") > 0]
     top = max(loads)
     regime = [Condition("requests the server drops at the highest demand", s.mean("protego", top, "server_drops"), ">", 0.0)]
@@ -590,13 +592,12 @@ def _failure_replies(data: dict) -> Measured:
 def _fig12(metric: str, hi: float, lo: float, fn: Callable[[float, float], float], name: str):
     """fn(metric at t_e = hi, metric at t_e = lo), paired by seed."""
 
-    def measure(data: dict) -> Measured:
-        df = data["fig12"]
-        tes = _loads(df, TE)
+    def measure(data: Data) -> Measured:
+        s = data.runs["fig12"]
+        tes = _loads(s)
         have = [t for t in (hi, lo) if any(np.isclose(t, x) for x in tes)]
         if len(have) < 2:
             return Measured(None, missing=f"the run has no t_e = {hi:g} and {lo:g} (it ran {', '.join(f'{t:g}' for t in tes)})")
-        s = _seeds(data, "fig12", key=TE)
         m, ci, n = _per_seed(s, "protego", metric, hi, lo, fn)
         ev = {"te_hi": hi, "te_lo": lo, "goodput_hi_krps": _krps(s.mean("protego", hi, GOODPUT)),
               "goodput_lo_krps": _krps(s.mean("protego", lo, GOODPUT)), "sdr_hi": s.mean("protego", hi, SDR),
@@ -612,15 +613,14 @@ def _fig12(metric: str, hi: float, lo: float, fn: Callable[[float, float], float
 
 
 def _fig13(other: str):
-    def measure(data: dict) -> Measured:
-        df = data["fig13"]
-        miss = _has(df, "protego", other)
+    def measure(data: Data) -> Measured:
+        s = data.runs["fig13"]
+        miss = _has(s, "protego", other)
         if miss:
             return Measured(None, missing=miss)
-        s = _seeds(data, "fig13", key=None)
         m, ci = s.ratio(None, GOODPUT, "protego", other)
         regime = []
-        if "none" in set(df["variant"]):
+        if "none" in s.names():
             none_p99 = s.mean("none", None, P99)
             busy = s.mean("none", None, "cores.busy_mean") / s.mean("none", None, "cores.max")
             regime = [Condition("p99 with no overload control over the target", none_p99 / TARGET_US["fig13"], ">", 1.0),
@@ -1185,15 +1185,15 @@ FIGURES = (
           figures=FIGURES)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
-    data: dict[str, Any] = {"main": ctx.results, **run_subs(ctx, SUBSWEEPS),
-                            "capacity": capacities()}
-    plot_vs_load(ctx, data["main"], "main", "Fig. 9 and 11: synthetic, p = 50 %, 10 µs", "protego_fig9_fig11.png")
+    frames = {"main": ctx.results, **run_subs(ctx, SUBSWEEPS)}
+    data = Data.of(frames, capacities())
+    plot_vs_load(ctx, frames["main"], "main", "Fig. 9 and 11: synthetic, p = 50 %, 10 µs", "protego_fig9_fig11.png")
     for name, title in (("fig3", "Fig. 3: synthetic, p = 20 %, 100 µs"), ("fig5", "Fig. 5: synthetic, p = 20 %, 10 µs, ASQM only"),
                         ("fig6", "Fig. 6: Lucene-like"), ("fig7", "Fig. 7 and 8: Memcached-like, VAR"),
                         ("fig10", "Fig. 10: synthetic, p = 50 %, 1 µs")):
-        plot_vs_load(ctx, data[name], name, title, f"protego_{name}.png")
-    plot_fig12(ctx, data["fig12"])
-    plot_bars(ctx, data["fig13"], "Fig. 13: Memcached-like, USR, 3.6 M req/s demand", "protego_fig13.png")
+        plot_vs_load(ctx, frames[name], name, title, f"protego_{name}.png")
+    plot_fig12(ctx, frames["fig12"])
+    plot_bars(ctx, frames["fig13"], "Fig. 13: Memcached-like, USR, 3.6 M req/s demand", "protego_fig13.png")
     return judge_all(CLAIMS, data)
 
 

@@ -25,38 +25,22 @@ def safe_ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
 
-def seed_values(df: pd.DataFrame, variant: str, metric: str, **where: float) -> pd.Series:
-    """``metric`` of ``variant``'s rows of ``df`` (the result rows, or a table derived from them
-    with a ``seed`` column: phases, shifts, cycles) where every column of ``where`` is close to
-    its value, one value per seed (the mean of that seed's rows), indexed by seed in order;
-    empty without that metric. What every claim measure reads its seeds' values with."""
-    if df.empty or metric not in df.columns:
-        return pd.Series(dtype=float)
-    sel = df["variant"] == variant
-    for k, x in where.items():
-        sel &= np.isclose(df[k].astype(float), x)
-    return df[sel].groupby("seed")[metric].mean().astype(float)
-
-
-def mean_over_seeds(values: pd.Series) -> float:
-    """The mean of per-seed values (NaN when there are none)."""
-    return float(values.mean()) if len(values) else math.nan
-
-
-def seed_mean(df: pd.DataFrame, variant: str, metric: str, **where: float) -> float:
-    """The mean over seeds of :func:`seed_values`."""
-    return mean_over_seeds(seed_values(df, variant, metric, **where))
-
-
 class Seeds:
     """A reproduction's result rows by variant and seed, at the values ``at`` of the grid key
     ``key`` (``None`` where every variant has a single point; ``at`` is then ignored): the one
-    results type the claim measures read (per point, per seed)."""
+    results type the claim measures read (per point, per seed).
 
-    def __init__(self, df: pd.DataFrame, key: str | None = None):
+    The rows are a run's (``results.parquet``) or a table derived from them with a ``seed``
+    column (phases, shifts, cycles, max-load searches, ...); ``by`` is the column naming what is
+    compared (``variant``, or a table's own: ``search``, ``system``). A seed with several rows at
+    one point reads as their mean; rows without a ``seed`` column (nothing was run) read as no
+    values."""
+
+    def __init__(self, df: pd.DataFrame, key: str | None = None, by: str = "variant"):
         self.df = df
         self.key = key
-        self.seeds = sorted(set(df["seed"]))
+        self.by = by
+        self.seeds = sorted(set(df["seed"])) if "seed" in df.columns else []
         # A reproduction asks for hundreds of (variant, point, metric) triples: each point's rows
         # are selected once, not once per metric.
         self._variants: dict[str, pd.DataFrame] = {}
@@ -64,17 +48,34 @@ class Seeds:
         self._names: set[str] | None = None
         self._grid: list[float] | None = None
 
+    def names(self) -> set[str]:
+        """The variants (the values of the ``by`` column) the rows hold."""
+        if self._names is None:
+            self._names = set(self.df[self.by]) if self.by in self.df.columns else set()
+        return self._names
+
     def has(self, *variants: str) -> bool:
         """Whether the rows hold every one of ``variants``."""
-        if self._names is None:
-            self._names = set(self.df["variant"])
-        return set(variants) <= self._names
+        return set(variants) <= self.names()
 
     def points(self) -> list[float]:
         """The values of the grid key the rows hold, in order (rounded to 9 digits)."""
         if self._grid is None:
-            self._grid = sorted(set(np.round(self.df[self.key].astype(float), 9))) if self.key is not None else []
+            self._grid = (sorted(set(np.round(self.df[self.key].astype(float), 9)))
+                          if self.key is not None and self.key in self.df.columns else [])
         return self._grid
+
+    def points_of(self, variant: str) -> list[float]:
+        """The values of the grid key ``variant``'s rows hold, in order, as run (not rounded)."""
+        rows = self._of_variant(variant)
+        if self.key is None or self.key not in rows.columns:
+            return []
+        return sorted(set(rows[self.key].astype(float)))
+
+    def nearest(self, variant: str, at: float) -> float | None:
+        """The point of ``variant`` nearest ``at`` (None if it has no rows)."""
+        xs = self.points_of(variant)
+        return min(xs, key=lambda x: abs(x - at)) if xs else None
 
     def has_point(self, at: float) -> bool:
         return any(math.isclose(at, x) for x in self.points())
@@ -90,24 +91,38 @@ class Seeds:
             return f"the run has no {what} {', '.join(f'{x:g}' for x in lost)}"
         return None
 
+    def _of_variant(self, variant: str) -> pd.DataFrame:
+        rows = self._variants.get(variant)
+        if rows is None:
+            d = self.df
+            rows = self._variants[variant] = d[d[self.by] == variant] if self.by in d.columns else d.iloc[:0]
+        return rows
+
     def rows(self, variant: str, at: float | None) -> pd.DataFrame:
         """The rows of ``variant`` at ``at``, indexed by seed in order."""
         key = (variant, None if self.key is None else at)
         rows = self._points.get(key)
         if rows is None:
-            of_variant = self._variants.get(variant)
-            if of_variant is None:
-                of_variant = self._variants[variant] = self.df[self.df["variant"] == variant]
+            of_variant = self._of_variant(variant)
             if self.key is not None:
-                of_variant = of_variant[np.isclose(of_variant[self.key].astype(float), at)]
-            rows = self._points[key] = of_variant.set_index("seed").sort_index()
+                of_variant = (of_variant[np.isclose(of_variant[self.key].astype(float), at)]
+                              if self.key in of_variant.columns else of_variant.iloc[:0])
+            rows = self._points[key] = (of_variant.set_index("seed").sort_index() if "seed" in of_variant.columns
+                                        else of_variant)
         return rows
 
     def values(self, variant: str, at: float | None, metric: str) -> pd.Series:
         """``metric`` of ``variant`` at ``at``, indexed by seed (empty without that column)."""
         if metric not in self.df.columns:
             return pd.Series(dtype=float)
-        return self.rows(variant, at)[metric].astype(float)
+        s = self.rows(variant, at)[metric].astype(float)
+        return s if s.index.is_unique else s.groupby(level=0).mean()
+
+    def over(self, variant: str, points: Iterable[float], metric: str) -> pd.Series:
+        """``metric`` of ``variant`` over several points, one value per seed (the mean of that
+        seed's values at those points), indexed by seed in order."""
+        parts = [x for x in (self.values(variant, at, metric) for at in points) if len(x)]
+        return pd.concat(parts).groupby(level=0).mean() if parts else pd.Series(dtype=float)
 
     def mean(self, variant: str, at: float | None, metric: str) -> float:
         s = self.values(variant, at, metric)
@@ -140,7 +155,7 @@ class Seeds:
         d = self.df
         if column not in d.columns:
             return []
-        sel = d["variant"] == variant
+        sel = d[self.by] == variant
         if self.key is not None:
             sel &= np.isclose(d[self.key].astype(float), at)
         return list(d.loc[sel, column])

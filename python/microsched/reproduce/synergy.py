@@ -13,18 +13,20 @@ wait-queue congestion knobs on Extreme. Fig. 9: Synergy on High with signal, kmo
 at 50 % load on 8-30 workers.
 
 The module is its claims (:data:`CLAIMS`, declared before any run: the paper's number, where,
-how it is measured) and the functions that measure them on ``data``, a plain dict of frames:
+how it is measured) and the functions that measure them on :class:`Data`, three tables each read
+per point and per seed through :class:`~microsched.reproduce.stats.Seeds`:
 
 ``runs``
     one row per grid run (``results.parquet``) plus the few fixed-load runs the grid does not
-    hold (``points.parquet``): ``variant``, ``seed``, ``load.fraction`` and the summary metrics;
+    hold (``points.parquet``): ``variant``, ``seed``, ``load.fraction`` (the point) and the
+    summary metrics;
 ``maxload``
-    one row per max-load search and seed (``maxload.parquet``): ``search``, ``seed``, ``load``
-    (the midpoint of the bisection's last bracket), ``step`` (its width), ``censored`` (the top
-    of the range met the SLO) and the failing probe above it (``fail_value``: its p99.9
-    slowdown, ``fail_util``, ``fail_stable``);
+    one row per max-load search and seed (``maxload.parquet``), by ``search``: ``load`` (the
+    midpoint of the bisection's last bracket), ``step`` (its width), ``censored`` (the top of the
+    range met the SLO) and the failing probe above it (``fail_value``: its p99.9 slowdown,
+    ``fail_util``, ``fail_stable``);
 ``scaling``
-    the Fig. 11 runs (``scaling.parquet``): ``system``, ``workers``, ``seed`` and metrics.
+    the Fig. 11 runs (``scaling.parquet``), by ``system`` at ``workers`` (the point): metrics.
 
 Loads are fractions of the 14 workers' capacity (14 / Table II's mean service time), which is
 also the paper's own load percentage (239 kRPS on High is "86 % of CPU load", 3.79 MRPS on
@@ -36,6 +38,7 @@ left out) is in ``experiments/synergy/sweep.toml`` and the policy files.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -47,7 +50,7 @@ from .framework import Condition as RunCondition
 from .framework import Context, Figure, Thesis, register
 from .sensitivity import Cost
 from .runner import mean_ci95
-from .stats import mean_over_seeds, seed_values
+from .stats import Seeds
 from .synergy_fit import FITTED_NS, INFERRED_NS, fitted_scale
 
 LOAD = "load.fraction"
@@ -106,6 +109,7 @@ SEARCHES: dict[str, tuple[str, float]] = {
 FIXED_POINTS = (("zippydb/rss-ci", PAPER_LADDER_KRPS["rss-ci"] / CAPACITY_KRPS["zippydb"]),)
 SCALING_SYSTEMS = ("synergy", "c-fcfs", "darc")
 SCALING_LOAD = 0.5
+AVOIDED, PREEMPTIONS = "sched.avoided_preemptions", "sched.preemptions"
 
 
 def paper_load(workload: str, krps: float) -> float:
@@ -125,28 +129,24 @@ def _esc(text: str) -> str:
 # reading the data
 
 
-def _frame(data: dict, key: str) -> pd.DataFrame:
-    d = data.get(key)
-    return d if isinstance(d, pd.DataFrame) else pd.DataFrame()
+@dataclass(frozen=True)
+class Data:
+    """What the claims are measured on (see the module's doc): ``runs`` by load, ``maxload`` by
+    search, ``scaling`` by system and number of workers."""
+
+    runs: Seeds
+    maxload: Seeds
+    scaling: Seeds
+
+    @classmethod
+    def of(cls, runs: pd.DataFrame, maxload: pd.DataFrame, scaling: pd.DataFrame) -> "Data":
+        """From the three tables (an empty frame where nothing was run)."""
+        return cls(Seeds(runs, key=LOAD), Seeds(maxload, by="search"), Seeds(scaling, key="workers", by="system"))
 
 
-def _nearest_load(data: dict, variant: str, load: float) -> float | None:
-    """The run load of ``variant`` nearest ``load`` (None if it has no runs)."""
-    runs = _frame(data, "runs")
-    if runs.empty or "variant" not in runs:
-        return None
-    loads = runs.loc[runs["variant"] == variant, LOAD].astype(float)
-    if loads.empty:
-        return None
-    arr = np.unique(loads.to_numpy())
-    return float(arr[np.argmin(np.abs(arr - load))])
-
-
-def _seed_values(data: dict, variant: str, at: float | None, metric: str) -> pd.Series:
-    """``metric`` of ``variant`` at run load ``at``, indexed by seed."""
-    if at is None:
-        return pd.Series(dtype=float)
-    return seed_values(_frame(data, "runs"), variant, metric, **{LOAD: at})
+def _at_load(data: Data, variant: str, at: float | None, metric: str) -> pd.Series:
+    """``metric`` of ``variant`` at run load ``at``, indexed by seed (empty without a load)."""
+    return pd.Series(dtype=float) if at is None else data.runs.values(variant, at, metric)
 
 
 def _not_measured(why: str) -> Measured:
@@ -158,9 +158,9 @@ def _at_paper_load(name: str, at: float | None, load: float) -> Condition:
                      None if at is None else abs(at - load), "<=", AT_LOAD)
 
 
-def _type_evidence(data: dict, variant: str, at: float | None, workload: str) -> dict:
+def _type_evidence(data: Data, variant: str, at: float | None, workload: str) -> dict:
     short, long = TYPES[workload]
-    m = lambda metric: mean_over_seeds(_seed_values(data, variant, at, metric))  # noqa: E731
+    m = lambda metric: float(_at_load(data, variant, at, metric).mean())  # noqa: E731
     longs = m(f"by_type.{long}.completed")
     return {"load": at,
             "short_slowdown": m(f"by_type.{short}.slowdown.p999"),
@@ -171,14 +171,12 @@ def _type_evidence(data: dict, variant: str, at: float | None, workload: str) ->
             "preemptions_per_long": m("sched.preemptions") / longs if longs and longs > 0 else math.nan}
 
 
-def _maxload_rows(data: dict, search: str) -> pd.DataFrame:
-    ml = _frame(data, "maxload")
-    if ml.empty or "search" not in ml:
-        return pd.DataFrame()
-    return ml[ml["search"] == search].set_index("seed").sort_index()
+def _maxload_rows(data: Data, search: str) -> pd.DataFrame:
+    """The bisections of ``search``, one row per seed, indexed by seed."""
+    return data.maxload.rows(search, None)
 
 
-def _maxload_evidence(data: dict, search: str, prefix: str) -> dict:
+def _maxload_evidence(data: Data, search: str, prefix: str) -> dict:
     d = _maxload_rows(data, search)
     if d.empty:
         return {f"{prefix}_load": None, f"{prefix}_fail_slowdown": None, f"{prefix}_fail_util": None,
@@ -195,10 +193,10 @@ def _maxload_evidence(data: dict, search: str, prefix: str) -> dict:
 # measures: max loads
 
 
-def _m_maxload(search: str, workload: str, paper_krps: float) -> Callable[[dict], Measured]:
+def _m_maxload(search: str, workload: str, paper_krps: float) -> Callable[[Data], Measured]:
     """A search's max load as a fraction of capacity; its CI is at least the bisection's step."""
 
-    def measure(data: dict) -> Measured:
+    def measure(data: Data) -> Measured:
         d = _maxload_rows(data, search)
         if d.empty:
             return _not_measured(f"no max-load search {search}")
@@ -217,18 +215,18 @@ def _nz(x: float) -> float:
     return x if x is not None and math.isfinite(x) else 0.0
 
 
-def _paired_maxload(data: dict, a: str, b: str) -> pd.DataFrame:
+def _paired_maxload(data: Data, a: str, b: str) -> pd.DataFrame:
     A, B = _maxload_rows(data, a), _maxload_rows(data, b)
     if A.empty or B.empty:
         return pd.DataFrame()
     return A[["load", "step"]].merge(B[["load", "step"]], left_index=True, right_index=True, suffixes=("_a", "_b"))
 
 
-def _m_maxload_ratio(a: str, b: str, minus_one: bool = False) -> Callable[[dict], Measured]:
+def _m_maxload_ratio(a: str, b: str, minus_one: bool = False) -> Callable[[Data], Measured]:
     """Max load of ``a`` / max load of ``b`` per seed (minus one for a gain). The CI is at least
     what the two bisection steps allow: r·(step_a/a + step_b/b)."""
 
-    def measure(data: dict) -> Measured:
+    def measure(data: Data) -> Measured:
         j = _paired_maxload(data, a, b)
         if j.empty:
             return _not_measured(f"no max-load searches {a} and {b} on the same seeds")
@@ -243,12 +241,12 @@ def _m_maxload_ratio(a: str, b: str, minus_one: bool = False) -> Callable[[dict]
     return measure
 
 
-def _cause_maxload_pair(a: str, b: str, pa: float | None, pb: float | None) -> Callable[[dict, Measured], Cause]:
+def _cause_maxload_pair(a: str, b: str, pa: float | None, pb: float | None) -> Callable[[Data, Measured], Cause]:
     """Why a max-load comparison misses the paper's: both loads against the paper's, and what stops
     each search (its p99.9 slowdown and worker utilisation at the first load that failed)."""
     na, nb = _esc(_name(a)), _esc(_name(b))
 
-    def cause(data: dict, m: Measured) -> Cause:
+    def cause(data: Data, m: Measured) -> Cause:
         ev = {**m.evidence, "measured": m.value, "ci95": m.ci95, "a_paper": pa, "b_paper": pb}
         pa_t, pb_t = (" (paper {a_paper:.3f})", " (paper {b_paper:.3f})") if pa is not None else ("", "")
         text = (f"{na} meets the SLO up to {{a_load:.3f}} of capacity{pa_t}, {nb} up to {{b_load:.3f}}{pb_t}, "
@@ -271,10 +269,10 @@ def _stop_text(ev: dict, p: str, name: str) -> str:
     return base + "."
 
 
-def _cause_fraction(search: str) -> Callable[[dict, Measured], Cause]:
+def _cause_fraction(search: str) -> Callable[[Data, Measured], Cause]:
     n = _esc(_name(search))
 
-    def cause(data: dict, m: Measured) -> Cause:
+    def cause(data: Data, m: Measured) -> Cause:
         ev = {**m.evidence, "measured": m.value, "ci95": m.ci95}
         text = (f"{n}'s max load is {{measured:.3f}} ± {{ci95:.3f}} of the workers' capacity ({{krps}} kRPS at the "
                 f"testbed's {{paper_capacity_krps}} kRPS); the paper's is {{paper_krps}} kRPS. ")
@@ -283,10 +281,10 @@ def _cause_fraction(search: str) -> Callable[[dict, Measured], Cause]:
     return cause
 
 
-def _m_monotone(rungs: tuple[str, ...]) -> Callable[[dict], Measured]:
+def _m_monotone(rungs: tuple[str, ...]) -> Callable[[Data], Measured]:
     """The smallest per-seed gain of max load between consecutive rungs (CI at least the two steps)."""
 
-    def measure(data: dict) -> Measured:
+    def measure(data: Data) -> Measured:
         frames = [_maxload_rows(data, f"zippydb/{r}") for r in rungs]
         if any(f.empty for f in frames):
             return _not_measured("a rung's max-load search is missing")
@@ -306,8 +304,8 @@ def _m_monotone(rungs: tuple[str, ...]) -> Callable[[dict], Measured]:
     return measure
 
 
-def _cause_monotone(rungs: tuple[str, ...]) -> Callable[[dict, Measured], Cause]:
-    def cause(data: dict, m: Measured) -> Cause:
+def _cause_monotone(rungs: tuple[str, ...]) -> Callable[[Data, Measured], Cause]:
+    def cause(data: Data, m: Measured) -> Cause:
         parts = [f"{_esc(r)} {{load_{i}:.3f}}" for i, r in enumerate(rungs)]
         text = ("max loads (of capacity) by rung: " + ", ".join(parts) +
                 "; the smallest gain, {measured:.3f} ± {ci95:.3f}, does not exclude no gain")
@@ -316,11 +314,11 @@ def _cause_monotone(rungs: tuple[str, ...]) -> Callable[[dict, Measured], Cause]
     return cause
 
 
-def _m_worst(worst: str, others: dict[str, str]) -> Callable[[dict], Measured]:
+def _m_worst(worst: str, others: dict[str, str]) -> Callable[[Data], Measured]:
     """ORDER: the smallest per-seed max-load lead of any other search (``{label: search}``) over
     ``worst``; the CI is at least two bisection steps."""
 
-    def measure(data: dict) -> Measured:
+    def measure(data: Data) -> Measured:
         W = _maxload_rows(data, worst)
         O = {k: _maxload_rows(data, o) for k, o in others.items()}
         if W.empty or any(o.empty for o in O.values()):
@@ -338,10 +336,10 @@ def _m_worst(worst: str, others: dict[str, str]) -> Callable[[dict], Measured]:
 # measures: values at the paper's loads
 
 
-def _m_point(variant: str, workload: str, load: float, metric: str) -> Callable[[dict], Measured]:
-    def measure(data: dict) -> Measured:
-        at = _nearest_load(data, variant, load)
-        s = _seed_values(data, variant, at, metric)
+def _m_point(variant: str, workload: str, load: float, metric: str) -> Callable[[Data], Measured]:
+    def measure(data: Data) -> Measured:
+        at = data.runs.nearest(variant, load)
+        s = _at_load(data, variant, at, metric)
         if s.empty:
             return _not_measured(f"no runs of {variant}")
         m, ci, n = mean_ci95(s)
@@ -351,11 +349,11 @@ def _m_point(variant: str, workload: str, load: float, metric: str) -> Callable[
     return measure
 
 
-def _cause_point(variant: str, metric: str) -> Callable[[dict, Measured], Cause]:
+def _cause_point(variant: str, metric: str) -> Callable[[Data, Measured], Cause]:
     n = _esc(_name(variant))
     what = "p99.9 slowdown" if metric.startswith("slowdown") else "p99.9 latency (µs)"
 
-    def cause(data: dict, m: Measured) -> Cause:
+    def cause(data: Data, m: Measured) -> Cause:
         ev = {**m.evidence, "measured": m.value, "ci95": m.ci95}
         text = (f"at load {{load:.3f}} {n}'s {what} is {{measured}} ± {{ci95}}: its short requests' p99.9 slowdown "
                 "is {short_slowdown} (p99.9 queueing {short_queueing_us} µs), its long requests' p99.9 latency "
@@ -367,12 +365,12 @@ def _cause_point(variant: str, metric: str) -> Callable[[dict, Measured], Cause]
 
 
 def _m_point_pair(num: str, den: str, workload: str, load: float, metric: str,
-                  fn: str = "ratio") -> Callable[[dict], Measured]:
+                  fn: str = "ratio") -> Callable[[Data], Measured]:
     """``num`` / ``den`` (or ``num − den``) of ``metric`` per seed at the paper's load."""
 
-    def measure(data: dict) -> Measured:
-        a_at, b_at = _nearest_load(data, num, load), _nearest_load(data, den, load)
-        A, B = _seed_values(data, num, a_at, metric), _seed_values(data, den, b_at, metric)
+    def measure(data: Data) -> Measured:
+        a_at, b_at = data.runs.nearest(num, load), data.runs.nearest(den, load)
+        A, B = _at_load(data, num, a_at, metric), _at_load(data, den, b_at, metric)
         j = pd.concat([A, B], axis=1, join="inner").dropna()
         if j.empty:
             return _not_measured(f"no runs of {num} and {den} on the same seeds")
@@ -392,11 +390,11 @@ def _m_point_pair(num: str, den: str, workload: str, load: float, metric: str,
     return measure
 
 
-def _cause_point_pair(num: str, den: str, metric: str) -> Callable[[dict, Measured], Cause]:
+def _cause_point_pair(num: str, den: str, metric: str) -> Callable[[Data, Measured], Cause]:
     a, b = _esc(_name(num)), _esc(_name(den))
     what = "p99.9 slowdown" if metric.startswith("slowdown") else "p99.9 latency (µs)"
 
-    def cause(data: dict, m: Measured) -> Cause:
+    def cause(data: Data, m: Measured) -> Cause:
         ev = {**m.evidence, "measured": m.value, "ci95": m.ci95}
         text = (f"at load {{load:.3f}} the {what} is {{num_value}} for {a} and {{den_value}} for {b}. {a}: short "
                 f"p99.9 slowdown {{num_short_slowdown}}, long p99.9 latency {{num_long_latency_us}} µs (queueing "
@@ -409,23 +407,22 @@ def _cause_point_pair(num: str, den: str, metric: str) -> Callable[[dict, Measur
 
 
 def _m_lowest(workload: str, syn: str, others: tuple[str, ...], upto: float | None,
-              metric: str = "latency_us.p999") -> Callable[[dict], Measured]:
+              metric: str = "latency_us.p999") -> Callable[[Data], Measured]:
     """ORDER: per seed, the smallest lead (other − Synergy) of ``metric`` over the others and the
     run loads (up to ``upto`` of capacity, or every load)."""
 
-    def measure(data: dict) -> Measured:
-        runs = _frame(data, "runs")
-        if runs.empty:
+    def measure(data: Data) -> Measured:
+        if data.runs.df.empty:
             return _not_measured("no runs")
-        loads = sorted(set(runs.loc[runs["variant"] == syn, LOAD].astype(float)))
+        loads = data.runs.points_of(syn)
         if upto is not None:
             loads = [x for x in loads if x <= upto + AT_LOAD]
         leads, ev = [], {}
         worst = (math.inf, None, None)
         for x in loads:
-            s = _seed_values(data, syn, x, metric)
+            s = _at_load(data, syn, x, metric)
             for o in others:
-                d = (_seed_values(data, o, x, metric) - s).dropna()
+                d = (_at_load(data, o, x, metric) - s).dropna()
                 if len(d):
                     leads.append(d.rename(f"{o}@{x}"))
                     if d.mean() < worst[0]:
@@ -435,15 +432,15 @@ def _m_lowest(workload: str, syn: str, others: tuple[str, ...], upto: float | No
         per_seed = pd.concat(leads, axis=1).min(axis=1)
         m, ci, n = mean_ci95(per_seed)
         o, x = worst[1], worst[2]
-        ev = {"closest_load": x, "synergy_value": mean_over_seeds(_seed_values(data, syn, x, metric)),
-              "closest_value": mean_over_seeds(_seed_values(data, o, x, metric)), "loads": len(loads)}
+        ev = {"closest_load": x, "synergy_value": data.runs.mean(syn, x, metric),
+              "closest_value": data.runs.mean(o, x, metric), "loads": len(loads)}
         regime = [Condition("run loads at or below the paper's bound", len(loads), ">=", 1)] if upto is not None else []
         return Measured(m, ci, n, evidence=ev, regime=regime, extra={"closest_system": o, "closest_load": x})
 
     return measure
 
 
-def _cause_lowest(data: dict, m: Measured) -> Cause:
+def _cause_lowest(data: Data, m: Measured) -> Cause:
     return Cause("the closest competitor is {closest} at load {closest_load:.3f}: p99.9 latency {closest_value} µs "
                  "against Synergy's {synergy_value} µs (smallest lead {measured} ± {ci95} µs over {loads} loads)",
                  {**m.evidence, "closest": _name(str(m.extra.get("closest_system"))), "measured": m.value,
@@ -454,53 +451,50 @@ def _cause_lowest(data: dict, m: Measured) -> Cause:
 # measures: ladder, knobs, flows, scaling
 
 
-def _m_avoided(variant: str) -> Callable[[dict], Measured]:
+def _m_avoided(variant: str) -> Callable[[Data], Measured]:
     """The smallest share, over the run loads, of quantum expiries whose interrupt was avoided."""
 
-    def measure(data: dict) -> Measured:
-        runs = _frame(data, "runs")
-        if runs.empty or "sched.avoided_preemptions" not in runs:
+    def measure(data: Data) -> Measured:
+        r = data.runs
+        if r.df.empty or AVOIDED not in r.df.columns:
             return _not_measured("no avoided-preemption counts")
-        d = runs[runs["variant"] == variant]
-        if d.empty:
+        loads = r.points_of(variant)
+        if not loads:
             return _not_measured(f"no runs of {variant}")
-        a, p = d["sched.avoided_preemptions"].astype(float), d["sched.preemptions"].astype(float)
-        d = d.assign(share=a / (a + p))
-        per_seed = d.groupby("seed")["share"].min()
-        worst_load = float(d.groupby(LOAD)["share"].mean().idxmin())
+        shares = {}
+        for x in loads:
+            a = r.values(variant, x, AVOIDED)
+            shares[x] = a / (a + r.values(variant, x, PREEMPTIONS))
+        per_seed = pd.concat(list(shares.values()), axis=1).min(axis=1).sort_index()
+        worst_load = float(pd.Series({x: v.mean() for x, v in shares.items()}).idxmin())
         m, ci, n = mean_ci95(per_seed)
-        w = d[np.isclose(d[LOAD].astype(float), worst_load)]
-        return Measured(m, ci, n, evidence={"load": worst_load, "avoided": float(w["sched.avoided_preemptions"].mean()),
-                                            "preemptions": float(w["sched.preemptions"].mean())})
+        return Measured(m, ci, n, evidence={"load": worst_load, "avoided": r.mean(variant, worst_load, AVOIDED),
+                                            "preemptions": r.mean(variant, worst_load, PREEMPTIONS)})
 
     return measure
 
 
-def _m_flows(variant: str, base: str, load: float) -> Callable[[dict], Measured]:
-    def measure(data: dict) -> Measured:
-        at = _nearest_load(data, variant, load)
-        hi = _seed_values(data, variant, at, "sched.worker_utilization.max")
-        lo = _seed_values(data, variant, at, "sched.worker_utilization.min")
+def _m_flows(variant: str, base: str, load: float) -> Callable[[Data], Measured]:
+    def measure(data: Data) -> Measured:
+        at = data.runs.nearest(variant, load)
+        hi = _at_load(data, variant, at, "sched.worker_utilization.max")
+        lo = _at_load(data, variant, at, "sched.worker_utilization.min")
         gap = (hi - lo).dropna()
         if gap.empty:
             return _not_measured(f"no runs of {variant}")
         m, ci, n = mean_ci95(gap)
-        b_at = _nearest_load(data, base, load)
+        b_at = data.runs.nearest(base, load)
         ev = {"load": at, "util_min": float(lo.mean()), "util_max": float(hi.mean()),
-              "flows": mean_over_seeds(_seed_values(data, variant, at, "clients.sessions")),
-              "base_gap": mean_over_seeds(_seed_values(data, base, b_at, "sched.worker_utilization.max"))
-              - mean_over_seeds(_seed_values(data, base, b_at, "sched.worker_utilization.min"))}
+              "flows": float(_at_load(data, variant, at, "clients.sessions").mean()),
+              "base_gap": float(_at_load(data, base, b_at, "sched.worker_utilization.max").mean())
+              - float(_at_load(data, base, b_at, "sched.worker_utilization.min").mean())}
         return Measured(m, ci, n, evidence=ev, regime=[_at_paper_load(variant, at, load)])
 
     return measure
 
 
-def _scaling_values(data: dict, system: str, workers: int, metric: str) -> pd.Series:
-    sc = _frame(data, "scaling")
-    if sc.empty or metric not in sc:
-        return pd.Series(dtype=float)
-    d = sc[(sc["system"] == system) & (sc["workers"] == workers)]
-    return d.groupby("seed")[metric].mean().astype(float).sort_index()
+def _scaling_values(data: Data, system: str, workers: int, metric: str) -> pd.Series:
+    return data.scaling.values(system, workers, metric)
 
 
 def _loss(sc: pd.DataFrame) -> pd.Series:
@@ -511,7 +505,7 @@ def _loss(sc: pd.DataFrame) -> pd.Series:
     return (sc["requests.dropped"] + excess.clip(lower=0)) / sc["requests.generated"]
 
 
-def _scaling_evidence(data: dict, workers: int) -> dict:
+def _scaling_evidence(data: Data, workers: int) -> dict:
     ev = {"workers": workers}
     for s in SCALING_SYSTEMS:
         k = s.replace("-", "_")
@@ -524,8 +518,8 @@ def _scaling_evidence(data: dict, workers: int) -> dict:
     return ev
 
 
-def _m_scaling(system: str, workers: int, metric: str, den: str | None = None) -> Callable[[dict], Measured]:
-    def measure(data: dict) -> Measured:
+def _m_scaling(system: str, workers: int, metric: str, den: str | None = None) -> Callable[[Data], Measured]:
+    def measure(data: Data) -> Measured:
         a = _scaling_values(data, system, workers, metric)
         if den is not None:
             b = _scaling_values(data, den, workers, metric)
@@ -541,7 +535,7 @@ def _m_scaling(system: str, workers: int, metric: str, den: str | None = None) -
     return measure
 
 
-def _cause_scaling(data: dict, m: Measured) -> Cause:
+def _cause_scaling(data: Data, m: Measured) -> Cause:
     return Cause("at {workers} workers and half load: p99.9 slowdown Synergy {synergy_slowdown}, DARC {darc_slowdown}, "
                  "c-FCFS {c_fcfs_slowdown}; p99.9 latency Synergy {synergy_latency_us} µs, DARC {darc_latency_us} µs; "
                  "requests lost or left behind Synergy {synergy_loss}, DARC {darc_loss}, c-FCFS {c_fcfs_loss}; "
@@ -1010,7 +1004,7 @@ def scaling_args(ctx: Context) -> list[tuple]:
     return args
 
 
-def build_data(ctx: Context) -> dict:
+def build_data(ctx: Context) -> Data:
     """The fixed points, the max-load searches and Fig. 11's scaling runs, all as extra runs of one
     pool (:meth:`Context.run_extra`), then the tables the claims read."""
     from ..maxload import _bisect_args
@@ -1032,7 +1026,7 @@ def build_data(ctx: Context) -> dict:
             d.to_parquet(ctx.out / f"{name}.parquet", index=False)
     keep = [c for c in ctx.results.columns if not c.startswith("histograms.")]
     runs = pd.concat([ctx.results[keep], fixed], ignore_index=True) if not fixed.empty else ctx.results[keep]
-    return {"runs": runs, "maxload": searches, "scaling": scaling}
+    return Data.of(runs, searches, scaling)
 
 
 def _dispatcher_scale(variant: Any, factor: float) -> tuple[str, ...]:
@@ -1137,8 +1131,8 @@ def analyze(ctx: Context) -> list[Claim]:
     data = build_data(ctx)
     plot_curves(ctx, ctx.aggregate)
     plot_knobs(ctx, ctx.aggregate)
-    plot_maxload(ctx, data["maxload"])
-    plot_scaling(ctx, data["scaling"])
+    plot_maxload(ctx, data.maxload.df)
+    plot_scaling(ctx, data.scaling.df)
     return judge_all(CLAIMS, data)
 
 

@@ -91,6 +91,18 @@ def summary_of(task: tuple[Any, int, tuple[str, ...]]) -> dict[str, Any]:
         return run_summary(scenario, seed=seed, overrides=list(overrides))
 
 
+def traced_summary_of(task: tuple[Any, int, tuple[str, ...], str, tuple[float, float]]) -> dict[str, Any]:
+    """``(scenario, seed, overrides, trace path, trace window)``: the run's summary, its timeline
+    written to the trace path (:func:`microsched.api.run` with ``trace``; its warnings are not
+    issued)."""
+    from ..api import run_summary
+
+    scenario, seed, overrides, path, window = task
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_summary(scenario, seed=seed, overrides=list(overrides), trace=path, trace_window=window)
+
+
 def series_of(task: tuple[Any, int, tuple[str, ...], tuple[str, ...]]) -> dict[str, Any]:
     """``(scenario, seed, overrides, columns)``: those columns of the run's time series
     (:func:`microsched.api.run_series`)."""

@@ -1,14 +1,15 @@
 """Passing and failing synthetic results for every claim of ``reproduce collapse``
-(``microsched.reproduce.collapse.CLAIMS``): the data :func:`collapse.build_data` makes (the
-sweep's rows with ``frac`` = throughput / capacity, the baseline's per-seed cycle table, the
-scenario's numbers), changed the way a real miss looks (a pool that grows to 66, 1.66 cores on
-average, a fix that serves 0.58 of capacity, ...)."""
+(``microsched.reproduce.collapse.CLAIMS``): the :class:`collapse.Data` that
+:func:`collapse.build_data` makes (the sweep's rows with ``frac`` = throughput / capacity, the
+baseline's per-seed cycle table, the scenario's numbers), changed the way a real miss looks (a
+pool that grows to 66, 1.66 cores on average, a fix that serves 0.58 of capacity, ...)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from claim_examples.synth import frame
+from microsched.reproduce.collapse import Data
 
 RTT = "network.rtt_us"
 BASE, FIX, STATIC = "baseline", "fix", "static"
@@ -42,9 +43,9 @@ def cycles(high: float = 0.95, autocorrelation: float = 0.2, period: float = 57.
                    "busy_mean": 1.0, "pool_min": 32.0, "pool_max": 45.0, "delay_median": 14.0}}
 
 
-def data(res: dict | None = None, cyc: dict | None = None) -> dict:
+def data(res: dict | None = None, cyc: dict | None = None) -> Data:
     c = frame(cyc or cycles(), rtt_us=30.0)
-    return {"results": frame(res or results(), key=RTT), "cycles": c, "params": dict(PARAMS)}
+    return Data.of(frame(res or results(), key=RTT), c, dict(PARAMS))
 
 
 GOOD = data()

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import pandas as pd
-
 from claim_examples.synth import frame
+from microsched.reproduce.stats import Seeds
 
 APPS = ("memcached", "mysql", "xapian")
 LEVELS = ("low", "mid", "high")
@@ -106,14 +105,14 @@ def points() -> dict[str, dict[str, Any]]:
     return pts
 
 
-def world(changes: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+def world(changes: Mapping[str, Mapping[str, Any]] | None = None) -> Seeds:
     """The paper world with some metrics changed: ``{variant: {metric: value}}``, a callable
-    value being applied to the world's value."""
+    value being applied to the world's value; as the claims read a run (Seeds of its rows)."""
     pts = points()
     for v, ms in (changes or {}).items():
         for k, x in ms.items():
             pts[v][k] = x(pts[v][k]) if callable(x) else x
-    return frame(pts)
+    return Seeds(frame(pts))
 
 
 def _all(variants, metric: str, f) -> dict[str, dict[str, Any]]:
@@ -125,7 +124,7 @@ def _scale(x: float):
 
 
 PAPER = world()
-EXAMPLES: dict[str, tuple[pd.DataFrame, pd.DataFrame]] = {}
+EXAMPLES: dict[str, tuple[Seeds, Seeds]] = {}
 
 
 def _ex(cid: str, changes: Mapping[str, Mapping[str, Any]]) -> None:

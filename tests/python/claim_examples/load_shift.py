@@ -1,14 +1,15 @@
 """Passing and failing synthetic results for every claim of ``reproduce load-shift``
-(``microsched.reproduce.loadshift.CLAIMS``): the data :func:`loadshift.build_data` makes (the
-sweep's rows, the per-phase and per-shift tables, the scenario's numbers), built from a few
-numbers, and changed the way a real miss looks (a gain of +30 % instead of +7 %, a baseline that
-keeps 2.4 cores at load 0.2, ...)."""
+(``microsched.reproduce.loadshift.CLAIMS``): the :class:`loadshift.Data` that
+:func:`loadshift.build_data` makes (the sweep's rows, the per-phase and per-shift tables, the
+scenario's numbers), built from a few numbers, and changed the way a real miss looks (a gain of
++30 % instead of +7 %, a baseline that keeps 2.4 cores at load 0.2, ...)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from claim_examples.synth import frame
+from microsched.reproduce.loadshift import Data
 
 BASE, FIX = "baseline", "fix"
 
@@ -68,7 +69,7 @@ def shifts(base_ramp=(20.0, 15.0), fix_ramp=(0.5, 0.3), drop: float = 0.7, pre_c
     }
 
 
-def data(res: dict | None = None, ph: dict | None = None, sh: dict | None = None) -> dict:
+def data(res: dict | None = None, ph: dict | None = None, sh: dict | None = None) -> Data:
     p = frame(ph or phases(), key="phase")
     p["load"] = p["phase"].map(lambda i: PHASES[i][2])
     p["start_ms"] = p["phase"].map(lambda i: PHASES[i][0])
@@ -78,7 +79,7 @@ def data(res: dict | None = None, ph: dict | None = None, sh: dict | None = None
     s["from_load"] = s["shift"].map(lambda i: SHIFTS[i][1])
     s["to_load"] = s["shift"].map(lambda i: SHIFTS[i][2])
     s["phase_ms"] = 25.0
-    return {"results": frame(res or results()), "phases": p, "shifts": s, "params": dict(PARAMS)}
+    return Data.of(frame(res or results()), p, s, dict(PARAMS))
 
 
 GOOD = data()

@@ -105,17 +105,16 @@ BASE: dict[str, dict] = {
         "seda": r(3.6e6, 40, busy=9.6, cores=10), "protego": r(2.3e6, 80, busy=9.5, cores=10),
     },
 }
-KEYS = {"fig12": TE, "fig13": None}
+KEYS = protego.KEYS
 
 
-def build(points: dict[str, dict]) -> dict[str, Any]:
+def build(points: dict[str, dict]) -> protego.Data:
     """The data ``protego.analyze`` judges: one frame per sweep plus the capacities."""
-    out: dict[str, Any] = {name: frame(p, key=KEYS.get(name, LOAD), duration_s=DUR) for name, p in points.items()}
-    out["capacity"] = protego.capacities()
-    return out
+    frames = {name: frame(p, key=KEYS.get(name, LOAD), duration_s=DUR) for name, p in points.items()}
+    return protego.Data.of(frames, protego.capacities())
 
 
-def miss(changes: dict[tuple[str, Any], dict[str, Any]]) -> dict[str, Any]:
+def miss(changes: dict[tuple[str, Any], dict[str, Any]]) -> protego.Data:
     """The passing data with some runs changed: ``{(sweep, point): {metric: value}}``; a
     ``value`` that is a dict of ``r`` arguments replaces the run's metrics."""
     p = copy.deepcopy(BASE)

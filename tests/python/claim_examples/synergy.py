@@ -86,7 +86,7 @@ def truth() -> dict:
     return {"runs": runs, "maxload": ml, "scaling": sc}
 
 
-def build(t: dict) -> dict:
+def build(t: dict) -> S.Data:
     runs = frame(t["runs"], key=LOAD, seeds=SEEDS, spread=SPREAD)
     rows = []
     for search, load in t["maxload"].items():
@@ -104,7 +104,7 @@ def build(t: dict) -> dict:
             sc_rows.append({"system": system, "workers": n, "seed": s, "cores.max": float(n + (system == "darc")),
                             "sched.worker_utilization.max": 0.6, "sched.worker_utilization.min": 0.4,
                             **{k: v * f for k, v in m.items()}})
-    return {"runs": runs, "maxload": pd.DataFrame(rows), "scaling": pd.DataFrame(sc_rows)}
+    return S.Data.of(runs, pd.DataFrame(rows), pd.DataFrame(sc_rows))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +211,7 @@ def misses() -> dict[str, Callable[[dict], None]]:
     return out
 
 
-def failing(claim_id: str) -> dict:
+def failing(claim_id: str) -> S.Data:
     t = copy.deepcopy(truth())
     misses()[claim_id](t)
     return build(t)
