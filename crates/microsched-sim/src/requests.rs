@@ -102,7 +102,8 @@ impl Slab {
         Self { stamps: Some(Vec::new()), ..Self::default() }
     }
 
-    /// Stores a new request numbered `id`.
+    /// Stores a new request numbered `id`. Inlined into the arrival: once per request.
+    #[inline(always)]
     pub fn insert(&mut self, r: Req, id: u64) -> u32 {
         let i = match self.free.pop() {
             Some(i) => {

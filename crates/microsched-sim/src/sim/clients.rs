@@ -212,7 +212,9 @@ impl<T: Tracer> Sim<T> {
     }
 
     /// A response (or a failure reply) reaches its client. A failure with retries left is sent
-    /// again, to the next replica.
+    /// again, to the next replica. Inlined (at its completion, most responses are booked here):
+    /// the call's register saves were 2.5 % of `mmc`'s instructions with `Slab::insert`'s.
+    #[inline(always)]
     pub(super) fn response(&mut self, slot: u32, credits: u32, now: Nanos) {
         let (app, node, dropped, tries) = {
             let r = &self.slab[slot];
