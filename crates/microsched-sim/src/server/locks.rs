@@ -140,6 +140,8 @@ impl Server {
     /// Request `req`, running on `core`, takes mutex `m`. None: it goes on running its program
     /// (it took the mutex, or was dropped and runs its unwind); else where it got: spinning for
     /// the mutex on its core, or off the core until a hand-over makes it runnable again.
+    /// Inlined into its two callers: out of line it cost protego/lucene 0.8 % of its instructions.
+    #[inline(always)]
     pub(super) fn lock(&mut self, core: u16, req: u32, m: u32, droppable: Droppable, now: Nanos, slab: &mut Slab) -> Option<Ran> {
         self.counters.lock_acquisitions += 1;
         if let Some(l) = &mut self.locks {
