@@ -86,9 +86,10 @@ def test_the_synergy_claim_the_cost_is_fitted_on_is_its_input():
     assert specs[FIT_ID].fit_input and str(fit.FITTED_NS) in specs[FIT_ID].fit_input
     assert [c.id for c in syn.CLAIMS if c.fit_input] == [FIT_ID]
     paper = specs[FIT_ID].paper
-    data = {"maxload": pd.DataFrame([{"search": "extreme/shinjuku", "seed": s, "load": paper, "step": 0.01,
-                                      "censored": False, "fail_value": 60.0, "fail_util": 0.5,
-                                      "fail_stable": True} for s in (1, 2, 3)])}
+    maxload = pd.DataFrame([{"search": "extreme/shinjuku", "seed": s, "load": paper, "step": 0.01,
+                             "censored": False, "fail_value": 60.0, "fail_util": 0.5,
+                             "fail_stable": True} for s in (1, 2, 3)])
+    data = syn.Data.of(pd.DataFrame(), maxload, pd.DataFrame())
     d = judge(specs[FIT_ID], data).to_dict()
     assert d["verdict"] == FIT_INPUT and d["holds"] is False and d["fit_input"]
     assert {"id", "claim", "paper", "measured", "holds", "verdict"} <= set(d)
