@@ -331,7 +331,7 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
                 .is_some_and(|a| a.rule.condvar_drops(coro.acc_ns, sh.mutexes.condvar_oldest_wait(cv, now)));
             sh.counters.condvar_drops.fetch_add(u64::from(refused), Ordering::Relaxed);
             if refused {
-                sh.condvar_stats(cv, |s, i| s.dropped(i));
+                sh.condvar_stats.lock().dropped(cv);
             }
             Verdict::Answer(u64::from(refused))
         }
@@ -339,7 +339,7 @@ pub(crate) fn decide(sh: &Shared, coro: &Coro, ask: Ask) -> Verdict {
         Ask::CondvarTakeItem(cv) => Verdict::Answer(u64::from(sh.mutexes.take_item(cv))),
         Ask::CondvarPutItem(cv) => {
             sh.mutexes.put_item(cv);
-            sh.condvar_stats(cv, |s, i| s.signal(i));
+            sh.condvar_stats.lock().signal(cv);
             Verdict::Answer(0)
         }
     }

@@ -141,10 +141,8 @@ pub(crate) struct Shared {
     pub replay: Mutex<crate::auth::ReplayGuard>,
     /// `server.lock_control`: the ASQM / try_lock rule and per-lock statistics.
     pub asqm: Option<crate::asqm::Asqm>,
-    /// Per condvar of the request programs (`workload.condvars`, by id), whole run: each its
-    /// own table (its condvar numbered 0 there) behind its own lock, so that condvars do not
-    /// serialise on their statistics either ([`Shared::condvar_stats`]).
-    condvar_stats: Vec<Mutex<CondvarStats>>,
+    /// Per condvar of the request programs (`workload.condvars`, by id), whole run.
+    pub condvar_stats: Mutex<CondvarStats>,
     /// Time-slice preemption: quantum deadlines, the timer's flags, a shared policy instance.
     pub preempt: crate::preempt::Preempt,
     /// Breakwater v2's worker-start drop budget ([`crate::startdrop`]).
@@ -161,16 +159,8 @@ impl Shared {
     /// `signals`, [`crate::asqm`]'s `CondvarPutItem`) and summed here.
     pub fn counters_snapshot(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut m = self.counters.snapshot();
-        m.insert("condvar_items".into(), self.condvar_stats.iter().map(|s| s.lock().signals()).sum::<u64>().into());
+        m.insert("condvar_items".into(), self.condvar_stats.lock().signals().into());
         m
-    }
-
-    /// Counts an event of condvar `cv` with `f`, given `cv`'s statistics and its number in
-    /// them. Only the request programs' condvars are counted (a handler's own are not).
-    pub fn condvar_stats(&self, cv: u32, f: impl FnOnce(&mut CondvarStats, u32)) {
-        if let Some(s) = self.condvar_stats.get(cv as usize) {
-            f(&mut s.lock(), 0);
-        }
     }
 
     pub fn active_cores(&self) -> usize {
@@ -367,14 +357,11 @@ impl Server {
             max_service_ns,
             replay: Mutex::new(Default::default()),
             asqm: sc.server.lock_control.as_ref().map(|lc| crate::asqm::Asqm::new(lc, &lock_families(sc))),
-            condvar_stats: condvar_names
-                .into_iter()
-                .map(|name| {
-                    let mut c = CondvarStats::new(vec![name]);
-                    c.measuring = true;
-                    Mutex::new(c)
-                })
-                .collect(),
+            condvar_stats: Mutex::new({
+                let mut c = CondvarStats::new(condvar_names);
+                c.measuring = true;
+                c
+            }),
             preempt,
             start_budget_ns: crate::startdrop::budget(sc),
             trace: std::sync::OnceLock::new(),
@@ -648,12 +635,7 @@ impl Server {
                 session_idle_ms: sh.session_idle_ns as f64 / 1e6,
             },
             locks: sh.asqm.as_ref().map(|a| a.summaries(end)).unwrap_or_default(),
-            condvars: sh
-                .condvar_stats
-                .iter()
-                .enumerate()
-                .flat_map(|(cv, s)| CondvarStats::summaries(&[&s.lock()], |_| sh.mutexes.items(cv as u32)))
-                .collect(),
+            condvars: CondvarStats::summaries(&[&sh.condvar_stats.lock()], |cv| sh.mutexes.items(cv)),
             dispatcher,
         }
     }

@@ -391,7 +391,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
             Step::Suspended(Suspend::Wait { cv, mutex }) => {
                 disarm();
                 Counters::bump(&sh.counters.condvar_waits);
-                sh.condvar_stats(cv, |s, i| s.wait(i));
+                sh.condvar_stats.lock().wait(cv);
                 let now = sh.clock.now();
                 let mut parked = Some((job, coro));
                 let handed = sh.mutexes.wait(cv, mutex, now, || {
@@ -411,7 +411,7 @@ fn serve(sh: &Shared, me: usize, local: &LocalQueue, sched: &mut Sched, mut job:
                 let now = sh.clock.now();
                 for (mut waiter, since) in sh.mutexes.notify(cv, all) {
                     Counters::bump(&sh.counters.condvar_wakeups);
-                    sh.condvar_stats(cv, |s, i| s.woken(i, now.saturating_sub(since)));
+                    sh.condvar_stats.lock().woken(cv, now.saturating_sub(since));
                     crate::asqm::signalled(&mut waiter, since, now);
                     requeue(sh, me, local, sched, Requeue::Woken, false, waiter);
                 }
