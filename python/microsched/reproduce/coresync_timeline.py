@@ -15,7 +15,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from ..sweep.worker import traced_summary_of
+from ..sweep.worker import summary_of
 from .framework import Context
 
 VARIANTS = ("exp10/coresync", "exp10/shenango")
@@ -44,7 +44,7 @@ def write(ctx: Context, variants: tuple[str, ...] = VARIANTS, load: float = LOAD
         ovr = (*sem, *by_name[name].set, f"warmup_ms={WARMUP_MS}", f"duration_ms={DURATION_MS}", f"load.fraction={load}")
         tasks.append((str(ctx.spec.base), 1, ovr, str(path), WINDOW_MS))
     # A saved summary is used only with its trace file (it is the figure's input).
-    summaries = ctx.run_extra(traced_summary_of, tasks, kept=lambda t: Path(t[3]).is_file())
+    summaries = ctx.run_extra(summary_of, tasks, kept=lambda t: Path(t[3]).is_file())
     traces = []
     for name, task, summary in zip(variants, tasks, summaries):
         parks = (summary.get("parking") or {}).get("parks")

@@ -80,24 +80,15 @@ SERIES_KEY = "__series__"
 # so that the worker imports neither pandas nor the reproductions.
 
 
-def summary_of(task: tuple[Any, int, tuple[str, ...]]) -> dict[str, Any]:
+def summary_of(task: tuple[Any, ...]) -> dict[str, Any]:
     """``(scenario, seed, overrides)``: the run's summary (``run(...).summary``; its warnings are
-    not issued, the point's own run has said them)."""
+    not issued, the point's own run has said them). ``(scenario, seed, overrides, trace path,
+    trace window)``: the same, its timeline written to that path (:func:`microsched.api.run`'s
+    ``trace`` and ``trace_window``)."""
     from ..api import run_summary
 
-    scenario, seed, overrides = task
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return run_summary(scenario, seed=seed, overrides=list(overrides))
-
-
-def traced_summary_of(task: tuple[Any, int, tuple[str, ...], str, tuple[float, float]]) -> dict[str, Any]:
-    """``(scenario, seed, overrides, trace path, trace window)``: the run's summary, its timeline
-    written to the trace path (:func:`microsched.api.run` with ``trace``; its warnings are not
-    issued)."""
-    from ..api import run_summary
-
-    scenario, seed, overrides, path, window = task
+    scenario, seed, overrides, *traced = task
+    path, window = traced or (None, None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return run_summary(scenario, seed=seed, overrides=list(overrides), trace=path, trace_window=window)
