@@ -54,6 +54,7 @@ def test_a_variants_own_points_and_the_one_nearest_a_load():
     assert s.nearest("v", 0.6) == 0.5 and s.nearest("v", 0.65) == pytest.approx(0.5)
     assert s.nearest("v", 0.66) == 0.8 and s.nearest("u", 0.5) is None
     assert s.points() == [0.2, 0.3, 0.5, 0.8], "every variant's points"
+    assert s.points_of() == [0.2, 0.3, 0.5, 0.8], "every variant's points, as run"
 
 
 def test_a_seeds_mean_over_several_points():

@@ -151,11 +151,6 @@ class Data:
         return cls({name: Seeds(derived(df), key=KEYS.get(name, LOAD)) for name, df in frames.items()}, capacity)
 
 
-def _loads(s: Seeds) -> list[float]:
-    """The points of the runs, as run."""
-    return sorted(set(s.df[s.key].astype(float))) if s.key is not None and s.key in s.df.columns else []
-
-
 def _has(s: Seeds, *variants: str) -> str | None:
     missing = set(variants) - s.names()
     return f"the run has no {', '.join(sorted(missing))} variant" if missing else None
@@ -202,7 +197,7 @@ def _ratio_max(name: str, metric: str, num: str, den: str, target_key: str | Non
         miss = _has(s, num, den)
         if miss:
             return Measured(None, missing=miss)
-        loads = _loads(s)
+        loads = s.points_of()
         at, m, ci = _max_over(s, loads, lambda x: s.ratio(x, metric, num, den))
         if not math.isfinite(at):
             return Measured(None, missing=f"no finite {metric} ratio {num}/{den} at any demand")
@@ -231,13 +226,13 @@ def _seda_cap(name: str):
         if miss:
             return Measured(None, missing=miss)
         cap = data.capacity[name]["capacity"]
-        at, g, ci = _max_over(s, _loads(s), lambda x: s.stat("seda", x, GOODPUT))
+        at, g, ci = _max_over(s, s.points_of(), lambda x: s.stat("seda", x, GOODPUT))
         ev = {"at_krps": _krps(at), "seda_goodput": g, "capacity": cap, "capacity_krps": _krps(cap),
               "seda_client_drop_rate": s.mean("seda", at, CDR), "seda_p99_us": s.mean("seda", at, P99),
               "target_us": TARGET_US[name], "seda_throughput": s.mean("seda", at, "throughput_rps")}
         return Measured(g / cap, ci / cap if math.isfinite(ci) else None, _n(s, "seda", at, GOODPUT), evidence=ev,
                         extra={"at_load_rps": at, "capacity_rps": round(cap, 1),
-                               "by_load_goodput_rps": _by_load({x: s.mean("seda", x, GOODPUT) for x in _loads(s)})})
+                               "by_load_goodput_rps": _by_load({x: s.mean("seda", x, GOODPUT) for x in s.points_of()})})
 
     return measure
 
@@ -259,7 +254,7 @@ def _p99_over_target(name: str, variant: str, overloaded_only: bool, cpu_regime:
         miss = _has(s, variant)
         if miss:
             return Measured(None, missing=miss)
-        loads = _loads(s)
+        loads = s.points_of()
         regime = []
         if overloaded_only:
             loads, cond = _overloaded(data, name, loads)
@@ -301,7 +296,7 @@ def _drop_rate_max(name: str, variant: str, cpu_regime: bool = False):
         miss = _has(s, variant)
         if miss:
             return Measured(None, missing=miss)
-        loads = _loads(s)
+        loads = s.points_of()
         at, m, ci = _max_over(s, loads, lambda x: s.stat(variant, x, SDR))
         if not math.isfinite(at):
             return Measured(None, missing="no request reached the server")
@@ -325,7 +320,7 @@ def _collapse(name: str, variant: str, cpu_not_congested: bool):
         miss = _has(s, variant)
         if miss:
             return Measured(None, missing=miss)
-        loads = _loads(s)
+        loads = s.points_of()
         if len(loads) < 2:
             return Measured(None, missing="a collapse needs at least two demands; the run has "
                                           f"{len(loads)}")
@@ -350,7 +345,7 @@ def _collapse(name: str, variant: str, cpu_not_congested: bool):
 def _cpu_saturated(data: Data, name: str) -> Condition:
     """The busiest variant's busy share of the cores at the highest demand."""
     s = data.runs[name]
-    loads = _loads(s)
+    loads = s.points_of()
     if not loads:
         return Condition("cores busy at the highest demand, as a share of the cores", None, ">=", CPU_SATURATED)
     top = max(loads)
@@ -365,7 +360,7 @@ def _asqm_goodput_gain(data: Data) -> Measured:
     miss = _has(s, "protego", "protego_ac")
     if miss:
         return Measured(None, missing=miss)
-    top = max(_loads(s))
+    top = max(s.points_of())
     cap = data.capacity["main"]["capacity"]
     m, ci = s.paired(top, GOODPUT, lambda a, b: (a - b) / cap, "protego", "protego_ac")
     ev = {"top_krps": _krps(top), "capacity_krps": _krps(cap), "goodput_full_krps": _krps(s.mean("protego", top, GOODPUT)),
@@ -387,7 +382,7 @@ def _fig3_order(metric: str, other: str, as_difference: bool = False):
         miss = _has(s, other, "protego")
         if miss:
             return Measured(None, missing=miss)
-        top = max(_loads(s))
+        top = max(s.points_of())
         fn = (lambda a, b: a - b) if as_difference else (lambda a, b: safe_ratio(a, b) - 1.0)
         m, ci = s.paired(top, metric, fn, other, "protego")
         ev = {"top_krps": _krps(top), "other": other, "other_value": s.mean(other, top, metric),
@@ -408,7 +403,7 @@ def _fig5_phase2_p99(data: Data) -> Measured:
     if miss:
         return Measured(None, missing=miss)
     c = data.capacity["fig5"]
-    loads = [x for x in _loads(s) if c["capacity"] < x < c["last"]]
+    loads = [x for x in s.points_of() if c["capacity"] < x < c["last"]]
     regime = [Condition("demands run in phase II (one path congested, the other not)", float(len(loads)), ">=", 1.0)]
     if not loads:
         return Measured(None, missing="no demand of phase II was run", regime=regime)
@@ -420,7 +415,7 @@ def _fig5_phase2_p99(data: Data) -> Measured:
           "over_budget_share": _over_budget_share(s, "asqm", at)}
     return Measured(m / t, ci / t if math.isfinite(ci) else None, _n(s, "asqm", at, P99), evidence=ev, regime=regime,
                     extra={"at_load_rps": at, "p99_us": round(m, 1),
-                           "by_load_p99_us": _by_load({x: s.mean("asqm", x, P99) for x in _loads(s)})})
+                           "by_load_p99_us": _by_load({x: s.mean("asqm", x, P99) for x in s.points_of()})})
 
 
 def _over_budget_share(s: Seeds, variant: str, at: float) -> float | None:
@@ -441,7 +436,7 @@ def _fig5_phases(data: Data) -> Measured:
     if miss:
         return Measured(None, missing=miss)
     c = data.capacity["fig5"]
-    loads = _loads(s)
+    loads = s.points_of()
     regime = [Condition("lowest demand over the demand where the first path congests", min(loads) / c["capacity"], "<", 1.0),
               Condition("highest demand over the demand where the last path congests", max(loads) / c["last"], ">", 1.0)]
     if len(loads) < 3:
@@ -489,7 +484,7 @@ def _phase1_loss(data: Data) -> Measured:
     if miss:
         return Measured(None, missing=miss)
     cap = data.capacity["main"]["capacity"]
-    loads = _loads(s)
+    loads = s.points_of()
     low = [x for x in loads if x <= PHASE1 * cap]
     regime = [Condition("demands run at most 0.8 of the lock-bound capacity", float(len(low)), ">=", 1.0)]
     if not low:
@@ -529,7 +524,7 @@ def _cleanup_check(data: Data) -> Measured:
     cols = ("lock_control.locks.slab.cleanups", "lock_control.locks.item.drops")
     if any(c not in s.df.columns for c in cols):
         return Measured(None, missing="per-lock counters (lock_control.locks.*) are not in the rows")
-    top = max(_loads(s))
+    top = max(s.points_of())
     x = pd.concat([s.values("protego", top, cols[0]), s.values("protego", top, cols[1])], axis=1, join="inner")
     per = [safe_ratio(c, d) for c, d in x.itertuples(index=False)]
     m, ci, n = mean_ci95(per)
@@ -545,7 +540,7 @@ def _replicas_slo_ratio(data: Data) -> Measured:
     miss = _has(s, "protego_replicas")
     if miss:
         return Measured(None, missing=miss)
-    loads = _loads(s)
+    loads = s.points_of()
     slo = 2 * TARGET_US["fig7"]
     at, p99, _ = _max_over(s, loads, lambda x: s.stat("protego_replicas", x, P99))
     vals = s.values("protego_replicas", at, P99)
@@ -570,7 +565,7 @@ def _failure_replies(data: Data) -> Measured:
     miss = _has(s, "protego")
     if miss:
         return Measured(None, missing=miss)
-    loads = _loads(s)
+    loads = s.points_of()
     with_drops = [x for x in loads if s.mean("protego", x, "server_drops") > 0]
     top = max(loads)
     regime = [Condition("requests the server drops at the highest demand", s.mean("protego", top, "server_drops"), ">", 0.0)]
@@ -594,7 +589,7 @@ def _fig12(metric: str, hi: float, lo: float, fn: Callable[[float, float], float
 
     def measure(data: Data) -> Measured:
         s = data.runs["fig12"]
-        tes = _loads(s)
+        tes = s.points_of()
         have = [t for t in (hi, lo) if any(np.isclose(t, x) for x in tes)]
         if len(have) < 2:
             return Measured(None, missing=f"the run has no t_e = {hi:g} and {lo:g} (it ran {', '.join(f'{t:g}' for t in tes)})")

@@ -65,9 +65,10 @@ class Seeds:
                           if self.key is not None and self.key in self.df.columns else [])
         return self._grid
 
-    def points_of(self, variant: str) -> list[float]:
-        """The values of the grid key ``variant``'s rows hold, in order, as run (not rounded)."""
-        rows = self._of_variant(variant)
+    def points_of(self, variant: str | None = None) -> list[float]:
+        """The values of the grid key ``variant``'s rows hold (every row's without one), in order,
+        as run (not rounded)."""
+        rows = self.df if variant is None else self._of_variant(variant)
         if self.key is None or self.key not in rows.columns:
             return []
         return sorted(set(rows[self.key].astype(float)))
