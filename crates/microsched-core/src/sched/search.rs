@@ -156,8 +156,15 @@ pub trait WorkSearch: Send {
     fn cycle_place(&self, _queue: u16) -> Option<u32> {
         None
     }
-    /// The origin of sweep `sweep` of `core`'s search `search` (orders with a `cycle_place`).
-    fn origin(&self, _core: u16, _search: u32, _sweep: u64) -> u32 {
+    /// The key of `core`'s search `search` from which the origins of its sweeps derive (orders
+    /// with a `cycle_place`): constant over a search, so the driver computes it once per search
+    /// instead of once per sweep it places (many per request when cores search long).
+    fn search_key(&self, _core: u16, _search: u32) -> u64 {
+        0
+    }
+    /// The origin of sweep `sweep` of the search whose `search_key` is `key` (orders with a
+    /// `cycle_place`).
+    fn origin(&self, _key: u64, _sweep: u64) -> u32 {
         0
     }
 }
@@ -205,7 +212,11 @@ impl ProbeSearch {
     }
 
     fn sweep_seed(&self, core: u16, search: u32, sweep: u64) -> u64 {
-        hash(hash(self.key ^ ((core as u64) << 32 | search as u64)) ^ sweep)
+        Self::sweep_seed_of(self.search_key(core, search), sweep)
+    }
+
+    fn sweep_seed_of(search_key: u64, sweep: u64) -> u64 {
+        hash(search_key ^ sweep)
     }
 
     /// The random-order row of a sweep, drawn on first use (a core's probes look at its current
@@ -243,7 +254,7 @@ impl WorkSearch for ProbeSearch {
             VictimOrder::Sweep => {
                 // The walk visits permutation indices origin+1, origin+2, ... (mod n), skipping
                 // the core's own queue at no cost.
-                let o = self.origin(core, search, sweep) as usize;
+                let o = self.origin(self.search_key(core, search), sweep) as usize;
                 let step = |q: u16| {
                     let i = self.perm_pos[q as usize] as usize + n - o - 1; // < 2n: no division
                     if i >= n { i - n } else { i }
@@ -276,8 +287,13 @@ impl WorkSearch for ProbeSearch {
     }
 
     #[inline]
-    fn origin(&self, core: u16, search: u32, sweep: u64) -> u32 {
-        ((self.sweep_seed(core, search, sweep) as u128 * self.n as u128) >> 64) as u32
+    fn search_key(&self, core: u16, search: u32) -> u64 {
+        hash(self.key ^ ((core as u64) << 32 | search as u64))
+    }
+
+    #[inline]
+    fn origin(&self, key: u64, sweep: u64) -> u32 {
+        ((Self::sweep_seed_of(key, sweep) as u128 * self.n as u128) >> 64) as u32
     }
 }
 
@@ -336,7 +352,7 @@ mod tests {
         let mut s = ProbeSearch::new(&ProbeCfg::default(), n, stream(9, "search"));
         for core in 0..n as u16 {
             for sweep in 0..30 {
-                let o = s.origin(core, 4, sweep) as usize;
+                let o = s.origin(s.search_key(core, 4), sweep) as usize;
                 let rel: Vec<usize> = (0..n as u16).map(|q| (s.cycle_place(q).unwrap() as usize + 2 * n - o - 1) % n).collect();
                 for v in (0..n as u16).filter(|&v| v != core) {
                     let want = rel[v as usize] + 1 - usize::from(rel[core as usize] < rel[v as usize]);

@@ -82,6 +82,9 @@ impl SweepTimes {
     }
 }
 
+/// A search's sweep before its first placement: past any time, so the first lookup places it.
+const UNPLACED: Nanos = Nanos::MAX / 2;
+
 pub struct ProbeState {
     search: Box<dyn WorkSearch>,
     probe: Nanos,
@@ -94,6 +97,10 @@ pub struct ProbeState {
     /// their ends; 0 after a search start, whose sweep is not placed yet): the scan skips
     /// checking each core's sweep before it, most scans fall between two sweep ends.
     placed_until: Nanos,
+    /// Per core: its search's `WorkSearch::search_key`, from which each sweep's origin follows,
+    /// computed at the search's first sweep placement (many searches end before any). Apart from
+    /// `cores`, whose entries the scan reads (a larger entry made the scan dearer).
+    keys: Vec<u64>,
     /// Per queue: the earliest probe of it scheduled so far (`Nanos::MAX`: none).
     hit_at: Vec<Nanos>,
     /// Under an order with one cycle: each queue's place in it (else empty), so that a probe's
@@ -122,7 +129,7 @@ impl WalkGeometry for Geometry<'_> {
         self.p.cores[c as usize].search
     }
     fn origin(&self, c: u16, search: u32, sweep: u64) -> u32 {
-        self.p.search.origin(c, search, sweep)
+        self.p.search.origin(self.p.search.search_key(c, search), sweep)
     }
     fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
         // The index asks about each core about once per sweep: the sweep cache would miss.
@@ -141,14 +148,14 @@ impl ProbeState {
         let (probe, own_check) = (search.probe_ns(), search.own_check_ns());
         let sweep_len = probe * search.probes_per_sweep() as Nanos;
         // `sweep_start` past any time: the first lookup places the sweep.
-        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: Nanos::MAX / 2, times: [SweepTimes::default(); 2] };
+        let idle = CoreSearch { search: 0, search_start: 0, own_at: Nanos::MAX, sweep: 0, sweep_start: UNPLACED, times: [SweepTimes::default(); 2] };
         let walks = search.cycle_place(0).map(|_| Box::new(Walks::new(n, probe)));
         let cycle = match search.cycle_place(0) {
             Some(_) => (0..n as u16).map(|q| search.cycle_place(q).expect("a cycle order places every queue")).collect(),
             None => Vec::new(),
         };
         let ring = probe * cycle.len() as Nanos;
-        Self { search, probe, own_check, sweep_len, ring, cores: vec![idle; n], placed_until: 0, hit_at: vec![Nanos::MAX; n], cycle, walks }
+        Self { search, probe, own_check, sweep_len, ring, cores: vec![idle; n], placed_until: 0, keys: vec![0; n], hit_at: vec![Nanos::MAX; n], cycle, walks }
     }
 
     /// The sweep `core` is in at `now` (0-based within its search) and that sweep's start.
@@ -242,20 +249,23 @@ impl ProbeState {
     #[inline(never)]
     fn place_sweep(&mut self, c: u16, now: Nanos) {
         let (k, start) = self.sweep_at(c, now);
+        if self.cores[c as usize].sweep_start == UNPLACED {
+            self.keys[c as usize] = self.search.search_key(c, self.cores[c as usize].search);
+        }
         let cs = &self.cores[c as usize];
         let this = if k == cs.sweep + 1 && start == cs.sweep_start + self.sweep_len {
             cs.times[1]
         } else {
-            self.sweep_times(c, cs.search, k, start)
+            self.sweep_times(c, k, start)
         };
-        let next = self.sweep_times(c, cs.search, k + 1, start + self.sweep_len);
+        let next = self.sweep_times(c, k + 1, start + self.sweep_len);
         let cs = &mut self.cores[c as usize];
         (cs.sweep, cs.sweep_start, cs.times) = (k, start, [this, next]);
     }
 
-    /// The probe times of sweep `sweep` (starting at `start`) of `c`'s search `search`.
-    fn sweep_times(&self, c: u16, search: u32, sweep: u64, start: Nanos) -> SweepTimes {
-        let walk = SweepWalk::new(self.search.origin(c, search, sweep), self.cycle[c as usize], self.cycle.len() as u32);
+    /// The probe times of sweep `sweep` (starting at `start`) of `c`'s current search.
+    fn sweep_times(&self, c: u16, sweep: u64, start: Nanos) -> SweepTimes {
+        let walk = SweepWalk::new(self.search.origin(self.keys[c as usize], sweep), self.cycle[c as usize], self.cycle.len() as u32);
         SweepTimes::new(walk, start, self.probe, self.ring)
     }
 
@@ -311,7 +321,7 @@ impl Server {
         cs.search = cs.search.wrapping_add(1);
         cs.search_start = now;
         cs.own_at = Nanos::MAX;
-        cs.sweep_start = Nanos::MAX / 2;
+        cs.sweep_start = UNPLACED;
         let search = cs.search;
         p.placed_until = 0;
         if p.walks.as_ref().is_some_and(|w| w.is_on()) {
@@ -506,7 +516,7 @@ mod tests {
                     // A search starts, often on the probe grid (ties), its sweep not yet placed.
                     let start = if r >> 44 & 1 == 0 { now - now % probe } else { now };
                     let cs = &mut p.cores[c as usize];
-                    (cs.search, cs.search_start, cs.sweep_start) = (cs.search + 1, start, Nanos::MAX / 2);
+                    (cs.search, cs.search_start, cs.sweep_start) = (cs.search + 1, start, UNPLACED);
                     p.placed_until = 0;
                     searching.retain(|&x| x != c);
                     let at = (r >> 48) as usize % (searching.len() + 1);
