@@ -167,6 +167,11 @@ pub trait WorkSearch: Send {
     fn origin(&self, _key: u64, _sweep: u64) -> u32 {
         0
     }
+    /// `origin` of sweep `sweep` of `core`'s search `search`, its key hashed here: one call for
+    /// callers that look at a search about once (the driver's walk index).
+    fn origin_of(&self, core: u16, search: u32, sweep: u64) -> u32 {
+        self.origin(self.search_key(core, search), sweep)
+    }
 }
 
 /// The study simulator's search (see the module docs).
@@ -254,7 +259,7 @@ impl WorkSearch for ProbeSearch {
             VictimOrder::Sweep => {
                 // The walk visits permutation indices origin+1, origin+2, ... (mod n), skipping
                 // the core's own queue at no cost.
-                let o = self.origin(self.search_key(core, search), sweep) as usize;
+                let o = self.origin_of(core, search, sweep) as usize;
                 let step = |q: u16| {
                     let i = self.perm_pos[q as usize] as usize + n - o - 1; // < 2n: no division
                     if i >= n { i - n } else { i }

@@ -129,7 +129,7 @@ impl WalkGeometry for Geometry<'_> {
         self.p.cores[c as usize].search
     }
     fn origin(&self, c: u16, search: u32, sweep: u64) -> u32 {
-        self.p.search.origin(self.p.search.search_key(c, search), sweep)
+        self.p.search.origin_of(c, search, sweep)
     }
     fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
         // The index asks about each core about once per sweep: the sweep cache would miss.

@@ -487,7 +487,7 @@ pub(super) mod tests {
             self.cores[c as usize].1
         }
         fn origin(&self, c: u16, search: u32, sweep: u64) -> u32 {
-            self.search.origin(self.search.search_key(c, search), sweep)
+            self.search.origin_of(c, search, sweep)
         }
         fn next_probe(&mut self, c: u16, v: u16, now: Nanos) -> Nanos {
             // As `ProbeState::next_probe`.
