@@ -101,3 +101,16 @@ def test_report_and_plot_work_on_every_reproduction(all_quick: Path, name: str, 
     r = run_cli("plot", d, "--out", tmp_path / "plots")
     assert r.code == 0, r.err
     assert list((tmp_path / "plots").glob("*.png"))
+
+
+def test_every_extra_run_is_declared_before_the_sweep(all_quick: Path):
+    """The reproductions that run more than their sweep (time series, traced runs, sub-sweeps,
+    bisections) declare those runs before it: the analysis ran none beside them, so the progress
+    knew every run from the start. Those with extra runs declare some."""
+    declared = {}
+    for name in names():
+        meta = json.loads((all_quick / name / "meta.json").read_text(encoding="utf-8"))
+        assert meta["extra_runs"]["undeclared"] == 0, (name, meta["extra_runs"])
+        declared[name] = meta["extra_runs"]["declared"]
+    assert all(declared[n] > 0 for n in ("coresync", "collapse", "protego", "synergy")), declared
+    assert declared["allocators"] == declared["harvest"] == declared["load-shift"] == 0, declared

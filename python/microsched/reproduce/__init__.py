@@ -14,6 +14,7 @@ from .claims import Claim, check_claims, print_claims, write_claims
 from .framework import (
     REGISTRY,
     Context,
+    ExtraRuns,
     Outcome,
     Reproduction,
     get,
@@ -34,7 +35,7 @@ from . import harvest  # noqa: E402,F401
 from . import protego  # noqa: E402,F401
 
 __all__ = [
-    "REGISTRY", "Claim", "Context", "Outcome", "Point", "Reproduction", "SpecError", "SweepSpec",
+    "REGISTRY", "Claim", "Context", "ExtraRuns", "Outcome", "Point", "Reproduction", "SpecError", "SweepSpec",
     "aggregate", "check_claims", "flatten", "get", "mean_ci95", "names", "print_claims", "register",
     "run_points", "run_reproduction", "write_claims",
 ]

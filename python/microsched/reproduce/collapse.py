@@ -29,10 +29,12 @@ import numpy as np
 import pandas as pd
 
 from .claims import (BOUND, FRACTION, ORDER, VALUE, Cause, ClaimSpec, Measured, judge_all, rounded as _r)
-from .framework import Context, Figure, register
-from .loadshift import binned, run_timeseries, scenario_params, setup_plt
+from .framework import Context, ExtraRuns, Figure, register
+from .loadshift import binned, run_timeseries, scenario_params, setup_plt, timeseries_tasks
 from .runner import mean_ci95
+from .spec import Point
 from .stats import Seeds
+from ..sweep.worker import series_of
 
 RTT = "network.rtt_us"
 BASE, FIX, STATIC = "baseline", "fix", "static"
@@ -377,22 +379,32 @@ FIGURES = (
 )
 
 
+def series_points(ctx: Context) -> tuple[list[Point], list[str], float]:
+    """The runs Fig. 2's time series are of (every seed of the base variant and the fix's first
+    seed, at Fig. 2's RTT if swept, else the longest), their extra overrides, and that RTT: from
+    the spec as run, so that they are declared before the sweep."""
+    points = ctx.spec.points()
+    rtts = sorted({float(p.params[RTT]) for p in points})
+    rtt_ts = FIG2_RTT if FIG2_RTT in rtts else max(rtts)
+    first = min(ctx.spec.seeds)
+    chosen = [p for p in points if float(p.params[RTT]) == rtt_ts
+              and (p.params.get("variant") == BASE or (p.params.get("variant") == FIX and p.seed == first))]
+    return chosen, [f"metrics.sample_interval_us={TS_SAMPLE_US:g}"], rtt_ts
+
+
 @register("collapse", paper="Core allocation vs overload control (simulation study)", figure="Fig. 2",
           description="Throughput collapse at load 1.0 with a credit pool of 40 and RTT 25–30 µs "
                       "(Breakwater + Caladan-style allocation, 32 cores); its absence at short RTTs and with "
                       "the study's fix (minimum pool)",
           spec="collapse/sweep.toml", claims=CLAIMS,
-          figures=FIGURES)
+          figures=FIGURES, extra_runs=lambda ctx: [ExtraRuns(series_of, tuple(timeseries_tasks(*series_points(ctx)[:2])))])
 def analyze(ctx: Context):
     from ..api import validate
 
     ctx.require_variants(BASE, FIX)
-    rtts = sorted(set(ctx.results[RTT].astype(float)))
-    rtt_ts = FIG2_RTT if FIG2_RTT in rtts else max(rtts)
+    points, extra_overrides, rtt_ts = series_points(ctx)
     first = min(ctx.spec.seeds)
-    points = [p for p in ctx.spec.points() if float(p.params[RTT]) == rtt_ts
-              and (p.params.get("variant") == BASE or (p.params.get("variant") == FIX and p.seed == first))]
-    ts = run_timeseries(ctx, points, extra_overrides=[f"metrics.sample_interval_us={TS_SAMPLE_US:g}"])
+    ts = run_timeseries(ctx, points, extra_overrides=extra_overrides)
     ts.to_parquet(ctx.out / "timeseries.parquet", index=False)
     base_point = next(p for p in points if p.params.get("variant") == BASE)
     data = build_data(ctx.results, ts, validate(base_point.scenario, list(base_point.overrides)))

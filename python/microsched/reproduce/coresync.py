@@ -46,7 +46,7 @@ import pandas as pd
 from .claims import (BOUND, CHECK, DIFFERENCE, GAIN, ORDER, RATIO, Cause, Claim, ClaimSpec, Condition, Measured,
                      Tolerance, judge_all, rounded)
 from .framework import Condition as RunCondition
-from .framework import Context, Figure, Thesis, register
+from .framework import Context, ExtraRuns, Figure, Thesis, register
 from .sensitivity import Cost
 from .stats import safe_ratio
 from .coresync_data import (LOAD, P99, QD99, UTIL, THR, BE, CORES, BUSY, WAKING, PWD, DRAINED, ISSUED, POOL, TARGET, TIMEOUTS,
@@ -1285,13 +1285,25 @@ FIGURES = (
 )
 
 
+def extra_runs(ctx: Context) -> list[ExtraRuns]:
+    """The cold-start time series and the timeline's traced runs, declared before the sweep."""
+    from ..sweep.worker import series_of, summary_of
+
+    out = []
+    if (ts := series.tasks(ctx)) is not None:
+        out.append(ExtraRuns(series_of, tuple(ts)))
+    if (tl := coresync_timeline.tasks(ctx)) is not None:
+        out.append(ExtraRuns(summary_of, tuple(tl), kept=coresync_timeline.kept))
+    return out
+
+
 @register("coresync", paper="CoreSync (Pardeshi et al., ICNP'25)",
           figure="§II-B, §IV: Fig. 1, 3, 4, 5, 6, 7, 8, Table I, Table II",
           description="CoreSync vs Shenango, Caladan, Utilization Range, Delay Range, all with Breakwater; "
                       "16 cores, 100 sessions; exp./bimodal 10 µs and 1 µs, Memcached-like; R and session sweeps",
           spec="coresync/sweep.toml", group_by=("variant",), conditions=CONDITIONS, claims=CLAIMS,
           costs=COSTS, thesis=THESIS,
-          figures=FIGURES)
+          figures=FIGURES, extra_runs=extra_runs)
 def analyze(ctx: Context) -> list[Claim]:
     runs = Runs(ctx.results)
     report.write_all(ctx, runs.d)

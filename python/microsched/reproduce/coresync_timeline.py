@@ -27,26 +27,40 @@ WINDOW_MS = (WARMUP_MS + 1.0, WARMUP_MS + 2.0)
 FIGURE = "fig_timeline_load0.5.png"
 
 
-def write(ctx: Context, variants: tuple[str, ...] = VARIANTS, load: float = LOAD) -> Path | None:
-    """Runs each variant once with a trace and draws them one above the other; None if the
-    spec lacks one of them (a filtered run)."""
-    from ..trace import render_timelines
-
+def tasks(ctx: Context, variants: tuple[str, ...] = VARIANTS, load: float = LOAD) -> list[tuple] | None:
+    """The traced runs, one per variant, as ``summary_of`` takes them (the trace written beside
+    the figure); None if the spec lacks one of the variants (a filtered run). Needs only the spec
+    as run: declared before the sweep (``extra_runs``)."""
     by_name = {x.name: x for x in ctx.spec.variants}
     if any(v not in by_name for v in variants):
         return None
     sem: list[str] = []
     if ctx.semantics:
         sem = tomllib.loads((Path(ctx.spec.path).parent / f"semantics-{ctx.semantics}.toml").read_text())["overrides"]
-    tasks = []
+    todo = []
     for name in variants:
         path = ctx.out / f"trace_{name.replace('/', '_')}_{load:g}.json"
         ovr = (*sem, *by_name[name].set, f"warmup_ms={WARMUP_MS}", f"duration_ms={DURATION_MS}", f"load.fraction={load}")
-        tasks.append((str(ctx.spec.base), 1, ovr, str(path), WINDOW_MS))
-    # A saved summary is used only with its trace file (it is the figure's input).
-    summaries = ctx.run_extra(summary_of, tasks, kept=lambda t: Path(t[3]).is_file())
+        todo.append((str(ctx.spec.base), 1, ovr, str(path), WINDOW_MS))
+    return todo
+
+
+def kept(task: tuple) -> bool:
+    """A saved summary is used only with its trace file (it is the figure's input)."""
+    return Path(task[3]).is_file()
+
+
+def write(ctx: Context, variants: tuple[str, ...] = VARIANTS, load: float = LOAD) -> Path | None:
+    """Runs each variant once with a trace (:func:`tasks`) and draws them one above the other;
+    None if the spec lacks one of them (a filtered run)."""
+    from ..trace import render_timelines
+
+    todo = tasks(ctx, variants, load)
+    if todo is None:
+        return None
+    summaries = ctx.run_extra(summary_of, todo, kept=kept)
     traces = []
-    for name, task, summary in zip(variants, tasks, summaries):
+    for name, task, summary in zip(variants, todo, summaries):
         parks = (summary.get("parking") or {}).get("parks")
         traces.append((Path(task[3]), f"{name.split('/')[1]} at load {load:g}: {summary['cores']['allocated_mean']:.1f} "
                                       f"cores allocated on average, {parks if parks is not None else 'no'} parks in "

@@ -38,9 +38,10 @@ SERIES_COLUMNS = ("t_ms", "cores_allocated", "cores_busy", "credit_pool", "credi
                   *PARK_COLUMNS)
 
 
-def run(ctx: Context) -> pd.DataFrame | None:
-    """One cold-start run per load (seed 1): the time series, with the load (extra runs on the
-    framework's pool, :meth:`Context.run_extra`)."""
+def tasks(ctx: Context) -> list[tuple] | None:
+    """The series runs, one cold-start run per load (seed 1), as ``series_of`` takes them; None
+    if the spec lacks the variant (a filtered run). Needs only the spec as run: declared before
+    the sweep (``extra_runs``)."""
     var = next((x for x in ctx.spec.variants if x.name == VARIANT), None)
     if var is None:
         return None
@@ -55,11 +56,19 @@ def run(ctx: Context) -> pd.DataFrame | None:
     if ctx.condition:
         duration = COLD_WARMUP_MS + CONDITION_TAIL_MS
     # the condition's overrides are already in var.set (run_reproduction appended them)
-    tasks = [(str(ctx.spec.base), 1, (*sem, *var.set, "warmup_ms=0", f"duration_ms={duration}",
-                                      "policy.overload.initial_pool=16", f"metrics.sample_interval_us={SAMPLE_US}",
-                                      f"load.fraction={load}"), SERIES_COLUMNS) for load in LOADS]
+    return [(str(ctx.spec.base), 1, (*sem, *var.set, "warmup_ms=0", f"duration_ms={duration}",
+                                     "policy.overload.initial_pool=16", f"metrics.sample_interval_us={SAMPLE_US}",
+                                     f"load.fraction={load}"), SERIES_COLUMNS) for load in LOADS]
+
+
+def run(ctx: Context) -> pd.DataFrame | None:
+    """The time series of :func:`tasks`, with the load (extra runs on the framework's pool,
+    :meth:`Context.run_extra`); None if the spec lacks the variant."""
+    todo = tasks(ctx)
+    if todo is None:
+        return None
     frames = []
-    for load, cols in zip(LOADS, ctx.run_extra(series_of, tasks)):
+    for load, cols in zip(LOADS, ctx.run_extra(series_of, todo)):
         ts = pd.DataFrame(cols)
         ts.insert(0, "load", load)
         ts["bound_rk_n"] = R * ts["cores_allocated"] + N

@@ -64,7 +64,52 @@ class Context:
     jobs: int = 1
     # The reproduction's progress (runs done, runs known): its extra runs count too.
     progress: Callable[[int, int], None] | None = None
-    n_runs: int = 0  # the runs counted so far (the spec's points, then every extra run)
+    n_runs: int = 0  # the runs known so far (the spec's points, the declared extra runs, then any other)
+    n_done: int = 0  # the runs finished (or found saved) so far
+    # The keys (:func:`extra_key`) of the extra runs the reproduction declared before its sweep
+    # (``register(extra_runs=...)``): counted in ``n_runs`` from the start and run by
+    # :meth:`run_declared`, so that the analysis's ``run_extra`` of them only reads them.
+    declared: set[str] = field(default_factory=set)
+    undeclared: int = 0  # the extra runs the analysis ran that were not declared (nor the sweep's)
+
+    def _tick(self, n: int = 1) -> None:
+        self.n_done += n
+        if self.progress:
+            self.progress(self.n_done, self.n_runs)
+
+    def _save(self, key: str, result: Any) -> None:
+        save_extra_as(self.out, key, result)
+        self._tick()
+
+    def _saved(self, key: str) -> Path:
+        return self.out / EXTRA_DIR / f"{key}.pickle"
+
+    def declare(self, batches: Sequence[ExtraRuns]) -> int:
+        """Counts ``batches`` in the reproduction's runs before anything runs; returns how many."""
+        new = {extra_key(b.fn, a) for b in batches for a in b.args} - self.declared
+        self.declared |= new
+        self.n_runs += len(new)
+        return len(new)
+
+    def run_declared(self, batches: Sequence[ExtraRuns]) -> None:
+        """Runs the declared ``batches`` together, ``jobs`` at a time on one pool (one start-up
+        for them all), each saved at once as :meth:`run_extra` saves it; what is saved already
+        (``--resume``) is not run again."""
+        from ..sweep.worker import call
+
+        tasks: dict[str, tuple[Callable[[Any], Any], Any]] = {}
+        seen: set[str] = set()
+        for b in batches:
+            for a in b.args:
+                k = extra_key(b.fn, a)
+                if k in seen:
+                    continue
+                seen.add(k)
+                if not (self._saved(k).is_file() and (b.kept is None or b.kept(a))):
+                    tasks[k] = (b.fn, a)
+        self._tick(len(seen) - len(tasks))  # saved (--resume): done
+        keys = list(tasks)
+        run_tasks(call, list(tasks.values()), self.jobs, on_result=lambda j, r: self._save(keys[j], r))
 
     def run_extra(self, fn: Callable[[Any], Any], args: Sequence[Any],
                   kept: Callable[[Any], bool] | None = None) -> list[Any]:
@@ -76,35 +121,27 @@ class Context:
         of a fresh reproduction are cleared, so a saved result is always this profile's), and
         each counts in the reproduction's progress. With ``kept``, a saved result is used only
         where ``kept(a)`` holds (what the run wrote beside its result, a trace file, is still
-        there); otherwise it runs again."""
+        there); otherwise it runs again. Runs the reproduction declared (``register(extra_runs=
+        ...)``) ran after the sweep and are read here, counted once."""
         import pickle
 
-        store = self.out / EXTRA_DIR
-        store.mkdir(parents=True, exist_ok=True)
         keys = [extra_key(fn, a) for a in args]
         results: dict[int, Any] = {}
+        fresh = [k not in self.declared for k in keys]
+        self.n_runs += sum(fresh)
         for i, k in enumerate(keys):
-            path = store / f"{k}.pickle"
-            if path.is_file() and (kept is None or kept(args[i])):
-                results[i] = pickle.loads(path.read_bytes())
+            if self._saved(k).is_file() and (kept is None or kept(args[i])):
+                results[i] = pickle.loads(self._saved(k).read_bytes())
+        self._tick(sum(fresh[i] for i in results))  # what was saved counts as done, in one report
         todo = [i for i in range(len(args)) if i not in results]
-        base, total = self.n_runs, self.n_runs + len(args)
-        self.n_runs = total
-        done = len(results)
-        if self.progress:
-            self.progress(base + done, total)
+        self.undeclared += sum(fresh[i] for i in todo)
 
         def save(j: int, result: Any) -> None:
-            nonlocal done
             i = todo[j]
             results[i] = result
-            path = store / f"{keys[i]}.pickle"
-            tmp = path.with_name(f".{keys[i]}.{os.getpid()}.tmp")
-            tmp.write_bytes(pickle.dumps(result, protocol=4))
-            os.replace(tmp, path)
-            done += 1
-            if self.progress:
-                self.progress(base + done, total)
+            save_extra_as(self.out, keys[i], result)
+            # A declared run that runs again here (its trace file went missing) was counted.
+            self._tick(1 if fresh[i] else 0)
 
         run_tasks(fn, [args[i] for i in todo], self.jobs, on_result=save)
         return [results[i] for i in range(len(args))]
@@ -138,14 +175,29 @@ def extra_key(fn: Callable[[Any], Any], arg: Any) -> str:
 def save_extra(out: Path, fn: Callable[[Any], Any], arg: Any, result: Any) -> None:
     """Saves ``result`` as ``fn(arg)``'s in ``OUT/parts/extra/``, as :meth:`Context.run_extra`
     does: a later ``run_extra(fn, [arg])`` reads it instead of running it."""
+    save_extra_as(out, extra_key(fn, arg), result)
+
+
+def save_extra_as(out: Path, key: str, result: Any) -> None:
+    """Saves ``result`` under ``key`` (:func:`extra_key`) in ``OUT/parts/extra/``, atomically."""
     import pickle
 
     store = out / EXTRA_DIR
     store.mkdir(parents=True, exist_ok=True)
-    key = extra_key(fn, arg)
     tmp = store / f".{key}.{os.getpid()}.tmp"
     tmp.write_bytes(pickle.dumps(result, protocol=4))
     os.replace(tmp, store / f"{key}.pickle")
+
+
+@dataclass(frozen=True)
+class ExtraRuns:
+    """Extra runs a reproduction declares before its sweep (``register(extra_runs=...)``):
+    ``fn(a)`` for every ``a`` of ``args``, as its analysis will ask for them with
+    ``ctx.run_extra(fn, args, kept)``."""
+
+    fn: Callable[[Any], Any]
+    args: tuple[Any, ...]
+    kept: Callable[[Any], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +308,10 @@ class Reproduction:
     # sweep's own runs, so that the analysis's run_extra finds them saved instead of running each
     # point a second time.
     sweep_series: tuple[str, ...] = ()
+    # The extra runs its analysis needs beside the sweep (time series, traced runs, sub-sweeps,
+    # bisections), declared from the spec as run (a Context without results): counted in the
+    # progress from the start and run on one pool right after the sweep.
+    extra_runs: Callable[[Context], Sequence[ExtraRuns]] | None = None
 
     def figure_list(self, drawn: Sequence[str]) -> list[dict[str, Any]]:
         """The figures drawn (file names), in the order the report shows them: the paper's
@@ -311,7 +367,8 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
              thesis: Thesis | None = None,
              default_semantics: str | None = None,
              figures: Sequence[Figure] = (),
-             sweep_series: Sequence[str] = ()) -> Callable[[Callable[[Context], list[Claim]]],
+             sweep_series: Sequence[str] = (),
+             extra_runs: Callable[[Context], Sequence[ExtraRuns]] | None = None) -> Callable[[Callable[[Context], list[Claim]]],
                                                          Callable[[Context], list[Claim]]]:
     """Decorator: registers ``analyze`` as the reproduction ``name``."""
 
@@ -327,7 +384,7 @@ def register(name: str, *, paper: str, figure: str, description: str, spec: str,
                                       spec=spec, analyze=fn, group_by=group_by, conditions=conditions,
                                       claims=tuple(claims), costs=tuple(costs), thesis=thesis,
                                       default_semantics=default_semantics, figures=tuple(figures),
-                                      sweep_series=tuple(sweep_series))
+                                      sweep_series=tuple(sweep_series), extra_runs=extra_runs)
         return fn
 
     return deco
@@ -471,6 +528,19 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
         saved = {i: found[pid] for i, pid in enumerate(ids) if pid in found}
     todo = [p for i, p in enumerate(points) if i not in saved]
 
+    # The analysis's context, its results still empty: the extra runs it declares are counted
+    # from the start.
+    ctx = Context(name=name, spec=spec, results=pd.DataFrame(), aggregate=pd.DataFrame(), out=out_dir, quick=quick,
+                  condition=condition, semantics=semantics, extra=extra, jobs=jobs, progress=progress,
+                  n_runs=len(points))
+    declared = list(repro.extra_runs(ctx)) if repro.extra_runs else []
+    n_declared = ctx.declare(declared)
+    if repro.sweep_series:
+        from ..sweep.worker import series_of
+
+        # The series the sweep's own runs return: read by the analysis, counted as the sweep's.
+        ctx.declared |= {extra_key(series_of, (p.scenario, p.seed, (*p.overrides,), repro.sweep_series)) for p in points}
+
     def save(point: Any, row: dict) -> None:
         series = row.pop(SERIES_KEY, None)
         if series is not None:
@@ -484,11 +554,11 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
 
     def tick(n: int, total: int) -> None:
         if progress:
-            progress(already + n, len(points))
+            progress(already + n, ctx.n_runs)
 
     t0 = time.perf_counter()
     if progress:
-        progress(len(saved), len(points))
+        progress(len(saved), ctx.n_runs)
     if todo:
         try:
             run_points(todo, jobs=jobs, progress=tick, on_row=save, series_columns=repro.sweep_series)
@@ -511,9 +581,12 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
-    ctx = Context(name=name, spec=spec, results=df, aggregate=agg, out=out_dir, quick=quick, condition=condition,
-                  semantics=semantics, extra=extra, jobs=jobs, progress=progress, n_runs=len(points))
+    ctx.results, ctx.aggregate, ctx.n_done = df, agg, len(points)
+    ctx.run_declared(declared)
     claims = repro.analyze(ctx)
+    # Every extra run declared up front is the check of the declaration: the analysis ran none
+    # beside them (tests/python assert it of every reproduction).
+    meta["extra_runs"] = {"declared": n_declared, "undeclared": ctx.undeclared}
     write_claims(claims, out_dir / CLAIMS_FILE)
     if repro.thesis is not None:
         # claims.json stays a list (its layout is a contract): the thesis goes beside it

@@ -54,14 +54,19 @@ COLORS = {BASE: "tab:red", FIX: "tab:blue", INIT32: "tab:orange"}
 # time series (shared with the collapse reproduction)
 
 
+def timeseries_tasks(points: Sequence[Point], extra_overrides: Sequence[str] = ()) -> list[tuple]:
+    """The time series runs of ``points`` (each with ``extra_overrides`` appended), as
+    ``series_of`` takes them."""
+    return [(p.scenario, p.seed, (*p.overrides, *extra_overrides), TS_COLS) for p in points]
+
+
 def run_timeseries(ctx: Context, points: Sequence[Point], extra_overrides: Sequence[str] = ()) -> pd.DataFrame:
     """The time series of ``points`` (each with ``extra_overrides`` appended), one frame with the
     point's parameters as columns: extra runs on the framework's pool (:meth:`Context.run_extra`;
     the workers return the columns, the frames are made here)."""
     from ..sweep.worker import series_of
 
-    columns = ctx.run_extra(series_of, [(p.scenario, p.seed, (*p.overrides, *extra_overrides), TS_COLS)
-                                        for p in points])
+    columns = ctx.run_extra(series_of, timeseries_tasks(points, extra_overrides))
     frames = []
     for p, cols in zip(points, columns):
         ts = pd.DataFrame(cols)

@@ -40,11 +40,11 @@ import pandas as pd
 from .claims import (BOUND, CHECK, FRACTION, GAIN, ORDER, RATIO, VALUE, Claim, ClaimSpec, Condition, Measured,
                      judge_all)
 from .framework import Condition as RunCondition
-from .framework import Context, Figure, Thesis, experiments_dir, register
+from .framework import Context, ExtraRuns, Figure, Thesis, experiments_dir, register
 from .loadshift import setup_plt
 from .runner import aggregate, mean_ci95
 from .sensitivity import Cost
-from .spec import SweepSpec
+from .spec import Point, SweepSpec
 from .stats import Seeds, safe_ratio
 
 LOAD = "load.rps"
@@ -1054,13 +1054,10 @@ def sub_spec(name: str, quick: bool, seeds: int | None = None, extra: RunConditi
     return spec
 
 
-def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
-    """Runs sub-sweeps ``names`` (experiments/protego/NAME.toml) with the main sweep's profile and
-    seed count, and under the run's cost setting if it has one (``--sensitivity``), as extra runs
-    of one pool (:meth:`Context.run_extra`: instead of a pool, and its workers' start-up, per
-    sub-sweep)."""
-    from .runner import _tidy
-
+def sub_points(ctx: Context, names: Sequence[str]) -> dict[str, list[Point]]:
+    """The points of sub-sweeps ``names`` (experiments/protego/NAME.toml) with the main sweep's
+    profile and seed count, and under the run's cost setting if it has one (``--sensitivity``):
+    from the spec as run, so that they are declared before the sweep."""
     points = {}
     for name in names:
         spec = sub_spec(name, quick=ctx.quick, seeds=len(ctx.spec.seeds), extra=ctx.extra)
@@ -1069,10 +1066,29 @@ def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
             from ..sweep.engine import validate_points
 
             validate_points(spec, points[name])
+    return points
+
+
+def sub_tasks(points: dict[str, list[Point]]) -> list[tuple]:
+    """The sub-sweeps' runs, in order, as ``summary_of`` takes them."""
+    return [(p.scenario, p.seed, tuple(p.overrides)) for ps in points.values() for p in ps]
+
+
+def extra_runs(ctx: Context) -> list[ExtraRuns]:
     from ..sweep.worker import summary_of
 
+    return [ExtraRuns(summary_of, tuple(sub_tasks(sub_points(ctx, SUBSWEEPS))))]
+
+
+def run_subs(ctx: Context, names: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """Runs sub-sweeps ``names`` (:func:`sub_points`) as extra runs of one pool
+    (:meth:`Context.run_extra`: instead of a pool, and its workers' start-up, per sub-sweep)."""
+    from .runner import _tidy
+    from ..sweep.worker import summary_of
+
+    points = sub_points(ctx, names)
     todo = [p for name in names for p in points[name]]
-    summaries = ctx.run_extra(summary_of, [(p.scenario, p.seed, tuple(p.overrides)) for p in todo])
+    summaries = ctx.run_extra(summary_of, sub_tasks(points))
     rows = iter([row_with_locks(p, s) for p, s in zip(todo, summaries)])
     out = {}
     for name in names:
@@ -1177,7 +1193,7 @@ FIGURES = (
                       "control with ASQM, on the synthetic two-path application, Lucene-like and Memcached-like "
                       "servers",
           spec="protego/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS,
-          figures=FIGURES)
+          figures=FIGURES, extra_runs=extra_runs)
 def analyze(ctx: Context) -> list[Claim]:
     ctx.require_variants("breakwater", "seda", "protego", "protego_ac", "none")
     frames = {"main": ctx.results, **run_subs(ctx, SUBSWEEPS)}

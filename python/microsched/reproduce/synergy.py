@@ -47,7 +47,7 @@ import pandas as pd
 from .claims import (BOUND, DIFFERENCE, FRACTION, GAIN, MONOTONE, ORDER, RATIO, VALUE, Cause, Claim, ClaimSpec,
                      Condition, Measured, judge_all)
 from .framework import Condition as RunCondition
-from .framework import Context, Figure, Thesis, register
+from .framework import Context, ExtraRuns, Figure, Thesis, register
 from .sensitivity import Cost
 from .runner import mean_ci95
 from .stats import Seeds
@@ -1004,17 +1004,32 @@ def scaling_args(ctx: Context) -> list[tuple]:
     return args
 
 
+def extra_tasks(ctx: Context) -> list[tuple]:
+    """The fixed points, the max-load searches (one bisection per seed: one task) and Fig. 11's
+    scaling runs, in that order, as ``call`` takes them: from the spec as run, so that they are
+    declared before the sweep."""
+    from ..maxload import _bisect_args
+    from ..sweep.worker import summary_of
+
+    runs = lambda args: [(summary_of, a[:3]) for a in args]  # noqa: E731 - (scenario, seed, overrides)
+    return [*runs(fixed_point_args(ctx)), *((_bisect_args, a) for a in search_args(ctx)[1]), *runs(scaling_args(ctx))]
+
+
+def extra_runs(ctx: Context) -> list[ExtraRuns]:
+    from ..sweep.worker import call
+
+    return [ExtraRuns(call, tuple(extra_tasks(ctx)))]
+
+
 def build_data(ctx: Context) -> Data:
     """The fixed points, the max-load searches and Fig. 11's scaling runs, all as extra runs of one
     pool (:meth:`Context.run_extra`), then the tables the claims read."""
-    from ..maxload import _bisect_args
-    from ..sweep.worker import call, summary_of
+    from ..sweep.worker import call
 
     fixed_args = fixed_point_args(ctx)
     tasks, bisect = search_args(ctx)
     scale_args = scaling_args(ctx)
-    runs = lambda args: [(summary_of, a[:3]) for a in args]  # noqa: E731 - (scenario, seed, overrides)
-    out = ctx.run_extra(call, [*runs(fixed_args), *((_bisect_args, a) for a in bisect), *runs(scale_args)])
+    out = ctx.run_extra(call, extra_tasks(ctx))
     n_fixed, n_search = len(fixed_args), len(bisect)
     fixed = pd.DataFrame([_row(a, s) for a, s in zip(fixed_args, out[:n_fixed])])
     searches = search_table(ctx, tasks, out[n_fixed:n_fixed + n_search])
@@ -1126,7 +1141,7 @@ FIGURES = (
                       "slowdown <= 50), the ablation ladder, the congestion knobs, interrupt mechanisms, 8 vs 512 "
                       "flows, scaling",
           spec="synergy/sweep.toml", claims=CLAIMS, costs=COSTS, thesis=THESIS, conditions=CONDITIONS,
-          figures=FIGURES)
+          figures=FIGURES, extra_runs=extra_runs)
 def analyze(ctx: Context) -> list[Claim]:
     data = build_data(ctx)
     plot_curves(ctx, ctx.aggregate)
