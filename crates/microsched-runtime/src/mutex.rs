@@ -62,6 +62,14 @@ struct Inner {
 }
 
 impl Inner {
+    /// A free waiter slot (a new one if none is free).
+    fn take_slot(&mut self) -> usize {
+        self.free.pop().unwrap_or_else(|| {
+            self.parked.push(None);
+            self.parked.len() - 1
+        })
+    }
+
     fn unpark(&mut self, slot: usize) -> Job {
         self.free.push(slot);
         self.parked[slot].take().expect("a waiter's slot holds its request")
@@ -128,10 +136,7 @@ impl Mutexes {
     pub fn acquire_spin(&self, id: u32, now: Nanos) -> Option<SpinWait> {
         self.check(id);
         let mut g = self.inner.lock();
-        let slot = g.free.pop().unwrap_or_else(|| {
-            g.parked.push(None);
-            g.parked.len() - 1
-        });
+        let slot = g.take_slot();
         if g.table.acquire(id, slot, now) {
             g.free.push(slot);
             return None;
@@ -155,10 +160,7 @@ impl Mutexes {
     pub fn acquire(&self, id: u32, now: Nanos, park: impl FnOnce() -> Job) -> bool {
         self.check(id);
         let mut g = self.inner.lock();
-        let slot = g.free.pop().unwrap_or_else(|| {
-            g.parked.push(None);
-            g.parked.len() - 1
-        });
+        let slot = g.take_slot();
         if g.table.acquire(id, slot, now) {
             g.free.push(slot);
             return true;

@@ -392,12 +392,18 @@ def series_points(ctx: Context) -> tuple[list[Point], list[str], float]:
     return chosen, [f"metrics.sample_interval_us={TS_SAMPLE_US:g}"], rtt_ts
 
 
+def extra_runs(ctx: Context) -> list[ExtraRuns]:
+    """Fig. 2's time series runs, declared before the sweep."""
+    points, extra_overrides, _ = series_points(ctx)
+    return [ExtraRuns(series_of, tuple(timeseries_tasks(points, extra_overrides)))]
+
+
 @register("collapse", paper="Core allocation vs overload control (simulation study)", figure="Fig. 2",
           description="Throughput collapse at load 1.0 with a credit pool of 40 and RTT 25–30 µs "
                       "(Breakwater + Caladan-style allocation, 32 cores); its absence at short RTTs and with "
                       "the study's fix (minimum pool)",
           spec="collapse/sweep.toml", claims=CLAIMS,
-          figures=FIGURES, extra_runs=lambda ctx: [ExtraRuns(series_of, tuple(timeseries_tasks(*series_points(ctx)[:2])))])
+          figures=FIGURES, extra_runs=extra_runs)
 def analyze(ctx: Context):
     from ..api import validate
 

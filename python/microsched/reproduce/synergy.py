@@ -1004,21 +1004,21 @@ def scaling_args(ctx: Context) -> list[tuple]:
     return args
 
 
-def extra_tasks(ctx: Context) -> list[tuple]:
+def extra_tasks(fixed_args: list[tuple], bisect: list[tuple], scale_args: list[tuple]) -> list[tuple]:
     """The fixed points, the max-load searches (one bisection per seed: one task) and Fig. 11's
-    scaling runs, in that order, as ``call`` takes them: from the spec as run, so that they are
-    declared before the sweep."""
+    scaling runs, in that order, as ``call`` takes them."""
     from ..maxload import _bisect_args
     from ..sweep.worker import summary_of
 
     runs = lambda args: [(summary_of, a[:3]) for a in args]  # noqa: E731 - (scenario, seed, overrides)
-    return [*runs(fixed_point_args(ctx)), *((_bisect_args, a) for a in search_args(ctx)[1]), *runs(scaling_args(ctx))]
+    return [*runs(fixed_args), *((_bisect_args, a) for a in bisect), *runs(scale_args)]
 
 
 def extra_runs(ctx: Context) -> list[ExtraRuns]:
+    """:func:`extra_tasks` from the spec as run, declared before the sweep."""
     from ..sweep.worker import call
 
-    return [ExtraRuns(call, tuple(extra_tasks(ctx)))]
+    return [ExtraRuns(call, tuple(extra_tasks(fixed_point_args(ctx), search_args(ctx)[1], scaling_args(ctx))))]
 
 
 def build_data(ctx: Context) -> Data:
@@ -1029,7 +1029,7 @@ def build_data(ctx: Context) -> Data:
     fixed_args = fixed_point_args(ctx)
     tasks, bisect = search_args(ctx)
     scale_args = scaling_args(ctx)
-    out = ctx.run_extra(call, extra_tasks(ctx))
+    out = ctx.run_extra(call, extra_tasks(fixed_args, bisect, scale_args))
     n_fixed, n_search = len(fixed_args), len(bisect)
     fixed = pd.DataFrame([_row(a, s) for a, s in zip(fixed_args, out[:n_fixed])])
     searches = search_table(ctx, tasks, out[n_fixed:n_fixed + n_search])

@@ -6,11 +6,10 @@
 //! Invariants: installing happens before the run starts; the follow-up lists are drained in the
 //! order the server left them (last first, as the driver always took them).
 
+use microsched_core::sched::asqm::LockStats;
+use microsched_core::sched::irq::Irq;
 use microsched_core::Nanos;
 
-use microsched_core::sched::irq::Irq;
-
-use microsched_core::sched::asqm::LockStats;
 use super::{CondvarState, Idle, LockDropState, SchedCounters, Server, StartDrop, Timesharing};
 
 impl Server {
