@@ -535,18 +535,16 @@ def run_reproduction(name: str, out: str | Path | None = None, quick: bool = Fal
                   n_runs=len(points))
     declared = list(repro.extra_runs(ctx)) if repro.extra_runs else []
     n_declared = ctx.declare(declared)
-    if repro.sweep_series:
-        from ..sweep.worker import series_of
+    from ..sweep.worker import series_of, series_task
 
+    if repro.sweep_series:
         # The series the sweep's own runs return: read by the analysis, counted as the sweep's.
-        ctx.declared |= {extra_key(series_of, (p.scenario, p.seed, (*p.overrides,), repro.sweep_series)) for p in points}
+        ctx.declared |= {extra_key(series_of, series_task(p, repro.sweep_series)) for p in points}
 
     def save(point: Any, row: dict) -> None:
         series = row.pop(SERIES_KEY, None)
         if series is not None:
-            from ..sweep.worker import series_of
-
-            save_extra(out_dir, series_of, (point.scenario, point.seed, (*point.overrides,), repro.sweep_series), series)
+            save_extra(out_dir, series_of, series_task(point, repro.sweep_series), series)
         saved[point.index] = row
         store.add(ids[point.index], row)
 

@@ -57,7 +57,9 @@ COLORS = {BASE: "tab:red", FIX: "tab:blue", INIT32: "tab:orange"}
 def timeseries_tasks(points: Sequence[Point], extra_overrides: Sequence[str] = ()) -> list[tuple]:
     """The time series runs of ``points`` (each with ``extra_overrides`` appended), as
     ``series_of`` takes them."""
-    return [(p.scenario, p.seed, (*p.overrides, *extra_overrides), TS_COLS) for p in points]
+    from ..sweep.worker import series_task
+
+    return [series_task(p, TS_COLS, extra_overrides) for p in points]
 
 
 def run_timeseries(ctx: Context, points: Sequence[Point], extra_overrides: Sequence[str] = ()) -> pd.DataFrame:

@@ -1075,6 +1075,7 @@ def sub_tasks(points: dict[str, list[Point]]) -> list[tuple]:
 
 
 def extra_runs(ctx: Context) -> list[ExtraRuns]:
+    """The sub-sweeps' runs (:func:`sub_points`), declared before the sweep."""
     from ..sweep.worker import summary_of
 
     return [ExtraRuns(summary_of, tuple(sub_tasks(sub_points(ctx, SUBSWEEPS))))]

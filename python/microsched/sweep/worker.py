@@ -94,6 +94,13 @@ def summary_of(task: tuple[Any, ...]) -> dict[str, Any]:
         return run_summary(scenario, seed=seed, overrides=list(overrides), trace=path, trace_window=window)
 
 
+def series_task(point: Any, columns: tuple[str, ...], extra_overrides: tuple[str, ...] | list[str] = ()) -> tuple:
+    """The task :func:`series_of` takes for a sweep point's run (``extra_overrides`` appended):
+    one shape for the series a sweep's own runs return and those an analysis asks for, so that
+    both have one key (``reproduce.framework.extra_key``)."""
+    return (point.scenario, point.seed, (*point.overrides, *extra_overrides), columns)
+
+
 def series_of(task: tuple[Any, int, tuple[str, ...], tuple[str, ...]]) -> dict[str, Any]:
     """``(scenario, seed, overrides, columns)``: those columns of the run's time series
     (:func:`microsched.api.run_series`)."""
